@@ -1,0 +1,31 @@
+# `make demo` and `make test` each set themselves up: a virtualenv in .venv, the package with
+# its dev extras, and the Graphviz program (via apt when it is missing and apt is usable).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench graphviz clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed, found " + sys.version.split()[0])'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+graphviz:
+	@sh .ci/ensure-graphviz
+
+demo: $(STAMP) graphviz
+	$(PY) examples/gaussian.py
+
+test: $(STAMP) graphviz
+	$(PY) -m pytest
+
+bench: $(STAMP) graphviz
+	$(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) out .pytest_cache benchmarks/results

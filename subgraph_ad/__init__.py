@@ -1,0 +1,50 @@
+"""subgraph_ad: higher-order derivatives as derivative subgraphs on a shared tape."""
+
+from .compile import lambdify
+from .derive import diff, gen_graph
+from .functions import (
+    FUNCTIONS,
+    SinFn,
+    UnaryFn,
+    cos,
+    exp,
+    log,
+    register,
+    sigmoid,
+    sin,
+    sqrt,
+    tan,
+    tanh,
+)
+from .numeric import Grad
+from .parse import ParseError, parse
+from .sympy_bridge import SympyConversionError
+from .tape import LimitError, Node, Tape, Term
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FUNCTIONS",
+    "Grad",
+    "LimitError",
+    "Node",
+    "ParseError",
+    "SinFn",
+    "SympyConversionError",
+    "Tape",
+    "Term",
+    "UnaryFn",
+    "cos",
+    "diff",
+    "exp",
+    "gen_graph",
+    "lambdify",
+    "log",
+    "parse",
+    "register",
+    "sigmoid",
+    "sin",
+    "sqrt",
+    "tan",
+    "tanh",
+]

@@ -1,0 +1,161 @@
+"""Derivative subgraphs: ``gen_graph`` appends the nodes of dz/dx to the tape; ``diff`` repeats it.
+
+One forward pass in tape order over the nodes z depends on. Each node's derivative is built
+by a rule written with Terms (so it can be differentiated again), memoised per node on the
+tape, and ``None`` stands for a structural zero that every rule short-circuits on.
+
+>>> from subgraph_ad import Tape, sin
+>>> tape = Tape(); x = tape.var("x", 0.5); y = tape.var("y", 4.2)
+>>> (x * y + sin(x)).gen_graph(x).to_sympy()
+y + cos(x)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from .functions import UnaryFn, log
+from .tape import Callback, Node, Tape, Term, dependencies
+
+D = Optional[Term]  # a derivative: a Term, or None for a structural zero
+
+
+def add(a: D, b: D) -> D:
+    if a is None:
+        return b
+    return a if b is None else a + b
+
+
+def sub(a: D, b: D) -> D:
+    if b is None:
+        return a
+    return -b if a is None else a - b
+
+
+def mul(a: D, b: D) -> D:
+    return None if a is None or b is None else a * b
+
+
+def _pow_rule(a: Term, b: Term, out: Term, da: D, db: D) -> D:
+    # d(a**b) = b*a**(b-1)*da + out*log(a)*db; the first term stays valid for a <= 0.
+    via_base = None if da is None else b * a ** (b - 1) * da
+    via_exponent = None if db is None else out * log(a) * db
+    return add(via_base, via_exponent)
+
+
+def _div_rule(a: Term, b: Term, out: Term, da: D, db: D) -> D:
+    # d(a/b) = (da - out*db) / b reuses the node's own output
+    num = sub(da, mul(out, db))
+    return None if num is None else num / b
+
+
+#: The arithmetic rules: (operands, output, operand derivatives) -> derivative.
+RULES: dict[str, Callable[..., D]] = {
+    "add": lambda a, b, out, da, db: add(da, db),
+    "sub": lambda a, b, out, da, db: sub(da, db),
+    "mul": lambda a, b, out, da, db: add(mul(da, b), mul(a, db)),
+    "div": _div_rule,
+    "pow": _pow_rule,
+    "neg": lambda a, out, da: None if da is None else -da,
+}
+
+
+def _fn_rule(fn: UnaryFn, input: Term, output: Term, derived: D) -> D:
+    if derived is None:
+        return None
+    result = fn.gen_graph(input, output, derived)
+    if result is not None and not (isinstance(result, Term) and result.tape is output.tape):
+        raise TypeError(
+            f"gen_graph rule of UnaryFn {fn.name!r} returned {type(result).__name__} {result!r}; "
+            "expected a Term of the same tape or None"
+        )
+    return result
+
+
+def _derivative(tape: Tape, index: int, node: Node, d: dict[int, D]) -> D:
+    if node.op == "fn":
+        (a,) = node.args
+        return _fn_rule(node.payload, Term(tape, a), Term(tape, index), d[a])
+    operands = [Term(tape, a) for a in node.args]
+    return RULES[node.op](*operands, Term(tape, index), *(d[a] for a in node.args))
+
+
+def derivative_order(term: Term) -> int:
+    """How many gen_graph passes produced this node (0 for user-built nodes)."""
+    return term.tape.orders[term.index]
+
+
+def gen_graph(z: Term, wrt: Term, callback: Callback | None = None) -> Term:
+    """Append the nodes of dz/d(wrt) and return them; the tape's 0 for a structural zero.
+
+    Transactional: if anything raises, the tape is restored exactly.
+    """
+    if not isinstance(z, Term):
+        raise TypeError(f"gen_graph differentiates a Term, got {type(z).__name__} {z!r}")
+    tape = z.tape
+    w = tape.check_var(wrt, "wrt").index
+    with tape.transaction(callback, order=derivative_order(z) + 1):
+        result = _forward(tape, z.index, w)
+        return Term(tape, result) if result is not None else tape.zero
+
+
+def _forward(tape: Tape, root: int, w: int) -> int | None:
+    cache = tape.deriv_cache
+    order = dependencies(tape, [root], stop=lambda i: (i, w) in cache)
+    d: dict[int, D] = {}
+    for i in order:
+        key = (i, w)
+        if key in cache:
+            known = cache[key]
+            d[i] = None if known is None else Term(tape, known)
+            continue
+        node = tape.nodes[i]
+        if node.op == "var":
+            result: D = tape.const(1.0) if i == w else None
+        elif node.op == "const":
+            result = None
+        else:
+            result = _derivative(tape, i, node, d)
+        d[i] = result
+        tape.remember(i, w, None if result is None else result.index)
+    final = d[root]
+    return None if final is None else final.index
+
+
+def parse_diff_args(args: tuple[Any, ...]) -> list[Term]:
+    """SymPy-style ``(x, 3, y)`` -> ``[x, x, x, y]``; a count follows the var it repeats."""
+    if not args:
+        raise TypeError("diff() needs at least one var, e.g. z.diff(x) or z.diff(x, 2, y)")
+    out: list[Term] = []
+    for i, a in enumerate(args):
+        if isinstance(a, Term):
+            out.append(a)
+        elif isinstance(a, int) and not isinstance(a, bool):
+            if not out or not isinstance(args[i - 1], Term):
+                raise TypeError(f"diff(): the count {a} at position {i} must follow a var")
+            if a < 0:
+                raise ValueError(f"diff(): a derivative order must be >= 0, got {a}")
+            out.extend([out[-1]] * (a - 1))
+            if a == 0:
+                out.pop()
+        else:
+            raise TypeError(f"diff() takes vars and int counts, got {type(a).__name__} {a!r} at position {i}")
+    return out
+
+
+def diff(z: Term, *args: Any, method: str = "auto", callback: Callback | None = None) -> Term:
+    """Repeated differentiation, SymPy-style: ``diff(z, x, 2, y)`` is d3z/dx2dy.
+
+    ``method`` is ``"graph"`` (repeated gen_graph) or ``"auto"``. The whole call is one transaction.
+    """
+    wrts = parse_diff_args(args)
+    tape = z.tape
+    for w in wrts:
+        tape.check_var(w, "wrt")
+    if method not in ("auto", "graph"):
+        raise ValueError(f"diff(): method must be 'auto' or 'graph', got {method!r}")
+    with tape.transaction():
+        result = z
+        for w in wrts:
+            result = gen_graph(result, w, callback)
+        return result
