@@ -81,12 +81,9 @@ def _leaf(expr: sympy.Basic, tape: Tape) -> Term:
     if isinstance(expr, sympy.Symbol):
         existing = tape.vars.get(expr.name)
         return existing if existing is not None else tape.var(expr.name)
-    if expr.is_number and expr.is_real is not False:
-        try:
-            return tape.const(float(expr))
-        except TypeError as exc:
-            raise SympyConversionError(f"cannot convert the number {expr!r} to a float") from exc
-    raise SympyConversionError(f"cannot convert {sympy.srepr(expr)}: unsupported leaf")
+    if isinstance(expr, (sympy.Number, sympy.NumberSymbol)) and expr.is_real:
+        return tape.const(float(expr))
+    raise SympyConversionError(f"cannot convert {expr!r} ({type(expr).__name__}): only real numbers and symbols are supported as leaves")
 
 
 def _combine(expr: sympy.Basic, args: list[Term], tape: Tape) -> Term:
@@ -136,7 +133,7 @@ def from_sympy(expr: Any, tape: Tape) -> Term:
             node, expanded = stack.pop()
             if node in built:
                 continue
-            if not node.args or node.is_number:
+            if not node.args:
                 built[node] = _leaf(node, tape)
             elif expanded:
                 built[node] = _combine(node, [built[a] for a in node.args], tape)

@@ -1,0 +1,156 @@
+"""The tape: nodes, interning, folding, operator overloading, transactions and limits."""
+
+import numpy as np
+import pytest
+
+import subgraph_ad as sad
+from subgraph_ad import Tape, exp, sin
+
+
+def test_var_and_const_nodes(tape):
+    x = tape.var("x", 0.5)
+    k = tape.const(3.0)
+    assert (x.op, x.name, x.value) == ("var", "x", 0.5)
+    assert k.op == "const" and k.node.payload == 3.0
+    assert x.tape is tape and k.index == 1 and len(tape) == 2
+    assert tape.vars == {"x": x}
+
+
+def test_commutative_operands_share_one_node(tape):
+    a, b = tape.var("a"), tape.var("b")
+    assert (a * b).index == (b * a).index
+    assert (a + b).index == (b + a).index
+    assert (a - b).index != (b - a).index  # not commutative
+
+
+def test_building_the_same_expression_twice_adds_no_nodes(tape):
+    x, y = tape.var("x", 0.5), tape.var("y", 4.2)
+    z1 = x * y + sin(x) / (1 + exp(-x))
+    n = len(tape)
+    z2 = x * y + sin(x) / (1 + exp(-x))
+    assert z2.index == z1.index and len(tape) == n
+
+
+def test_vars_are_never_merged(tape):
+    x, y = tape.var("x", 1.0), tape.var("y", 1.0)
+    assert x.index != y.index
+    with pytest.raises(ValueError, match="already exists"):
+        tape.var("x")
+
+
+@pytest.mark.parametrize(
+    "build, expect",
+    [
+        (lambda x: x + 0, "x"),
+        (lambda x: 0 + x, "x"),
+        (lambda x: x - 0, "x"),
+        (lambda x: x * 1, "x"),
+        (lambda x: 1 * x, "x"),
+        (lambda x: x / 1, "x"),
+        (lambda x: x**1, "x"),
+        (lambda x: -(-x), "x"),
+        (lambda x: +x, "x"),
+    ],
+)
+def test_identities_fold_to_the_operand(tape, build, expect):
+    x = tape.var("x", 2.0)
+    n = len(tape)
+    assert build(x).index == x.index
+    assert len(tape) <= n + 1  # at most the constant operand itself
+
+
+def test_zero_and_one_fold(tape):
+    x = tape.var("x", 2.0)
+    assert (x * 0).index == tape.zero.index
+    assert (0 * x).index == tape.zero.index
+    assert (x**0).node == sad.Node("const", (), 1.0)
+
+
+def test_constant_subexpressions_fold_once_at_append_time(tape):
+    x = tape.var("x")
+    c = (tape.const(2.0) + 3) * 4 - sin(tape.const(0.0))
+    assert c.op == "const" and c.node.payload == 20.0
+    k = exp(tape.const(1.0))
+    assert k.op == "const" and k.node.payload == pytest.approx(np.e, rel=1e-15)
+    assert x.op == "var"
+
+
+def test_zero_and_negative_zero_stay_distinct_constants(tape):
+    assert tape.const(0.0).index != tape.const(-0.0).index
+
+
+def test_folding_keeps_ieee_semantics_for_constants(tape):
+    assert tape.const(1.0) / 0 is not None
+    assert (tape.const(1.0) / 0).node.payload == float("inf")
+    assert np.isnan(sad.log(tape.const(-1.0)).node.payload)
+
+
+def test_reflected_operators_and_powers(tape):
+    x = tape.var("x", 0.5)
+    assert (2 * x).eval() == 1.0
+    assert (1 / x).eval() == 2.0
+    assert (3 - x).eval() == 2.5
+    assert (2**x).eval() == pytest.approx(2**0.5, rel=1e-15)
+    assert (x**-1).eval() == 2.0
+    assert (x**0.5).eval() == pytest.approx(0.5**0.5, rel=1e-15)
+    assert (np.float64(2.0) * x).eval() == 1.0  # NumPy scalars defer to Term
+
+
+def test_terms_from_two_tapes_never_mix():
+    t1, t2 = Tape(), Tape()
+    x, y = t1.var("x"), t2.var("y")
+    with pytest.raises(ValueError, match="two different tapes") as info:
+        x + y
+    assert "Term(0: var 'x')" in str(info.value) and "Term(0: var 'y')" in str(info.value)
+
+
+@pytest.mark.parametrize("other", ["2", None, [1.0], True])
+def test_combining_with_a_non_number_is_a_type_error(tape, other):
+    x = tape.var("x")
+    with pytest.raises(TypeError):
+        x * other
+
+
+def test_const_rejects_non_numbers(tape):
+    with pytest.raises(TypeError, match="real number"):
+        tape.const("3")
+
+
+def test_transaction_rolls_back_nodes_interning_and_cache(tape):
+    x = tape.var("x", 0.5)
+    f = sin(x) * x
+    nodes, intern = list(tape.nodes), dict(tape._intern)
+    with pytest.raises(KeyboardInterrupt):
+        with tape.transaction():
+            f.gen_graph(x)
+            exp(x) + 7
+            raise KeyboardInterrupt
+    assert tape.nodes == nodes and tape._intern == intern and tape.deriv_cache == {}
+    assert len(tape.orders) == len(nodes)
+    # the same build afterwards gets fresh, consistent nodes
+    assert (exp(x) + 7).eval() == pytest.approx(np.exp(0.5) + 7)
+
+
+def test_max_nodes_limit_raises_and_loses_nothing():
+    tape = Tape(max_nodes=12)
+    x = tape.var("x", 0.5)
+    f = exp(-x * x)
+    before = list(tape.nodes)
+    with pytest.raises(sad.LimitError, match="max_nodes=12"):
+        f.diff(x, 6)
+    assert tape.nodes == before
+
+
+def test_term_indexing_and_repr(tape):
+    x = tape.var("x")
+    y = sin(x)
+    assert tape[-1] == y and tape[0] == x
+    assert repr(y) == "Term(1: fn sin)"
+    with pytest.raises(IndexError):
+        tape[5]
+
+
+def test_terms_are_usable_as_dict_keys(tape):
+    x, y = tape.var("x"), tape.var("y")
+    d = {x: 1, y: 2}
+    assert d[tape.vars["x"]] == 1 and d[tape[1]] == 2
