@@ -1,5 +1,6 @@
 """subgraph_ad: higher-order derivatives as derivative subgraphs on a shared tape."""
 
+from . import testing
 from .compile import lambdify
 from .derive import diff, gen_graph
 from .functions import (
@@ -47,4 +48,5 @@ __all__ = [
     "sqrt",
     "tan",
     "tanh",
+    "testing",
 ]
