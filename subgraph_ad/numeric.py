@@ -33,12 +33,13 @@ def bind(tape: Tape, values: Values | None) -> dict[int, Any]:
 
     Keys may be var Terms of this tape or var names.
     """
-    bound = {i: v for i, v in tape._values.items()}
+    bound = tape.current_values()
     for key, value in (values or {}).items():
         if isinstance(key, str):
-            if key not in tape._vars:
-                raise KeyError(f"no var named {key!r} on this tape; vars are {list(tape._vars)}")
-            index = tape._vars[key]
+            var = tape.find_var(key)
+            if var is None:
+                raise KeyError(f"no var named {key!r} on this tape; vars are {list(tape.vars)}")
+            index = var.index
         else:
             index = tape.check_var(key, "values key").index
         bound[index] = value

@@ -181,7 +181,7 @@ def _term(node: ast.AST, args: list[Term], tape: Tape, known: Mapping[str, Unary
         except OverflowError:
             raise ParseError(f"{_where(node, carets)}: the number {node.value} is too large for a float") from None
     name = node.id  # type: ignore[attr-defined]
-    if name in CONSTANTS and name not in tape._vars:
-        return tape.const(CONSTANTS[name])
-    existing = tape._vars.get(name)
-    return Term(tape, existing) if existing is not None else tape.var(name)
+    existing = tape.find_var(name)
+    if existing is not None:
+        return existing
+    return tape.const(CONSTANTS[name]) if name in CONSTANTS else tape.var(name)

@@ -79,7 +79,7 @@ _SYMPY_FUNCTIONS = {sympy.exp: "exp", sympy.log: "log", sympy.sin: "sin", sympy.
 
 def _leaf(expr: sympy.Basic, tape: Tape) -> Term:
     if isinstance(expr, sympy.Symbol):
-        existing = tape.vars.get(expr.name)
+        existing = tape.find_var(expr.name)
         return existing if existing is not None else tape.var(expr.name)
     if isinstance(expr, (sympy.Number, sympy.NumberSymbol)) and expr.is_real:
         return tape.const(float(expr))

@@ -130,6 +130,15 @@ class Tape:
     def __repr__(self) -> str:
         return f"Tape({len(self)} nodes, vars={list(self._vars)})"
 
+    def find_var(self, name: str) -> Term | None:
+        """The var called ``name``, or None."""
+        index = self._vars.get(name)
+        return None if index is None else Term(self, index)
+
+    def current_values(self) -> dict[int, Any]:
+        """Var index -> current value, a copy."""
+        return dict(self._values)
+
     def value_of(self, var: Term) -> Any:
         """Current value of a var."""
         return self._values[self.check_var(var).index]
