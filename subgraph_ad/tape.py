@@ -62,6 +62,17 @@ def _key(node: Node) -> tuple:
     return node
 
 
+def check_value(value: Any, what: str) -> Any:
+    """A var value must be a real number or an array of them; anything else is refused early."""
+    if not isinstance(value, (bool, str, bytes)) and value is not None:
+        try:
+            np.asarray(value, dtype=float)
+            return value
+        except (TypeError, ValueError):
+            pass
+    raise TypeError(f"{what} must be a number or an array of numbers, got {type(value).__name__} {value!r}")
+
+
 def _fold_value(op: str, values: list[float]) -> float:
     with np.errstate(all="ignore"):
         return float(ARITH[op](*(np.float64(v) for v in values)))
@@ -98,6 +109,7 @@ class Tape:
                 f"var {name!r} already exists on this tape (node {self._vars[name]}); "
                 f"use tape.vars[{name!r}] to get it"
             )
+        check_value(value, f"the value of var {name!r}")
         index = self._push(Node("var", (), name), key=None)
         self._vars[name] = index
         self._values[index] = value
@@ -428,7 +440,7 @@ class Term:
     def set(self, value: Any) -> None:
         """Change a var's current value; later evaluations use it."""
         self.tape.check_var(self, "set() target")
-        self.tape._values[self.index] = value
+        self.tape._values[self.index] = check_value(value, f"the value of var {self.name!r}")
 
     @property
     def value(self) -> Any:

@@ -90,3 +90,8 @@ def test_value_errors_are_clear(tape):
         z.eval({z: 1.0})
     with pytest.raises(ValueError, match="must be a var"):
         z.set(2.0)
+    with pytest.raises(TypeError, match="the value of var 'x' must be a number or an array of numbers, got str"):
+        x.set("abc")
+    with pytest.raises(TypeError, match="got NoneType"):
+        tape.var("w", None)
+    assert x.value == 0.5 and "w" not in tape.vars
