@@ -64,6 +64,8 @@ class UnaryFn:
 
 @dataclass(frozen=True, repr=False)
 class Exp(UnaryFn):
+    """exp; its derivative is its own output, so every order reuses one node."""
+
     name = "exp"
 
     def f(self, v: Any) -> Any:
@@ -83,6 +85,8 @@ class Exp(UnaryFn):
 
 @dataclass(frozen=True, repr=False)
 class Log(UnaryFn):
+    """Natural log; nan for negative input, as in NumPy."""
+
     name = "log"
 
     def f(self, v: Any) -> Any:
@@ -138,6 +142,8 @@ class SinFn(UnaryFn):
 
 @dataclass(frozen=True, repr=False)
 class Tan(UnaryFn):
+    """tan; tan' = 1 + tan², written with the output node."""
+
     name = "tan"
 
     def f(self, v: Any) -> Any:
@@ -157,6 +163,8 @@ class Tan(UnaryFn):
 
 @dataclass(frozen=True, repr=False)
 class Sqrt(UnaryFn):
+    """sqrt; sqrt' = 1/(2 sqrt), written with the output node."""
+
     name = "sqrt"
 
     def f(self, v: Any) -> Any:
@@ -176,6 +184,8 @@ class Sqrt(UnaryFn):
 
 @dataclass(frozen=True, repr=False)
 class Tanh(UnaryFn):
+    """tanh; tanh' = 1 - tanh², so its derivatives are polynomials in the output."""
+
     name = "tanh"
 
     def f(self, v: Any) -> Any:
@@ -195,6 +205,8 @@ class Tanh(UnaryFn):
 
 @dataclass(frozen=True, repr=False)
 class Sigmoid(UnaryFn):
+    """The logistic function; σ' = σ(1 - σ), a polynomial in the output."""
+
     name = "sigmoid"
 
     def f(self, v: Any) -> Any:
