@@ -20,6 +20,7 @@ from .functions import (
 from .numeric import Grad
 from .parse import ParseError, parse
 from .sympy_bridge import SympyConversionError
+from .taylor import taylor_graph
 from .tape import LimitError, Node, Tape, Term
 
 __version__ = "0.1.0"
@@ -48,5 +49,6 @@ __all__ = [
     "sqrt",
     "tan",
     "tanh",
+    "taylor_graph",
     "testing",
 ]

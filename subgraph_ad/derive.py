@@ -143,19 +143,44 @@ def parse_diff_args(args: tuple[Any, ...]) -> list[Term]:
     return out
 
 
+#: ``method="auto"`` uses Taylor mode for this many or more repeats of one var in a row: from
+#: order 3 on it appends fewer nodes on most graphs (see docs/performance.md).
+AUTO_TAYLOR_FROM = 3
+
+
 def diff(z: Term, *args: Any, method: str = "auto", callback: Callback | None = None) -> Term:
     """Repeated differentiation, SymPy-style: ``diff(z, x, 2, y)`` is d3z/dx2dy.
 
-    ``method`` is ``"graph"`` (repeated gen_graph) or ``"auto"``. The whole call is one transaction.
+    ``method`` is ``"graph"`` (repeated gen_graph), ``"taylor"`` (each run of one var in Taylor
+    mode, see taylor.py) or ``"auto"``: Taylor for a run of ``AUTO_TAYLOR_FROM`` or more, else
+    gen_graph. All give the same values. The whole call is one transaction.
+
+    >>> from subgraph_ad import Tape, tanh
+    >>> tape = Tape(); x = tape.var("x", 0.3)
+    >>> z = tanh(x)
+    >>> abs(z.diff(x, 5, method="taylor").eval() - z.diff(x, 5, method="graph").eval()) < 1e-12
+    True
     """
+    from .taylor import taylor_diff  # taylor builds on this module's rules
+
     wrts = parse_diff_args(args)
     tape = z.tape
     for w in wrts:
         tape.check_var(w, "wrt")
-    if method not in ("auto", "graph"):
-        raise ValueError(f"diff(): method must be 'auto' or 'graph', got {method!r}")
+    if method not in ("auto", "graph", "taylor"):
+        raise ValueError(f"diff(): method must be 'auto', 'graph' or 'taylor', got {method!r}")
+    runs: list[tuple[Term, int]] = []
+    for w in wrts:
+        if runs and runs[-1][0] == w:
+            runs[-1] = (w, runs[-1][1] + 1)
+        else:
+            runs.append((w, 1))
     with tape.transaction():
         result = z
-        for w in wrts:
-            result = gen_graph(result, w, callback)
+        for w, count in runs:
+            if method == "taylor" or (method == "auto" and count >= AUTO_TAYLOR_FROM):
+                result = taylor_diff(result, w, count, callback)
+            else:
+                for _ in range(count):
+                    result = gen_graph(result, w, callback)
         return result

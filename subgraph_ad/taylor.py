@@ -1,0 +1,397 @@
+"""Taylor-mode derivative subgraphs: every derivative up to order n in O(S·n²) nodes.
+
+Repeated ``gen_graph`` differentiates the *derivative graph* again at each order. Taylor mode
+instead propagates the univariate Taylor coefficients y_k = y⁽ᵏ⁾/k! of every node of z along
+x ↦ x + t, with the standard recurrences:
+
+- add, sub, neg: coefficient-wise;
+- mul: the Cauchy product  c_k = Σ_{j=0..k} a_j·b_{k−j};
+- div: q_k = (a_k − Σ_{j=1..k} b_j·q_{k−j}) / b_0;
+- a unary node y = f(u): the ODE recurrence  k·y_k = Σ_{j=1..k} j·u_j·g_{k−j},  where g = f′(u)
+  is built by the function's own ``gen_graph`` rule (called with ``derived`` = the constant 1)
+  and is itself Taylor-propagated. So a user ``UnaryFn`` needs no Taylor rule, and exp, tanh,
+  sigmoid, log, sqrt and the sin/cos family close on themselves because their rules reuse
+  ``output``;
+- ``a ** p`` with p constant in x is the unary case with g = p·a**(p−1) (a whole number p ≥ 0,
+  exact at a = 0) or g = p·y/a; ``a ** b`` otherwise is exp(b·log(a)): the unary case with g = y.
+
+Coefficients are requested on demand (only what order n needs is built) and carry a lazy scalar
+factor, so the 1/k, j and k! factors and signs are Python floats folded into the few constants
+that must exist rather than nodes of their own. The results are ordinary Terms on the same tape:
+they evaluate, compile, render and can be differentiated again.
+
+>>> from subgraph_ad import Tape, exp
+>>> tape = Tape(); x = tape.var("x", 0.5)
+>>> d = taylor_graph(exp(-x**2 / 2), x, 4)
+>>> [t.to_sympy() for t in d[:2]]
+[-x*exp(-x**2/2), x**2*exp(-x**2/2) - exp(-x**2/2)]
+>>> round(d[3].eval(), 6)
+1.378901
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from .functions import SinFn
+from .tape import Callback, Tape, Term
+
+#: A coefficient value c·T held as (c, index of T); index None means the plain number c.
+Lazy = Optional[tuple[float, Optional[int]]]
+
+
+class _Zero(Exception):
+    """Internal: the requested derivative is structurally zero; unwind the transaction."""
+
+
+class _Taylor:
+    """The Taylor coefficients of the nodes of one tape along one var, built on demand."""
+
+    def __init__(self, tape: Tape, wrt: int) -> None:
+        self.tape = tape
+        self.wrt = wrt
+        self.coef: dict[tuple[int, int], Lazy] = {}
+        self.unary: dict[int, tuple[int, Optional[int]]] = {}  # node -> (u, g) with y' = g·u'
+        self.dep = bytearray()  # dep[i]: node i depends on wrt
+        self.scaled: dict[tuple[float, int], int] = {}
+        self.aliases: dict[int, int] = {}
+        self.kinds: dict[tuple[int, int], int] = {}
+        self.uses: dict[tuple[int, int], int] = {}
+
+    # -- helpers ------------------------------------------------------------------------------
+    def depends(self, i: int) -> bool:
+        nodes, dep = self.tape.nodes, self.dep
+        for j in range(len(dep), i + 1):
+            node = nodes[j]
+            dep.append(j == self.wrt or (node.op not in ("var", "const") and any(dep[a] for a in node.args)))
+        return bool(dep[i])
+
+    def negated(self, i: int) -> Optional[int]:
+        """For -sin(u) and -cos(u) (``SinFn(n)``, n >= 2) the node sin(u) / cos(u) they negate:
+        their coefficients are the same Terms with the sign in the scalar."""
+        node = self.tape.nodes[i]
+        fn = node.payload
+        if node.op != "fn" or type(fn) is not SinFn or fn.n < 2:
+            return None
+        if i not in self.aliases:
+            self.aliases[i] = SinFn(fn.n - 2)(self.term(node.args[0])).index
+        return self.aliases[i]
+
+    def term(self, i: int) -> Term:
+        return Term(self.tape, i)
+
+    def canon(self, value: Lazy) -> Lazy:
+        """Move constant factors and signs of the Term into the scalar: -A, 3·A -> (c, A)."""
+        if value is None:
+            return None
+        c, t = value
+        nodes = self.tape.nodes
+        while t is not None:
+            node = nodes[t]
+            if node.op == "const":
+                return (c * node.payload, None) if c * node.payload != 0.0 else None
+            if node.op == "neg":
+                c, t = -c, node.args[0]
+            elif node.op == "fn" and self.negated(t) is not None:
+                c, t = -c, self.negated(t)
+            elif node.op == "mul" and nodes[node.args[0]].op == "const":
+                c, t = c * nodes[node.args[0]].payload, node.args[1]
+            else:
+                break
+        return c, t
+
+    def operand(self, value: tuple[float, int], key: tuple[int, int]) -> tuple[float, int]:
+        """A Term factor c·T of a product. One used in two or more products (counted by the plan)
+        becomes the shared node |c|·T, so the products' scalars agree and their sums need no
+        scale node per term."""
+        c, t = value
+        if abs(c) == 1.0 or self.uses.get(key, 0) < 2:
+            return self.reuse(value)
+        return math.copysign(1.0, c), self.scale(abs(c), t)
+
+    def reuse(self, value: tuple[float, Optional[int]]) -> tuple[float, Optional[int]]:
+        """c·T as ±N when the shared node N = |c|·T already exists (keeps sums' scalars equal)."""
+        c, t = value
+        if t is not None and abs(c) != 1.0 and (abs(c), t) in self.scaled:
+            return math.copysign(1.0, c), self.scaled[(abs(c), t)]
+        return value
+
+    def product(self, ka: tuple[int, int], kb: tuple[int, int], factor: float = 1.0) -> Lazy:
+        """factor · coefficient ka · coefficient kb; scalars multiply in Python, one node at most."""
+        a, b = self.canon(self.get(*ka)), self.canon(self.get(*kb))
+        if a is None or b is None:
+            return None
+        a = (factor * a[0], a[1])
+        if a[1] is None:
+            b = self.reuse(b)
+            return a[0] * b[0], b[1]
+        if b[1] is None:
+            a = self.reuse(a)
+            return a[0] * b[0], a[1]
+        (ca, ta), (cb, tb) = self.operand(a, ka), self.operand(b, kb)  # type: ignore[arg-type]
+        return ca * cb, self.tape.op("mul", self.term(ta), self.term(tb)).index
+
+    def total(self, terms: list[Lazy]) -> Lazy:
+        """Σ terms as one lazy value: equal Terms merge, the most common |scalar| is factored out,
+        so only terms with a different scalar need a scale node."""
+        merged: dict[Optional[int], float] = {}
+        for t in terms:
+            if t is not None:
+                merged[t[1]] = merged.get(t[1], 0.0) + t[0]
+        items = [(c, t) for t, c in merged.items() if c != 0.0]
+        if not items:
+            return None
+        if len(items) == 1:
+            return items[0]
+        counts: dict[float, int] = {}
+        for c, t in items:
+            if t is not None:
+                counts[abs(c)] = counts.get(abs(c), 0) + 1
+        factor = max(counts, key=lambda k: counts[k]) if counts else abs(items[0][0])
+        if all(c < 0 for c, _ in items):
+            factor = -factor
+        pos: list[Term] = []
+        neg: list[Term] = []
+        for c, t in items:
+            r = c / factor
+            if t is None:
+                node = self.tape.const(abs(r))
+            elif abs(r) == 1.0:
+                node = self.term(t)
+            else:
+                node = self.term(self.scale(abs(r), t))
+            (pos if r > 0 else neg).append(node)
+        acc = pos[0] if pos else -neg.pop(0)
+        for node in pos[1:]:
+            acc = acc + node
+        for node in neg:
+            acc = acc - node
+        return factor, acc.index
+
+    def scale(self, c: float, t: int) -> int:
+        key = (c, t)
+        if key not in self.scaled:
+            self.scaled[key] = (self.tape.const(c) * self.term(t)).index
+        return self.scaled[key]
+
+    def materialize(self, value: Lazy, factor: float = 1.0) -> Optional[Term]:
+        """factor·value as a Term (one scale node at most), or None for zero."""
+        if value is None:
+            return None
+        c, t = value
+        c *= factor
+        if t is None:
+            return self.tape.const(c)
+        if c == 1.0:
+            return self.term(t)
+        if c == -1.0:
+            return -self.term(t)
+        return self.term(self.scale(c, t))
+
+    def unary_form(self, i: int) -> tuple[int, Optional[int]]:
+        """(u, g) with dy = g·du for a fn or pow node, building g from the node's own rule."""
+        if i in self.unary:
+            return self.unary[i]
+        from .derive import _fn_rule  # derive imports this module lazily; no cycle at load
+
+        tape = self.tape
+        node = tape.nodes[i]
+        y = self.term(i)
+        one = tape.const(1.0)
+        if node.op == "fn":
+            u = node.args[0]
+            g = _fn_rule(node.payload, self.term(u), y, one)
+        else:  # pow
+            a, b = (self.term(k) for k in node.args)
+            if not self.depends(b.index):
+                u = a.index
+                p = tape.nodes[b.index].payload if b.op == "const" else None
+                if p is not None and float(p).is_integer() and p >= 0:
+                    g = b * a ** (p - 1.0)  # exact at a = 0, and ends at p = 0
+                else:
+                    g = b * y / a
+            else:
+                from .functions import log
+
+                u = (b * log(a)).index
+                g = y
+        self.unary[i] = (u, None if g is None else g.index)
+        return self.unary[i]
+
+    # -- the recurrences ----------------------------------------------------------------------
+    def linear(self, i: int) -> list[int]:
+        """Operands whose coefficient k enters coefficient k of node i linearly."""
+        node = self.tape.nodes[i]
+        if node.op in ("add", "sub", "neg"):
+            return list(node.args)
+        if node.op == "div":
+            return [node.args[0]]
+        alias = self.negated(i) if node.op == "fn" else None
+        return [] if alias is None else [alias]
+
+    def products(self, i: int, k: int) -> list[tuple[tuple[int, int], tuple[int, int], float]]:
+        """The products (coefficient, coefficient, factor) that coefficient k of node i sums."""
+        node = self.tape.nodes[i]
+        op = node.op
+        if (k == 0 or op in ("var", "const", "add", "sub", "neg") or not self.depends(i)
+                or (op == "fn" and self.negated(i) is not None)):
+            return []
+        if op == "mul":
+            a, b = node.args
+            return [((a, j), (b, k - j), 1.0) for j in range(k + 1)]
+        if op == "div":
+            b = node.args[1]
+            return [((b, j), (i, k - j), -1.0) for j in range(1, k + 1)]
+        u, g = self.unary_form(i)
+        if g is None:
+            return []
+        return [((u, j), (g, k - j), float(j)) for j in range(1, k + 1)]
+
+    def needs(self, i: int, k: int) -> list[tuple[int, int]]:
+        """The coefficients (node, order >= 1) that coefficient k of node i is computed from."""
+        node = self.tape.nodes[i]
+        if k == 0 or node.op in ("var", "const") or not self.depends(i):
+            return []
+        out = [(a, k) for a in self.linear(i)]
+        for ka, kb, _ in self.products(i, k):
+            out += [key for key in (ka, kb) if key[1] > 0]
+        return out
+
+    def kind(self, i: int, k: int) -> int:
+        """0: structurally zero, 1: a plain number, 2: needs a Term; known before any is built."""
+        if k == 0:
+            return 1 if self.tape.nodes[i].op == "const" else 2
+        return self.kinds[(i, k)]
+
+    def plan_kind(self, i: int, k: int) -> int:
+        node = self.tape.nodes[i]
+        if node.op == "var":
+            return 1 if i == self.wrt and k == 1 else 0
+        if node.op == "const" or not self.depends(i):
+            return 0
+        best = max((self.kind(a, k) for a in self.linear(i)), default=0)
+        if node.op in ("add", "sub", "neg", "fn") and not self.products(i, k):
+            return best
+        for ka, kb, _ in self.products(i, k):
+            x, y = self.kind(*ka), self.kind(*kb)
+            if x and y:
+                best = max(best, x, y)
+        if node.op == "div" and best:
+            return 2
+        return best
+
+    def get(self, i: int, k: int) -> Lazy:
+        return self.canon((1.0, i)) if k == 0 else self.coef[(i, k)]
+
+    def compute(self, i: int, k: int) -> Lazy:
+        node = self.tape.nodes[i]
+        op = node.op
+        if op == "var":
+            return (1.0, None) if i == self.wrt and k == 1 else None
+        if op == "const" or not self.depends(i):
+            return None
+        get = self.get
+        if op == "add":
+            return self.total([get(node.args[0], k), get(node.args[1], k)])
+        if op == "sub":
+            b = get(node.args[1], k)
+            return self.total([get(node.args[0], k), None if b is None else (-b[0], b[1])])
+        if op == "neg" or (op == "fn" and self.negated(i) is not None):
+            a = get(self.linear(i)[0], k)
+            return None if a is None else (-a[0], a[1])
+        terms = [self.product(ka, kb, f) for ka, kb, f in self.products(i, k)]
+        if op == "mul":
+            return self.total(terms)
+        if op == "div":
+            num = self.total([get(node.args[0], k)] + terms)
+            if num is None:
+                return None
+            c, t = num
+            top = self.tape.const(1.0) if t is None else self.term(t)
+            return c, (top / self.term(node.args[1])).index
+        value = self.total(terms)
+        return None if value is None else (value[0] / k, value[1])
+
+    def plan(self, root: int, n: int) -> list[tuple[int, int]]:
+        """Every coefficient orders 1..n of root need, in an order that computes each after its
+        needs (iterative depth-first); also counts how many products use each coefficient."""
+        order: list[tuple[int, int]] = []
+        state: dict[tuple[int, int], int] = {}
+        stack = [(root, k) for k in range(n, 0, -1)]
+        while stack:
+            key = stack[-1]
+            seen = state.get(key)
+            if seen == 2:
+                stack.pop()
+            elif seen is None:
+                state[key] = 1
+                stack.extend(reversed([x for x in self.needs(*key) if x not in state]))
+            else:
+                state[key] = 2
+                stack.pop()
+                order.append(key)
+                self.kinds[key] = self.plan_kind(*key)
+        for key in order:
+            for ka, kb, _ in self.products(*key):
+                if self.kind(*ka) == 2 and self.kind(*kb) == 2:
+                    self.uses[ka] = self.uses.get(ka, 0) + 1
+                    self.uses[kb] = self.uses.get(kb, 0) + 1
+        return order
+
+    def run(self, root: int, n: int, base_order: int) -> None:
+        """Fill coef[(root, 1..n)] and everything they need, iteratively (no recursion)."""
+        with self.tape.transaction(order=base_order + 1):
+            order = self.plan(root, n)
+        for i, k in order:
+            with self.tape.transaction(order=base_order + k):
+                self.coef[(i, k)] = self.canon(self.compute(i, k))
+
+
+def _check(term: Term, wrt: Term, n: int) -> int:
+    if not isinstance(term, Term):
+        raise TypeError(f"taylor_graph differentiates a Term, got {type(term).__name__} {term!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"taylor_graph: the order n must be an int >= 0, got {n!r}")
+    return term.tape.check_var(wrt, "wrt").index
+
+
+def taylor_graph(term: Term, wrt: Term, n: int, callback: Callback | None = None) -> list[Term]:
+    """Append the derivatives of orders 1..n of ``term`` in ``wrt``; returns them as Terms.
+
+    Each result equals ``term.diff(wrt, k)``; the tape's 0 marks a structurally zero one. Nodes
+    are tagged with the derivative order that first needed them (``tape.orders``); ``callback``
+    sees each appended Term. Transactional: if anything raises, the tape is left as it was.
+    """
+    w = _check(term, wrt, n)
+    tape = term.tape
+    base = tape.orders[term.index]
+    with tape.transaction(callback):
+        taylor = _Taylor(tape, w)
+        taylor.run(term.index, n, base)
+        out = []
+        for k in range(1, n + 1):
+            with tape.transaction(order=base + k):
+                d = taylor.materialize(taylor.coef[(term.index, k)], float(math.factorial(k)))
+                out.append(tape.zero if d is None else d)
+        return out
+
+
+def taylor_diff(term: Term, wrt: Term, n: int, callback: Callback | None = None) -> Term:
+    """The n-th derivative alone; a structural zero appends nothing and returns the tape's 0."""
+    w = _check(term, wrt, n)
+    if n == 0:
+        return term
+    tape = term.tape
+    base = tape.orders[term.index]
+    try:
+        with tape.transaction(callback):
+            taylor = _Taylor(tape, w)
+            taylor.run(term.index, n, base)
+            with tape.transaction(order=base + n):
+                d = taylor.materialize(taylor.coef[(term.index, n)], float(math.factorial(n)))
+            if d is None:
+                raise _Zero
+            return d
+    except _Zero:
+        return tape.zero
