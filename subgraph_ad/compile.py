@@ -1,6 +1,20 @@
-"""``lambdify``: straight-line NumPy code for the nodes some outputs need, like ``sympy.lambdify``.
+"""``lambdify``: straight-line code for the nodes some outputs need, like ``sympy.lambdify``.
 
-The generated function has one statement per node and no per-node dispatch at call time.
+The nodes are laid out once, at compile time, into a program with one statement per node, so a
+call does no per-node Python dispatch. Two backends run that program:
+
+- ``"numpy"`` (default): NumPy ufuncs over blocks of points. Each intermediate lives in a
+  register (a preallocated block-sized buffer) that is reused as soon as its value is dead
+  (liveness over the straight-line order), and every ufunc writes with ``out=``: no allocation
+  per node, and a block's working set stays in cache.
+- ``"numba"``: the same statements as scalar code inside one parallel loop over the points,
+  compiled by Numba (``pip install 'subgraph_ad[numba]'``). Without Numba, or for a user
+  ``UnaryFn`` whose ``f`` Numba cannot compile, it warns (``BackendWarning``) and uses
+  ``"numpy"``: results are the same, only speed differs.
+
+A compiled function works elementwise on NumPy arrays, and on Dask arrays blockwise
+(``dask.array.map_blocks`` under the hood; the result is a lazy Dask array). It pickles, so
+Dask's distributed workers can run it.
 
 >>> import numpy as np
 >>> from subgraph_ad import Tape, lambdify, sin
@@ -14,13 +28,38 @@ array([0.        , 2.84147098])
 
 from __future__ import annotations
 
+import functools
+import os
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .functions import Exp, Log, Sigmoid, SinFn, Sqrt, Tan, Tanh, UnaryFn
 from .tape import Tape, Term, dependencies
 
+#: Points per block of the NumPy backend: 16384 float64 = 128 KiB per register (measured best).
+BLOCK = 16384
+
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+_UFUNC = {"add": "_np.add", "sub": "_np.subtract", "mul": "_np.multiply", "div": "_np.divide",
+          "pow": "_np.power"}
+
+
+@functools.lru_cache(maxsize=None)
+def _cpu_count() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+@functools.lru_cache(maxsize=None)
+def _pool(threads: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(threads, thread_name_prefix="subgraph_ad")
+
+
+class BackendWarning(UserWarning):
+    """A requested backend is not usable here; the NumPy backend runs instead."""
 
 
 def _as_list(items: Any, what: str) -> tuple[list[Term], bool]:
@@ -39,12 +78,24 @@ def _const(value: float) -> str:
     return repr(value)
 
 
-def generate_source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) -> tuple[str, dict[str, Any]]:
-    """Python source of ``_f(*inputs)`` and the namespace it needs (the UnaryFn value functions)."""
-    input_index = {v.index: f"v{k}" for k, v in enumerate(inputs)}
-    namespace: dict[str, Any] = {"_np": np, "_nan": np.nan, "_inf": np.inf}
-    lines = [f"def _f({', '.join(input_index.values())}):"]
-    names: dict[int, str] = {}
+@dataclass(frozen=True)
+class Program:
+    """The straight-line program: one (dest, op, operands, fn) per node, in tape order.
+
+    Operands are ``("in", k)`` inputs, ``("c", value)`` constants and ``("t", node)`` temporaries;
+    it holds no tape, so it pickles alone.
+    """
+
+    n_inputs: int
+    steps: tuple[tuple[int, str, tuple[tuple[str, Any], ...], UnaryFn | None], ...]
+    outputs: tuple[tuple[str, Any], ...]
+
+
+def build_program(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) -> Program:
+    """Lay out the nodes the outputs need (iterative, in tape order)."""
+    input_index = {v.index: k for k, v in enumerate(inputs)}
+    refs: dict[int, tuple[str, Any]] = {}
+    steps = []
     for i in dependencies(tape, [t.index for t in outputs]):
         node = tape.nodes[i]
         if node.op == "var":
@@ -53,33 +104,308 @@ def generate_source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term])
                     f"an output depends on var {node.payload!r}, which is not among the inputs "
                     f"{[tape.nodes[v].payload for v in input_index]}"
                 )
-            names[i] = input_index[i]
-            continue
-        if node.op == "const":
-            names[i] = _const(node.payload)
-            continue
-        names[i] = f"t{i}"
-        a = [names[k] for k in node.args]
-        if node.op == "fn":
-            fname = f"_fn{i}"
-            namespace[fname] = node.payload.f
-            expr = f"{fname}({a[0]})"
-        elif node.op == "neg":
-            expr = f"-{a[0]}"
-        elif node.op == "pow":
-            expr = f"_np.power({a[0]}, {a[1]})"
+            refs[i] = ("in", input_index[i])
+        elif node.op == "const":
+            refs[i] = ("c", float(node.payload))
         else:
-            expr = f"{a[0]} {_INFIX[node.op]} {a[1]}"
-        lines.append(f"    t{i} = {expr}")
-    lines.append(f"    return ({', '.join(names[t.index] for t in outputs)},)")
+            steps.append((i, node.op, tuple(refs[a] for a in node.args),
+                          node.payload if node.op == "fn" else None))
+            refs[i] = ("t", i)
+    return Program(len(inputs), tuple(steps), tuple(refs[t.index] for t in outputs))
+
+
+# -- expression code: scalars, and the body of the Numba loop ------------------------------------
+def _scalar_fn(fn: UnaryFn, arg: str, name: str, numba: bool) -> tuple[str, Any]:
+    """A scalar call for ``fn``: math functions for the built-ins, else fn.f itself."""
+    if numba:
+        if type(fn) is SinFn:
+            base = f"_math.{'sin' if fn.n % 2 == 0 else 'cos'}({arg})"
+            return (f"-{base}" if fn.n >= 2 else base), None
+        simple = {Exp: "exp", Log: "_log", Tan: "tan", Sqrt: "_sqrt", Tanh: "tanh"}
+        if type(fn) in simple:
+            f = simple[type(fn)]
+            return (f"_math.{f}({arg})" if not f.startswith("_") else f"{f}({arg})"), None
+        if type(fn) is Sigmoid:
+            return f"_sigmoid({arg})", None
+        func = getattr(fn.f, "__func__", None)
+        if func is not None:  # a method that ignores self compiles with self=None
+            return f"{name}(None, {arg})", func
+    return f"{name}({arg})", fn.f
+
+
+def expression_source(program: Program, numba: bool = False) -> tuple[str, dict[str, Any]]:
+    """``_f(v0, ...)`` as one assignment per node (``numba``: a loop over points writing outs)."""
+    namespace: dict[str, Any] = {"_np": np, "_nan": np.nan, "_inf": np.inf}
+    ins = [f"v{k}" for k in range(program.n_inputs)]
+
+    def ref(r: tuple[str, Any]) -> str:
+        kind, v = r
+        if kind == "in":
+            return f"a{v}" if numba else f"v{v}"
+        return _const(v) if kind == "c" else f"t{v}"
+
+    body = []
+    for dest, op, args, fn in program.steps:
+        a = [ref(r) for r in args]
+        if op == "fn":
+            expr, value = _scalar_fn(fn, a[0], f"_fn{dest}", numba)
+            if value is not None:
+                namespace[f"_fn{dest}"] = value
+        elif op == "neg":
+            expr = f"-{a[0]}"
+        elif op == "pow":
+            expr = f"{a[0]} ** {a[1]}" if numba else f"_np.power({a[0]}, {a[1]})"
+        else:
+            expr = f"{a[0]} {_INFIX[op]} {a[1]}"
+        body.append(f"t{dest} = {expr}")
+    outs = [ref(r) for r in program.outputs]
+    if not numba:
+        lines = [f"def _f({', '.join(ins)}):"] + [f"    {b}" for b in body]
+        lines.append(f"    return ({', '.join(outs)},)")
+        return "\n".join(lines) + "\n", namespace
+    out_args = [f"o{k}" for k in range(len(outs))]
+    lines = [f"def _f({', '.join(ins + out_args)}):", f"    for _p in _prange({out_args[0]}.shape[0]):"]
+    lines += [f"        a{k} = v{k}[_p]" for k in range(program.n_inputs)]
+    lines += [f"        {b}" for b in body]
+    lines += [f"        {o}[_p] = {e}" for o, e in zip(out_args, outs)]
     return "\n".join(lines) + "\n", namespace
 
 
-def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term]) -> Callable[..., Any]:
+# -- block code with register reuse: the NumPy backend --------------------------------------------
+def _ufunc_fn(fn: UnaryFn, a: str, r: str, name: str) -> tuple[list[str], Any]:
+    if type(fn) is SinFn:
+        lines = [f"_np.{'sin' if fn.n % 2 == 0 else 'cos'}({a}, out={r})"]
+        return lines + ([f"_np.negative({r}, out={r})"] if fn.n >= 2 else []), None
+    simple = {Exp: "exp", Log: "log", Tan: "tan", Sqrt: "sqrt", Tanh: "tanh"}
+    if type(fn) in simple:
+        return [f"_np.{simple[type(fn)]}({a}, out={r})"], None
+    if type(fn) is Sigmoid:  # exp(-logaddexp(0, -v)): no overflow for large -v
+        return [f"_np.negative({a}, out={r})", f"_np.logaddexp(0.0, {r}, out={r})",
+                f"_np.negative({r}, out={r})", f"_np.exp({r}, out={r})"], None
+    return [f"_np.copyto({r}, {name}({a}))"], fn.f
+
+
+def block_source(program: Program) -> tuple[str, dict[str, Any], int]:
+    """``_f(v0, ..., _r)``: the program over one block, writing into registers ``_r[k]``.
+
+    A temporary gets the lowest free register; a register is freed after the last statement that
+    reads it (outputs stay live to the end). Inputs are never written. Returns the source, its
+    namespace and the number of registers.
+    """
+    last_use: dict[int, int] = {}
+    for s, (_, _, args, _) in enumerate(program.steps):
+        for kind, v in args:
+            if kind == "t":
+                last_use[v] = s
+    for kind, v in program.outputs:
+        if kind == "t":
+            last_use[v] = len(program.steps)
+    namespace: dict[str, Any] = {"_np": np, "_nan": np.nan, "_inf": np.inf}
+    register: dict[int, int] = {}
+    free: list[int] = []
+    count = 0
+    lines = [f"def _f({', '.join([f'v{k}' for k in range(program.n_inputs)] + ['_r'])}):"]
+
+    def ref(r: tuple[str, Any]) -> str:
+        kind, v = r
+        if kind == "in":
+            return f"v{v}"
+        return _const(v) if kind == "c" else f"_r[{register[v]}]"
+
+    for s, (dest, op, args, fn) in enumerate(program.steps):
+        a = [ref(r) for r in args]
+        for kind, v in args:  # operands dying here may be overwritten by this very ufunc
+            if kind == "t" and last_use[v] == s and register[v] not in free:
+                free.append(register[v])
+        if free:
+            free.sort()
+            reg = free.pop(0)
+        else:
+            reg, count = count, count + 1
+        register[dest] = reg
+        r = f"_r[{reg}]"
+        if op == "fn":
+            body, value = _ufunc_fn(fn, a[0], r, f"_fn{dest}")
+            if value is not None:
+                namespace[f"_fn{dest}"] = value
+        elif op == "neg":
+            body = [f"_np.negative({a[0]}, out={r})"]
+        else:
+            body = [f"{_UFUNC[op]}({a[0]}, {a[1]}, out={r})"]
+        lines += [f"    {b}" for b in body]
+        if dest not in last_use:  # never read: free at once
+            free.append(reg)
+    lines.append(f"    return ({', '.join(ref(r) for r in program.outputs)},)")
+    return "\n".join(lines) + "\n", namespace, count
+
+
+def generate_source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) -> tuple[str, dict[str, Any]]:
+    """Python source of ``_f(*inputs)`` (one assignment per node) and the namespace it needs."""
+    return expression_source(build_program(tape, inputs, outputs))
+
+
+def _exec(source: str, namespace: dict[str, Any], label: str) -> Callable[..., Any]:
+    exec(compile(source, f"<subgraph_ad.lambdify:{label}>", "exec"), namespace)  # our own code
+    return namespace["_f"]
+
+
+def _numba_kernel(program: Program) -> tuple[Callable[..., Any], str]:
+    """Compile the loop with Numba, eagerly (so compile errors surface here, not at call time)."""
+    import math
+
+    import numba
+
+    source, namespace = expression_source(program, numba=True)
+    for name, value in list(namespace.items()):
+        if name.startswith("_fn"):
+            namespace[name] = numba.njit(value)
+
+    @numba.njit(error_model="numpy")
+    def _sigmoid(v: float) -> float:
+        if v >= 0.0:
+            return 1.0 / (1.0 + math.exp(-v))
+        e = math.exp(v)
+        return e / (1.0 + e)
+
+    @numba.njit(error_model="numpy")
+    def _log(v: float) -> float:  # math.log raises on v <= 0 in Python semantics; IEEE here
+        return np.log(v)
+
+    @numba.njit(error_model="numpy")
+    def _sqrt(v: float) -> float:
+        return np.sqrt(v)
+
+    namespace.update(_math=math, _prange=range, _sigmoid=_sigmoid,
+                     _log=_log, _sqrt=_sqrt)
+    py = _exec(source, namespace, "numba")
+    array = numba.float64[::1]
+    signature = numba.void(*([array] * (program.n_inputs + len(program.outputs))))
+    # nogil: Compiled runs slices of the points on several threads (Numba's own parallel=True
+    # costs ~6 ms per call to start its pool: more than a whole evaluation here)
+    return numba.njit(signature, nogil=True, error_model="numpy", cache=False)(py), source
+
+
+class Compiled:
+    """A compiled function of the inputs: a value for one output, a tuple for a list."""
+
+    def __init__(self, program: Program, names: list[str], single: bool, backend: str,
+                 block: int = BLOCK, parallel: bool = True) -> None:
+        if backend not in ("numpy", "numba"):
+            raise ValueError(f"lambdify backend must be 'numpy' or 'numba', got {backend!r}")
+        if not (isinstance(block, int) and block > 0):
+            raise ValueError(f"lambdify block must be a positive int, got {block!r}")
+        self.program, self.names, self.single = program, names, single
+        self.block, self.parallel, self.requested = block, parallel, backend
+        source, namespace = expression_source(program)
+        self._scalar = _exec(source, namespace, "scalar")
+        self.source = source
+        bsource, bnamespace, self.registers = block_source(program)
+        self._block = _exec(bsource, bnamespace, "block")
+        self.block_source = bsource
+        self.backend = "numpy"
+        self._numba = None
+        if backend == "numba":
+            try:
+                self._numba, self.numba_source = _numba_kernel(program)
+                self.backend = "numba"
+            except ImportError:
+                warnings.warn("lambdify(backend='numba'): Numba is not installed "
+                              "(pip install 'subgraph_ad[numba]'); using the NumPy backend",
+                              BackendWarning, stacklevel=3)
+            except Exception as error:  # e.g. a user UnaryFn.f that Numba cannot type
+                warnings.warn(f"lambdify(backend='numba'): Numba could not compile this program "
+                              f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}); "
+                              "using the NumPy backend", BackendWarning, stacklevel=3)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from the program on unpickling (e.g. on a Dask worker): code objects and
+        # Numba kernels do not travel, the program does.
+        return (Compiled, (self.program, self.names, self.single, self.backend, self.block, self.parallel))
+
+    def __repr__(self) -> str:
+        return (f"<lambdify ({', '.join(self.names)}) -> {len(self.program.outputs)} output(s), "
+                f"{len(self.program.steps)} steps, backend {self.backend}>")
+
+    def __call__(self, *args: Any) -> Any:
+        if len(args) != len(self.names):
+            raise TypeError(f"expected {len(self.names)} arguments ({', '.join(self.names)}), got {len(args)}")
+        if any(hasattr(a, "__dask_graph__") for a in args):
+            return self._dask(args)
+        arrays = [np.asarray(a, dtype=float) for a in args]
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        if not shape:
+            with np.errstate(all="ignore"):
+                results = self._scalar(*(np.float64(a) for a in arrays))
+            results = tuple(float(r) for r in results)
+        else:
+            results = self._arrays(arrays, shape)
+        return results[0] if self.single else results
+
+    def _arrays(self, arrays: list[np.ndarray], shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+        size = int(np.prod(shape))
+        # Numba's kernel takes writable contiguous arrays; a broadcast view is read-only
+        flat = [np.ascontiguousarray(a if a.shape == shape else np.broadcast_to(a, shape).copy()).reshape(size)
+                for a in arrays]
+        outs = [np.empty(size) for _ in self.program.outputs]
+        if size:
+            if self._numba is not None:
+                self._run_numba(flat, outs, size)
+            else:
+                self._blocks(flat, outs, size)
+        return tuple(o.reshape(shape) for o in outs)
+
+    def _run_numba(self, flat: list[np.ndarray], outs: list[np.ndarray], size: int) -> None:
+        threads = min(_cpu_count(), size // self.block) if self.parallel else 1
+        if threads <= 1:
+            self._numba(*flat, *outs)
+            return
+        bounds = [size * k // threads for k in range(threads + 1)]
+        pool = _pool(threads)
+        jobs = [pool.submit(self._numba, *(v[a:b] for v in flat), *(o[a:b] for o in outs))
+                for a, b in zip(bounds, bounds[1:])]
+        for job in jobs:
+            job.result()
+
+    def _blocks(self, flat: list[np.ndarray], outs: list[np.ndarray], size: int) -> None:
+        step = min(self.block, size)
+        registers = [np.empty(step) for _ in range(self.registers)]
+        with np.errstate(all="ignore"):
+            for start in range(0, size, step):
+                stop = min(start + step, size)
+                if stop - start != step:
+                    registers = [r[: stop - start] for r in registers]
+                results = self._block(*(v[start:stop] for v in flat), registers)
+                for out, r in zip(outs, results):
+                    out[start:stop] = r
+
+    def _stacked(self, *blocks: Any) -> np.ndarray:
+        results = self(*blocks)
+        return np.stack([results] if self.single else list(results))
+
+    def _dask(self, args: tuple[Any, ...]) -> Any:
+        """Blockwise over Dask arrays: one map_blocks task per chunk computes every output."""
+        import dask.array as da
+
+        arrays = da.broadcast_arrays(*(da.asarray(a, dtype=float) for a in args))
+        reference = next((a for a, orig in zip(arrays, args) if hasattr(orig, "__dask_graph__")), arrays[0])
+        arrays = [a.rechunk(reference.chunks) for a in arrays]
+        n = len(self.program.outputs)
+        if self.single:
+            return da.map_blocks(self, *arrays, dtype=float)
+        stacked = da.map_blocks(self._stacked, *arrays, new_axis=0, chunks=((n,),) + reference.chunks,
+                                dtype=float)
+        return tuple(stacked[k] for k in range(n))
+
+
+def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], backend: str = "numpy",
+             block: int = BLOCK, parallel: bool = True) -> Compiled:
     """Compile ``outputs`` as a function of the vars ``inputs``.
 
     Returns a value for one output and a tuple for a list; works elementwise on arrays, with
-    every output broadcast to the inputs' common shape. IEEE semantics: never raises on values.
+    every output broadcast to the inputs' common shape, and on Dask arrays blockwise. IEEE
+    semantics: never raises on values. ``backend`` is ``"numpy"`` or ``"numba"`` (falls back to
+    NumPy with a ``BackendWarning`` when unusable); ``block`` is the NumPy backend's points per
+    block; ``parallel`` lets Numba use every core.
     """
     ins, _ = _as_list(inputs, "inputs")
     outs, single = _as_list(outputs, "outputs")
@@ -90,20 +416,5 @@ def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term]) -> C
         raise ValueError(f"lambdify inputs repeat a var: {[v.name for v in ins]}")
     for t in outs:
         ins[0]._lift(t)  # same tape, or a clear ValueError
-    source, namespace = generate_source(tape, ins, outs)
-    exec(compile(source, "<subgraph_ad.lambdify>", "exec"), namespace)  # our own generated code
-    kernel = namespace["_f"]
-
-    def compiled(*args: Any) -> Any:
-        if len(args) != len(ins):
-            raise TypeError(f"expected {len(ins)} arguments ({', '.join(v.name for v in ins)}), got {len(args)}")
-        arrays = [np.asarray(a, dtype=float) for a in args]
-        shape = np.broadcast_shapes(*(a.shape for a in arrays))
-        with np.errstate(all="ignore"):
-            results = kernel(*(a if a.ndim else np.float64(a) for a in arrays))
-        results = tuple(float(r) if not shape else np.broadcast_to(r, shape).copy() if np.shape(r) != shape else r
-                        for r in results)
-        return results[0] if single else results
-
-    compiled.source = source  # type: ignore[attr-defined]
-    return compiled
+    program = build_program(tape, ins, outs)
+    return Compiled(program, [v.name for v in ins], single, backend, block, parallel)

@@ -1,0 +1,190 @@
+"""lambdify: both backends against eval (itself checked against SymPy elsewhere), register reuse,
+IEEE values, argument errors, the Numba fallback, pickling and Dask on a local cluster."""
+
+import pickle
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import subgraph_ad as sad
+from subgraph_ad import Tape, UnaryFn, exp, lambdify, log, sigmoid, sin, sqrt, tan, tanh
+from subgraph_ad.compile import BackendWarning, block_source, build_program
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from functions import FUNCTIONS  # noqa: E402
+
+BACKENDS = ["numpy", "numba"]
+
+
+def _close(a, b):
+    # same operations in a different association order: a few ulps per node, far below 1e-9
+    return np.allclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_benchmark_derivatives_match_eval(name, backend):
+    tape, f, x = FUNCTIONS[name]()
+    ds = sad.taylor_graph(f, x, 8)
+    others = [v for v in tape.vars.values() if v != x]
+    points = np.linspace(-2, 2, 40_001)  # several blocks, and a ragged last one
+    g = lambdify([x] + others, [f] + ds, backend=backend, block=4096)
+    assert g.backend == backend
+    values = g(points, *[v.value for v in others])
+    assert isinstance(values, tuple) and len(values) == 9
+    for term, value in zip([f] + ds, values):
+        assert value.shape == points.shape
+        assert _close(value, term.eval({x: points}))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_semantics_scalars_broadcasting_and_ieee(backend):
+    tape = Tape()
+    x, y = tape.var("x"), tape.var("y")
+    z = log(x) + sqrt(x) + 1 / (x - 1) + x**y + sigmoid(-1000 * x) + tan(x) + tanh(y) + -sin(x) - exp(y)
+    one = lambdify([x, y], z, backend=backend)
+    assert isinstance(one(0.5, 2.0), float) and _close(one(0.5, 2.0), z.eval({x: 0.5, y: 2.0}))
+    xs = np.array([[-1.0, 0.0], [1.0, 2.5]])
+    out = one(xs, 3.0)
+    assert out.shape == (2, 2)
+    with np.errstate(all="ignore"):
+        assert _close(out, z.eval({x: xs, y: 3.0}))
+    both = lambdify([x, y], [z, y, tape.const(2.0)], backend=backend)
+    values = both(np.array([0.5, 2.0]), 1.5)
+    assert [v.shape for v in values] == [(2,)] * 3 and np.all(values[1] == 1.5) and np.all(values[2] == 2.0)
+    assert both(0.5, 1.5)[1:] == (1.5, 2.0)
+
+
+def test_registers_are_reused_and_inputs_never_written():
+    tape, f, x = FUNCTIONS["F4"]()
+    ds = sad.taylor_graph(f, x, 10)
+    program = build_program(tape, [x], ds)
+    source, _, registers = block_source(program)
+    assert registers < len(program.steps) / 3
+    assert "out=v0" not in source
+    points = np.linspace(-2, 2, 1000)
+    before = points.copy()
+    lambdify([x], ds)(points)
+    assert np.array_equal(points, before)
+
+
+def test_generated_source_is_deterministic():
+    sources = []
+    for _ in range(2):
+        tape, f, x = FUNCTIONS["F3"]()
+        sources.append(lambdify([x], f.diff(x, 4)).block_source)
+    assert sources[0] == sources[1]
+
+
+class Softplus(UnaryFn):
+    name = "softplus"
+
+    def f(self, v):
+        return np.logaddexp(0.0, v)
+
+    def grad(self, v):
+        return 1.0 / (1.0 + np.exp(-v))
+
+    def gen_graph(self, input, output, derived):
+        return sigmoid(input) * derived
+
+
+class Opaque(Softplus):
+    name = "opaque"
+
+    def f(self, v):  # a Python object in the loop: Numba cannot compile this
+        return np.asarray([complex(w, 0).real for w in np.atleast_1d(v)]).reshape(np.shape(v))
+
+
+def test_user_unaryfn_in_both_backends():
+    tape = Tape()
+    x = tape.var("x")
+    z = Softplus()(x * x) * exp(-x)
+    points = np.linspace(-3, 3, 101)
+    for backend in BACKENDS:
+        assert _close(lambdify([x], z.diff(x, 3), backend=backend)(points), z.diff(x, 3).eval({x: points}))
+
+
+def test_numba_falls_back_with_a_warning_when_it_cannot_compile():
+    tape = Tape()
+    x = tape.var("x")
+    z = Opaque()(x) + 1
+    with pytest.warns(BackendWarning, match="could not compile"):
+        g = lambdify([x], z, backend="numba")
+    assert g.backend == "numpy" and _close(g(np.array([1.0, 2.0])), [2.0, 3.0])
+
+
+def test_numba_falls_back_with_a_warning_when_missing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba now raises ImportError
+    tape = Tape()
+    x = tape.var("x")
+    with pytest.warns(BackendWarning, match="not installed"):
+        g = lambdify([x], sin(x), backend="numba")
+    assert g.backend == "numpy" and g(0.0) == 0.0
+
+
+def test_argument_errors():
+    tape = Tape()
+    x, y = tape.var("x"), tape.var("y")
+    with pytest.raises(ValueError, match="backend"):
+        lambdify([x], x * 2, backend="cuda")
+    with pytest.raises(ValueError, match="not among the inputs"):
+        lambdify([x], x * y)
+    with pytest.raises(TypeError, match="expected 2 arguments"):
+        lambdify([x, y], x * y)(1.0)
+    with pytest.raises(ValueError, match="block"):
+        lambdify([x], x * 2, block=0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pickle_round_trip(backend):
+    tape, f, x = FUNCTIONS["F1"]()
+    g = lambdify([x], [f, f.diff(x, 5)], backend=backend)
+    h = pickle.loads(pickle.dumps(g))
+    points = np.linspace(-2, 2, 11)
+    assert h.backend == backend
+    assert all(np.array_equal(a, b) for a, b in zip(g(points), h(points)))
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    distributed = pytest.importorskip("distributed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           host="127.0.0.1", dashboard_address=None)
+        client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+def test_dask_blockwise_on_a_local_cluster(dask_client):
+    import dask.array as da
+
+    tape, f, x = FUNCTIONS["F3"]()
+    ds = sad.taylor_graph(f, x, 6)
+    g1 = lambdify([x], ds[-1])
+    g = lambdify([x], [f, ds[-1]])
+    points = np.linspace(-2, 2, 100_000)
+    lazy = da.from_array(points, chunks=25_000)
+    direct = da.map_blocks(g1, lazy, dtype=float)  # the user's own map_blocks
+    assert _close(dask_client.compute(direct).result(), ds[-1].eval({x: points}))
+    value, derivative = g(lazy)  # a compiled function dispatches to map_blocks itself
+    assert isinstance(derivative, da.Array) and derivative.chunks == lazy.chunks
+    value, derivative = dask_client.compute([value, derivative], sync=True)
+    assert _close(value, f.eval({x: points})) and _close(derivative, ds[-1].eval({x: points}))
+
+
+def test_dask_with_a_scalar_and_two_inputs(dask_client):
+    import dask.array as da
+
+    tape, f, x = FUNCTIONS["F5"]()
+    w2 = tape.vars["w2"]
+    g = lambdify([x, w2], f.diff(x, 4))
+    points = np.linspace(1.1, 3, 1000)
+    result = g(da.from_array(points, chunks=300), 0.7).compute()
+    assert _close(result, f.diff(x, 4).eval({x: points, w2: 0.7}))
