@@ -1,6 +1,7 @@
 """subgraph_ad: higher-order derivatives as derivative subgraphs on a shared tape."""
 
 from . import testing
+from .animate import animate
 from .compile import lambdify
 from .derive import diff, gen_graph
 from .functions import (
@@ -19,6 +20,7 @@ from .functions import (
 )
 from .numeric import Grad
 from .parse import ParseError, parse
+from .render import GraphTooLarge, GraphvizError, GraphvizNotFound
 from .sympy_bridge import SympyConversionError
 from .taylor import taylor_graph
 from .tape import LimitError, Node, Tape, Term
@@ -28,6 +30,9 @@ __version__ = "0.1.0"
 __all__ = [
     "FUNCTIONS",
     "Grad",
+    "GraphTooLarge",
+    "GraphvizError",
+    "GraphvizNotFound",
     "LimitError",
     "Node",
     "ParseError",
@@ -36,6 +41,7 @@ __all__ = [
     "Tape",
     "Term",
     "UnaryFn",
+    "animate",
     "cos",
     "diff",
     "exp",
