@@ -77,6 +77,7 @@ class Recording:
     indices: tuple[int, ...]
     appear: dict[int, int]
     frames: tuple[Frame, ...]
+    added: tuple[int, ...]  # how much each pass grew the tape (unused nodes included)
 
     @property
     def new_nodes(self) -> int:
@@ -93,6 +94,7 @@ class Animation:
     frames: int
     nodes: int
     new_nodes: int
+    added: tuple[int, ...]  # how much each gen_graph pass grew the tape
 
     @property
     def result(self) -> Term:
@@ -147,12 +149,14 @@ def record(term: Term, wrts: Sequence[Term], per: str = "node", include_unused: 
     initial = dependencies(tape, [term.index])
     passes: list[list[int]] = []
     derivatives: list[Term] = []
+    added: list[int] = []
     d = term
     for w in wrts:
         appended: list[int] = []
         d = d.gen_graph(w, callback=lambda t, appended=appended: appended.append(t.index))
         passes.append(appended)
         derivatives.append(d)
+        added.append(len(appended))
     if not include_unused:
         used = set(dependencies(tape, sorted({term.index, *(d.index for d in derivatives)})))
         passes = [[i for i in appended if i in used] for appended in passes]
@@ -190,7 +194,8 @@ def record(term: Term, wrts: Sequence[Term], per: str = "node", include_unused: 
         for a in tape.nodes[i].args:
             if appear[a] > appear[i]:
                 appear[a] = appear[i]
-    return Recording(tape, term, tuple(wrts), tuple(derivatives), tuple(indices), appear, tuple(frames))
+    return Recording(tape, term, tuple(wrts), tuple(derivatives), tuple(indices), appear, tuple(frames),
+                     tuple(added))
 
 
 # -- drawing ---------------------------------------------------------------------------------------
@@ -430,7 +435,7 @@ def animate(
             Path(path).write_text(_animated_svg(rec, options, seconds), encoding="utf-8")
         else:
             _gif(rec, options, seconds, str(path), say)
-    return Animation(str(path), fmt, rec.derivatives, len(rec.frames), len(rec.indices), rec.new_nodes)
+    return Animation(str(path), fmt, rec.derivatives, len(rec.frames), len(rec.indices), rec.new_nodes, rec.added)
 
 
 _PLAYER = """<!DOCTYPE html>

@@ -1,0 +1,417 @@
+"""The ``subgraph-ad`` command: derivatives, drawings and SymPy checks of a text expression.
+
+It uses only the public API (``parse``, ``gen_graph``, ``render``, ``animate``,
+``testing.check_against_sympy``), so everything it does can be done from Python too. Errors
+are one line on stderr and a non-zero exit, never a traceback: 1 for a failed run or check,
+2 for a bad command line.
+
+>>> main(["diff", "x^3", "--wrt", "x", "--order", "2", "--at", "x=2"])
+f = x**3   at x = 2
+order  derivative                      value  new nodes
+    0  f                                   8          -
+    1  df/dx                              12          4
+    2  d²f/dx²                            12          3
+tape: 3 nodes for f, 10 in all
+0
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import subgraph_ad as sad
+from subgraph_ad.testing import check_against_sympy
+
+PROG = "subgraph-ad"
+
+
+class CliError(Exception):
+    """A problem with what the user asked for: reported as one line, exit status 1."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line that points at --help."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        raise SystemExit(2)
+
+
+# -- small helpers ---------------------------------------------------------------------------------
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def leibniz(names: Sequence[str]) -> str:
+    """``["x", "x", "y"]`` -> ``d³f/dx²dy``; ``[]`` -> ``f``.
+
+    >>> leibniz(["x", "x", "y"]), leibniz([])
+    ('d³f/dx²dy', 'f')
+    """
+    if not names:
+        return "f"
+
+    def power(n: int) -> str:
+        return str(n).translate(_SUPERSCRIPT) if n > 1 else ""
+
+    runs = [(name, len(list(group))) for name, group in itertools.groupby(names)]
+    return f"d{power(len(names))}f/" + "".join(f"d{name}{power(n)}" for name, n in runs)
+
+
+def number(value: Any) -> Any:
+    """A value for JSON: a float, or the strings "nan", "inf", "-inf" that JSON has no numbers for."""
+    value = float(value)
+    if math.isfinite(value):
+        return value
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+def show(value: Any) -> str:
+    return f"{float(value):.15g}"
+
+
+def parse_expression(text: str) -> sad.Term:
+    try:
+        return sad.parse(text)
+    except sad.ParseError as exc:
+        raise CliError(f"bad expression: {exc}") from None
+
+
+def parse_point(items: list[str] | None) -> dict[str, float]:
+    """``["x=0.5,y=1", "z=pi/4"]`` -> ``{"x": 0.5, "y": 1.0, "z": 0.785...}``; values may be constant expressions."""
+    point: dict[str, float] = {}
+    for item in items or []:
+        for part in item.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            name, eq, text = part.partition("=")
+            name = name.strip()
+            if not eq or not name.isidentifier() or not text.strip():
+                raise CliError(f"--at takes name=value pairs like x=0.5,y=1; got {part!r}")
+            try:
+                value = sad.parse(text)
+            except sad.ParseError as exc:
+                raise CliError(f"--at {name}: cannot read the value {text.strip()!r}: {exc}") from None
+            if value.tape.vars:
+                raise CliError(f"--at {name}: the value {text.strip()!r} must be a number, "
+                               f"not use the variable(s) {', '.join(value.tape.vars)}")
+            point[name] = float(value.eval())
+    return point
+
+
+def bind_point(f: sad.Term, point: dict[str, float], extra: Sequence[str] = ()) -> dict[str, sad.Term]:
+    """Set the vars of ``f``'s tape to ``point``; an unknown name in the point is an error."""
+    tape = f.tape
+    for name in extra:
+        if tape.find_var(name) is None:
+            tape.var(name, 0.0)  # d/dz of an expression without z is zero, as in SymPy
+    known = tape.vars
+    for name, value in point.items():
+        if name not in known:
+            names = ", ".join(known) or "none"
+            raise CliError(f"--at names {name!r}, which is not a variable of the expression (variables: {names})")
+        known[name].set(value)
+    return known
+
+
+def wrt_sequence(wrt: list[str], order: int | None) -> list[str]:
+    for name in wrt:
+        if not name.isidentifier():
+            raise CliError(f"--wrt takes a variable name, got {name!r}")
+    if order is not None:
+        if order < 1:
+            raise CliError(f"--order must be at least 1, got {order}")
+        if len(wrt) > 1:
+            raise CliError("use --order with a single --wrt; for mixed derivatives repeat --wrt "
+                           "(e.g. --wrt x --wrt x --wrt y)")
+        return wrt * order
+    return list(wrt)
+
+
+def check_output(path: str, suffixes: tuple[str, ...], option: str) -> str:
+    """Fail early (before long work) on an output path that cannot be written."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in suffixes:
+        raise CliError(f"{option} {path}: unsupported file type {suffix or '(none)'!r}; use {', '.join(suffixes)}")
+    target = Path(path)
+    parent = target.resolve().parent
+    if target.is_dir():
+        raise CliError(f"cannot write {path}: it is a directory")
+    if not parent.is_dir():
+        raise CliError(f"cannot write {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise CliError(f"cannot write {path}: permission denied")
+    return path
+
+
+def progress_printer(enabled: bool) -> Callable[[str], None] | None:
+    """Progress lines on stderr, only for a person watching a terminal."""
+    if not enabled:
+        return None
+    return lambda message: print(f"{PROG}: {message}...", file=sys.stderr, flush=True)
+
+
+def wants_progress(args: argparse.Namespace) -> bool:
+    return not getattr(args, "quiet", False) and sys.stderr.isatty()
+
+
+def draw_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {"precision": args.precision, "rankdir": args.rankdir,
+            "max_nodes": None if args.max_nodes == 0 else args.max_nodes}
+
+
+# -- subcommands -----------------------------------------------------------------------------------
+def cmd_diff(args: argparse.Namespace) -> int:
+    names = wrt_sequence(args.wrt, args.order)
+    point = parse_point(args.at)
+    if args.svg:
+        check_output(args.svg, (".svg", ".png", ".pdf", ".dot"), "--svg")
+    if args.animate:
+        check_output(args.animate, (".html", ".svg", ".gif"), "--animate")
+    f = parse_expression(args.expr)
+    tape = f.tape
+    f_nodes = len(tape)
+    known = bind_point(f, point, extra=names)
+    wrts = [known[n] for n in names]
+
+    derivatives: list[sad.Term] = []
+    new_nodes: list[int] = []
+    animation = None
+    if args.animate:
+        animation = sad.animate(f, wrts, None, args.animate, per=args.per, rankdir=args.rankdir,
+                                precision=args.precision, title=f"{leibniz(names)} of {args.expr}",
+                                max_nodes=None if args.max_nodes == 0 else args.max_nodes,
+                                progress=progress_printer(wants_progress(args)))
+        derivatives, new_nodes = list(animation.derivatives), list(animation.added)
+    else:
+        d = f
+        for w in wrts:
+            before = len(tape)
+            d = d.gen_graph(w)
+            derivatives.append(d)
+            new_nodes.append(len(tape) - before)
+    if args.svg:
+        derivatives[-1].render(args.svg, outputs=[f, *derivatives], **draw_options(args))
+
+    check = None
+    if args.sympy:
+        check = check_against_sympy(f, *wrts)
+    rows = [("f", [], f.eval(), None)] + [
+        (leibniz(names[:k]), names[:k], d.eval(), new_nodes[k - 1]) for k, d in enumerate(derivatives, 1)
+    ]
+    at = {name: var.value for name, var in known.items()}
+    if args.json:
+        out: dict[str, Any] = {
+            "expression": args.expr,
+            "f": str(f.to_sympy()),
+            "point": {k: number(v) for k, v in at.items()},
+            "wrt": names,
+            "value": number(derivatives[-1].eval()),
+            "derivatives": [{"derivative": label, "wrt": wrt, "value": number(value),
+                             **({"new_nodes": n} if n is not None else {})}
+                            for label, wrt, value, n in rows],
+            "nodes": {"f": f_nodes, "tape": len(tape)},
+        }
+        if args.svg:
+            out["svg"] = args.svg
+        if animation is not None:
+            out["animation"] = {"path": animation.path, "frames": animation.frames, "nodes": animation.nodes}
+        if check is not None:
+            out["sympy"] = str(derivatives[-1].to_sympy())
+            out["check"] = {"status": check.status, "symbolic": check.symbolic,
+                            "points": [{"point": c.point, "ours": number(c.ours), "sympy": number(c.sympy),
+                                        "status": c.status} for c in check.points]}
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+    else:
+        where = ", ".join(f"{k} = {show(v)}" for k, v in at.items())
+        print(f"f = {f.to_sympy()}" + (f"   at {where}" if where else ""))
+        print(f"{'order':>5}  {'derivative':<14} {'value':>22}  {'new nodes':>9}")
+        for k, (label, _, value, n) in enumerate(rows):
+            count = "-" if n is None else str(n)
+            print(f"{k:>5}  {label:<14} {show(value):>22}  {count:>9}")
+        print(f"tape: {f_nodes} nodes for f, {len(tape)} in all")
+        if check is not None:
+            print(f"SymPy form of {rows[-1][0]}: {derivatives[-1].to_sympy()}")
+            counts = {s: sum(c.status == s for c in check.points) for s in ("pass", "fail", "inconclusive")}
+            print(f"check against SymPy: {check.status} (symbolic {check.symbolic}; points "
+                  f"{counts['pass']} pass, {counts['fail']} fail, {counts['inconclusive']} inconclusive)")
+        if args.svg:
+            print(f"wrote {args.svg}")
+        if animation is not None:
+            print(f"wrote {animation.path} ({animation.frames} frames, {animation.nodes} nodes)")
+    return 1 if check is not None and check.status == "fail" else 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    check_output(args.output, (".svg", ".png", ".pdf", ".dot"), "-o")
+    point = parse_point(args.at)
+    f = parse_expression(args.expr)
+    bind_point(f, point)
+    options = draw_options(args)
+    if point and options["precision"] is None:
+        options["precision"] = 4
+    f.render(args.output, **options)
+    print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    names = wrt_sequence(args.wrt, args.order)
+    if args.points < 1:
+        raise CliError(f"--points must be at least 1, got {args.points}")
+    if not args.low < args.high:
+        raise CliError(f"--range needs LOW < HIGH, got {args.low} {args.high}")
+    f = parse_expression(args.expr)
+    known = bind_point(f, {}, extra=names)
+    wrts = [known[n] for n in names]
+    say = progress_printer(wants_progress(args))
+    print(f"f = {f.to_sympy()}: {args.points} points in [{args.low:g}, {args.high:g}], seed {args.seed}")
+    print(f"{'order':>5}  {'derivative':<14} {'status':<13} {'symbolic':<10} {'pass':>4} {'fail':>4} {'inconcl.':>8}")
+    statuses = []
+    for k in range(1, len(wrts) + 1):
+        label = leibniz(names[:k])
+        if say:
+            say(f"checking {label} ({k} of {len(wrts)})")
+        report = check_against_sympy(f, *wrts[:k], points=args.points, seed=args.seed, low=args.low,
+                                     high=args.high)
+        counts = [sum(c.status == s for c in report.points) for s in ("pass", "fail", "inconclusive")]
+        statuses.append(report.status)
+        print(f"{k:>5}  {label:<14} {report.status:<13} {report.symbolic:<10} "
+              f"{counts[0]:>4} {counts[1]:>4} {counts[2]:>8}")
+    failed = statuses.count("fail")
+    summary = {s: statuses.count(s) for s in ("pass", "fail", "inconclusive") if statuses.count(s)}
+    print("result: " + ", ".join(f"{n} {s}" for s, n in summary.items()))
+    return 1 if failed else 0
+
+
+# -- the parser ------------------------------------------------------------------------------------
+DESCRIPTION = """\
+Higher-order derivatives as derivative subgraphs: differentiate a text expression, evaluate it,
+draw its graph, animate how the graph grows, and check it against SymPy.
+
+Expressions use numbers, variable names, + - * / ^ ** and the functions
+exp log sin cos tan sqrt tanh sigmoid (pi and E are constants). They are parsed safely."""
+
+EXAMPLES = {
+    "main": """\
+examples:
+  subgraph-ad diff "exp(-x^2/2)" --wrt x --order 4 --at x=0.3
+  subgraph-ad diff "x*y + sin(x)" --wrt x --wrt y --at x=0.5,y=4.2 --sympy
+  subgraph-ad diff "exp(-x^2/2)" --wrt x --order 3 --svg d3.svg --animate d3.html
+  subgraph-ad render "exp(-x^2/2) * sin(y)" -o f.svg
+  subgraph-ad verify "tanh(x)^2" --wrt x --order 5
+
+Run 'subgraph-ad COMMAND --help' for each command's options.""",
+    "diff": """\
+examples:
+  subgraph-ad diff "exp(-x^2/2)" --wrt x --order 4 --at x=0.3
+  subgraph-ad diff "x*y + sin(x)" --wrt x --wrt y --at x=0.5,y=4.2
+  subgraph-ad diff "sin(x)/x" --wrt x --order 2 --at x=pi/4 --sympy --json
+  subgraph-ad diff "exp(-x^2/2)" --wrt x --order 3 --svg d3.svg --animate d3.html
+
+Variables not given with --at are 0. Exit status 1 if --sympy finds a mismatch.""",
+    "render": """\
+examples:
+  subgraph-ad render "exp(-x^2/2) * sin(y)" -o f.svg
+  subgraph-ad render "x*y + sin(x)" -o f.png --at x=0.5,y=4.2 --rankdir LR""",
+    "verify": """\
+examples:
+  subgraph-ad verify "exp(-x^2/2)" --wrt x --order 6
+  subgraph-ad verify "x^2*y^3" --wrt x --wrt y --wrt y --points 10
+
+Each row differentiates one more time; exit status 1 if any row fails.""",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(prog=PROG, description=DESCRIPTION, epilog=EXAMPLES["main"], formatter_class=formatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {sad.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def drawing(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--precision", type=int, metavar="N", help="show node values with N significant digits")
+        p.add_argument("--rankdir", choices=["TB", "LR", "BT", "RL"], default="TB",
+                       help="graph direction: top-down (TB, default) or left-right (LR), ...")
+        p.add_argument("--max-nodes", type=int, default=500, metavar="N",
+                       help="refuse to lay out more than N nodes (default 500; 0 = no cap)")
+
+    d = sub.add_parser("diff", help="differentiate, evaluate, draw, animate, check", description=(
+        "Differentiate EXPR (one gen_graph pass per --wrt, or --order times by one var), print the "
+        "value of every order at the point, the node counts and optionally the SymPy form and check."),
+        epilog=EXAMPLES["diff"], formatter_class=formatter)
+    d.add_argument("expr", metavar="EXPR", help='the expression, e.g. "exp(-x^2/2)"')
+    d.add_argument("--wrt", action="append", required=True, metavar="VAR",
+                   help="differentiate by VAR; repeat for mixed derivatives (--wrt x --wrt y)")
+    d.add_argument("--order", type=int, metavar="N", help="differentiate N times by the one --wrt var")
+    d.add_argument("--at", action="append", metavar="x=0.5,y=1", help="the point (values may be like pi/4)")
+    d.add_argument("--svg", metavar="FILE", help="draw f and its derivatives (.svg, .png, .pdf or .dot)")
+    d.add_argument("--animate", metavar="FILE", help="animate the graph growing (.html, .svg or .gif)")
+    d.add_argument("--per", choices=["node", "pass"], default="node",
+                   help="one animation frame per new node (default) or per derivative order")
+    d.add_argument("--sympy", action="store_true", help="print the SymPy form and check against sympy.diff")
+    d.add_argument("--json", action="store_true", help="print the results as JSON")
+    d.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+    drawing(d)
+    d.set_defaults(run=cmd_diff)
+
+    r = sub.add_parser("render", help="draw the graph of an expression", description=(
+        "Draw the graph of EXPR; the file type comes from the suffix of -o (svg, png, pdf, dot)."),
+        epilog=EXAMPLES["render"], formatter_class=formatter)
+    r.add_argument("expr", metavar="EXPR", help="the expression")
+    r.add_argument("-o", "--output", required=True, metavar="FILE", help="output file (.svg, .png, .pdf, .dot)")
+    r.add_argument("--at", action="append", metavar="x=0.5,y=1", help="var values (shown with 4 digits)")
+    drawing(r)
+    r.set_defaults(run=cmd_render)
+
+    v = sub.add_parser("verify", help="check derivatives against SymPy", description=(
+        "Check d/dVAR, d2/dVAR2, ... of EXPR against sympy.diff at seeded random points: a table of "
+        "pass / fail / inconclusive per order."), epilog=EXAMPLES["verify"], formatter_class=formatter)
+    v.add_argument("expr", metavar="EXPR", help="the expression")
+    v.add_argument("--wrt", action="append", required=True, metavar="VAR", help="differentiate by VAR (repeatable)")
+    v.add_argument("--order", type=int, metavar="N", help="check orders 1..N by the one --wrt var")
+    v.add_argument("--points", type=int, default=5, metavar="K", help="random points per order (default 5)")
+    v.add_argument("--seed", type=int, default=0, help="seed of the random points (default 0)")
+    v.add_argument("--range", nargs=2, type=float, default=[0.2, 1.8], metavar=("LOW", "HIGH"), dest="range",
+                   help="interval the points are drawn from (default 0.2 1.8)")
+    v.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+    v.set_defaults(run=cmd_verify)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.error("a command is required: diff, render or verify")
+    if args.command == "verify":
+        args.low, args.high = args.range
+    try:
+        return args.run(args)
+    except CliError as exc:
+        message = str(exc)
+    except (sad.GraphvizNotFound, sad.GraphvizError, sad.GraphTooLarge, sad.LimitError) as exc:
+        message = str(exc)
+        if isinstance(exc, sad.GraphTooLarge):
+            message += " (on the command line: --max-nodes 0)"
+    except OSError as exc:
+        message = f"cannot write {exc.filename}: {exc.strerror}" if exc.filename else str(exc)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug, but the user still gets one line, not a traceback
+        message = f"unexpected {type(exc).__name__}: {exc}"
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
