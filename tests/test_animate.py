@@ -1,0 +1,179 @@
+"""Animations: what is recorded per frame, and that node positions and canvas never change."""
+
+import importlib
+import json
+import math
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+from PIL import Image
+
+import subgraph_ad as sad
+from subgraph_ad import Tape, exp, sin
+from subgraph_ad.render import run_graphviz
+
+anim = importlib.import_module("subgraph_ad.animate")  # `sad.animate` is the function
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def gaussian():
+    tape = Tape()
+    x = tape.var("x", 0.5)
+    return tape, x, exp(-x**2 / 2)
+
+
+def gaussian_derivative(n: int, x: float) -> float:
+    """(-1)^n He_n(x) exp(-x^2/2), with the probabilists' Hermite polynomials He_n."""
+    he = [1.0, x]
+    for k in range(1, n):
+        he.append(x * he[k] - k * he[k - 1])
+    return (-1) ** n * he[n] * math.exp(-x * x / 2)
+
+
+def test_record_per_node_has_one_frame_per_used_new_node():
+    tape, x, f = gaussian()
+    rec = anim.record(f, [x] * 4)
+    assert [d.eval() for d in rec.derivatives] == pytest.approx([gaussian_derivative(n, 0.5) for n in range(1, 5)],
+                                                                rel=1e-12)
+    new = [i for frame in rec.frames for i in frame.new]
+    assert len(rec.frames) == 1 + len(new) and all(len(fr.new) == 1 for fr in rec.frames[1:])
+    assert len(new) == len(set(new)) and all(i >= 6 for i in new)  # appended after f's nodes
+    assert [fr.pass_no for fr in rec.frames] == sorted(fr.pass_no for fr in rec.frames)
+    assert {fr.pass_no for fr in rec.frames} == {0, 1, 2, 3, 4}
+    # a node never appears before its operands, and f's nodes are there from the first frame
+    for i in rec.indices:
+        assert all(rec.appear[a] <= rec.appear[i] for a in tape.nodes[i].args)
+    assert all(rec.appear[i] == 0 for i in sad.tape.dependencies(tape, [f.index]))
+    for fr in rec.frames[1:]:
+        assert fr.caption.startswith(f"{anim.notation(['x'] * fr.pass_no)} (pass {fr.pass_no} of 4) · new node {fr.new[0]}")
+
+
+def test_record_per_pass_and_mixed_vars():
+    tape = Tape()
+    x, y = tape.var("x", 0.5), tape.var("y", 4.2)
+    f = x * y + sin(x)
+    rec = anim.record(f, [x, y], per="pass")
+    assert len(rec.frames) == 3
+    assert rec.derivatives[1].eval() == 1.0  # d2/dxdy (xy + sin x) = 1
+    assert rec.frames[1].caption.startswith("df/dx (pass 1 of 2)")
+    assert rec.frames[2].caption.startswith("d²f/dxdy (pass 2 of 2)")
+
+
+def test_a_pass_that_appends_nothing_still_gets_a_frame():
+    tape = Tape()
+    x = tape.var("x", 0.3)
+    rec = anim.record(sin(x), [x] * 4)  # the 4th derivative of sin is sin itself: nothing new
+    assert rec.added[3] == 0 and rec.derivatives[3].index == sin(x).index
+    assert rec.frames[-1].new == () and "no new nodes" in rec.frames[-1].caption
+
+
+def node_boxes(svg: bytes) -> tuple[tuple[str, str], dict[str, list[tuple[str, ...]]]]:
+    """Canvas size and, per visible node id, the coordinates of its drawn shapes."""
+    root = ET.fromstring(svg)
+    boxes = {}
+    for g in root.iter(f"{SVG}g"):
+        if g.get("class", "").startswith("node"):
+            shapes = [(e.get("cx"), e.get("cy"), e.get("rx"), e.get("ry")) for e in g.iter(f"{SVG}ellipse")]
+            shapes += [(p.get("points"),) for p in g.iter(f"{SVG}polygon")]
+            shapes += [(p.get("d"),) for p in g.iter(f"{SVG}path")]  # rounded boxes
+            if shapes:  # an invisible node draws nothing
+                boxes[g.get("id")] = shapes
+    return (root.get("width"), root.get("height")), boxes
+
+
+def test_gif_frames_keep_every_node_in_place_and_the_canvas_fixed():
+    tape, x, f = gaussian()
+    rec = anim.record(f, [x] * 3)
+    sources = anim.frame_sources(rec)
+    assert len(sources) == len(rec.frames)
+    early, late = 2, len(sources) - 1
+    size_early, early_boxes = node_boxes(run_graphviz(sources[early], "svg", "neato", ["-n2"]))
+    size_late, late_boxes = node_boxes(run_graphviz(sources[late], "svg", "neato", ["-n2"]))
+    assert size_early == size_late
+    shared = set(early_boxes) & set(late_boxes)
+    assert len(shared) == len(early_boxes) == sum(rec.appear[i] <= early for i in rec.indices)
+    assert len(late_boxes) == len(rec.indices) > len(early_boxes)
+    for node in shared:
+        assert early_boxes[node] == late_boxes[node], node
+    # the positions are the ones the final layout chose
+    layout = json.loads(run_graphviz(anim._final_dot(rec, {}), "json0"))
+    pos = {o["name"]: o["pos"] for o in layout["objects"]}
+    for i in rec.indices:
+        assert re.search(rf'\bn{i} \[.*pos="{re.escape(pos[f"n{i}"])}!"', sources[late])
+
+
+def test_gif_file_has_one_frame_per_node_all_the_same_size(tmp_path):
+    tape, x, f = gaussian()
+    out = sad.animate(f, x, 2, tmp_path / "g.gif")
+    assert out.format == "gif" and out.result.eval() == pytest.approx(gaussian_derivative(2, 0.5), rel=1e-12)
+    with Image.open(out.path) as gif:
+        assert gif.n_frames == out.frames
+        sizes = set()
+        for k in range(gif.n_frames):
+            gif.seek(k)
+            sizes.add(gif.size)
+    assert len(sizes) == 1
+
+
+def test_html_player_is_self_contained_and_names_every_element(tmp_path):
+    tape, x, f = gaussian()
+    out = sad.animate(f, x, 3, tmp_path / "g.html")
+    page = (tmp_path / "g.html").read_text(encoding="utf-8")
+    assert page.count("<svg") == 1  # one layout for every frame
+    assert not re.search(r'(src|href)="https?:|<link|@import|fetch\(', page)
+    for control in ('id="sad-slider"', 'id="sad-play"', "ArrowRight", "ArrowLeft", 'id="sad-caption"'):
+        assert control in page
+    data = json.loads(re.search(r"var data = (\{.*?\});\n", page).group(1))
+    assert len(data["frames"]) == out.frames
+    svg_ids = set(re.findall(r'id="([^"]+)"', page))
+    assert all(data["prefix"] + key in svg_ids for key in data["appear"])
+    assert all(data["prefix"] + key in svg_ids for fr in data["frames"] for key in fr["new"])
+    assert any(fr["caption"].startswith("d³f/dx³") for fr in data["frames"])
+    assert max(data["appear"].values()) == out.frames - 1
+
+
+def test_animated_svg_reveals_in_order_and_falls_back_to_the_final_graph(tmp_path):
+    tape, x, f = gaussian()
+    out = sad.animate(f, x, 2, tmp_path / "g.svg", per="pass")
+    root = ET.parse(out.path).getroot()  # well-formed XML
+    style = root.find(f"{SVG}style").text
+    assert "@keyframes sad_f1" in style and "@keyframes sad_f2" in style
+    classes = [g.get("class", "") for g in root.iter(f"{SVG}g")]
+    assert any("sad_f2" in c for c in classes)
+    # without CSS animation nothing is hidden: no element carries opacity or visibility itself
+    assert all(e.get("opacity") is None and e.get("visibility") is None for e in root.iter())
+
+
+def test_failures_leave_the_tape_as_it_was(tmp_path, monkeypatch):
+    tape, x, f = gaussian()
+    before = len(tape)
+    with pytest.raises(ValueError, match=r"\.html, \.svg or \.gif"):
+        sad.animate(f, x, 2, tmp_path / "g.mp4")
+    with pytest.raises(sad.GraphTooLarge, match="max_frames"):
+        sad.animate(f, x, 4, tmp_path / "g.gif", max_frames=3)
+    assert len(tape) == before and not (tmp_path / "g.gif").exists()
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        sad.animate(f, x, 1, tmp_path / "missing" / "g.html")
+    monkeypatch.setenv("PATH", "")
+    with pytest.raises(sad.GraphvizNotFound, match="install Graphviz"):
+        sad.animate(f, x, 2, tmp_path / "g.html")
+    assert len(tape) == before
+
+
+def test_bad_arguments_are_refused():
+    tape, x, f = gaussian()
+    with pytest.raises(ValueError, match="order"):
+        sad.animate(f, x, 0, "g.html")
+    with pytest.raises(ValueError, match="per"):
+        sad.animate(f, x, 1, "g.html", per="frame")
+    with pytest.raises(TypeError, match="wrt"):
+        sad.animate(f, "x", 1, "g.html")
+    with pytest.raises(ValueError, match="must be a var"):
+        sad.animate(f, [f], None, "g.html")
+
+
+def test_split_png_stream_round_trips():
+    one = run_graphviz("digraph { a -> b }", "png")
+    two = run_graphviz("digraph { c }", "png")
+    assert anim.split_png_stream(one + two) == [one, two]
