@@ -1,0 +1,147 @@
+"""The subgraph-ad command: real processes for exit codes and stderr, in-process for the rest."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+import sympy
+
+from subgraph_ad.cli import main
+
+
+def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "subgraph_ad.cli", *args], capture_output=True, text=True,
+                          env=env)
+
+
+def gaussian_d4(x: float) -> float:
+    return (x**4 - 6 * x**2 + 3) * math.exp(-x * x / 2)
+
+
+def test_diff_prints_every_order_at_the_point():
+    done = run("diff", "exp(-x^2/2)", "--wrt", "x", "--order", "4", "--at", "x=0.3")
+    assert done.returncode == 0 and done.stderr == ""
+    rows = {line.split()[1]: float(line.split()[2]) for line in done.stdout.splitlines()
+            if line.strip()[:1].isdigit()}
+    assert rows["d⁴f/dx⁴"] == pytest.approx(gaussian_d4(0.3), rel=1e-12)
+    assert rows["f"] == pytest.approx(math.exp(-0.045), rel=1e-15)
+    assert "tape: 8 nodes for f" in done.stdout
+
+
+def test_json_output_with_mixed_derivative_and_sympy_check(capsys):
+    status = main(["diff", "x*y + sin(x)", "--wrt", "x", "--wrt", "y", "--at", "x=0.5,y=4.2", "--sympy", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert out["value"] == 1.0 and out["wrt"] == ["x", "y"]
+    assert out["derivatives"][1]["value"] == pytest.approx(4.2 + math.cos(0.5), rel=1e-15)
+    assert out["check"]["status"] == "pass"
+    assert sympy.sympify(out["sympy"]) == 1
+
+
+def test_at_values_may_be_constant_expressions(capsys):
+    assert main(["diff", "sin(x)", "--wrt", "x", "--order", "2", "--at", "x=pi/6", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["value"] == pytest.approx(-0.5, rel=1e-15)
+
+
+def test_non_finite_values_are_json_strings(capsys):
+    assert main(["diff", "log(x)", "--wrt", "x", "--at", "x=0", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["derivatives"][0]["value"] == "-inf" and out["value"] == "inf"
+
+
+def test_svg_and_html_animation_are_written(tmp_path, capsys):
+    svg, page = tmp_path / "d.svg", tmp_path / "d.html"
+    status = main(["diff", "exp(-x^2/2)", "--wrt", "x", "--order", "3", "--at", "x=0.5",
+                   "--svg", str(svg), "--animate", str(page)])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert ET.parse(svg).getroot().tag.endswith("svg")
+    assert page.read_text(encoding="utf-8").count("<svg") == 1
+    assert f"wrote {page}" in out and "frames" in out
+    third = next(line for line in out.splitlines() if "d³f/dx³" in line)
+    # d3/dx3 exp(-x^2/2) = (3x - x^3) exp(-x^2/2)
+    assert float(third.split()[2]) == pytest.approx((1.5 - 0.125) * math.exp(-0.125), rel=1e-12)
+
+
+def test_render_command(tmp_path, capsys):
+    target = tmp_path / "f.dot"
+    assert main(["render", "x*y + sin(x)", "-o", str(target), "--at", "x=0.5,y=4.2"]) == 0
+    text = target.read_text()
+    assert text.startswith("digraph") and r"\n= 2.579" in text  # value of x*y + sin(x), 4 digits
+
+
+def test_verify_table_and_exit_status():
+    done = run("verify", "exp(-x^2/2)", "--wrt", "x", "--order", "3")
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert [r[2] for r in rows] == ["pass"] * 3
+    assert "result: 3 pass" in done.stdout
+
+
+def test_verify_exits_non_zero_on_a_failing_check(monkeypatch, capsys):
+    import subgraph_ad.cli as cli
+    from subgraph_ad.testing import Report
+
+    monkeypatch.setattr(cli, "check_against_sympy", lambda *a, **k: Report("x", ["x"], "fail", "unknown"))
+    assert main(["verify", "x^2", "--wrt", "x"]) == 1
+    assert "result: 1 fail" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["diff", "exp(x", "--wrt", "x"], "bad expression: column"),
+    (["diff", "x^2 +* 3", "--wrt", "x"], "bad expression: column"),
+    (["diff", "x^2", "--wrt", "x", "--at", "y=1"], "'y', which is not a variable of the expression (variables: x)"),
+    (["diff", "x^2", "--wrt", "x", "--at", "x=abc"], "--at x: the value 'abc' must be a number"),
+    (["diff", "x^2", "--wrt", "x", "--at", "x"], "name=value pairs"),
+    (["render", "x^2", "-o", "/nonexistent-dir/f.svg"], "cannot write /nonexistent-dir/f.svg: directory"),
+    (["render", "x^2", "-o", "f.jpg"], "unsupported file type '.jpg'"),
+    (["diff", "x^2", "--wrt", "x", "--wrt", "y", "--order", "2"], "use --order with a single --wrt"),
+])
+def test_errors_are_one_line(args, message, capsys):
+    assert main(args) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("subgraph-ad: error: "), err
+    assert message in lines[0]
+
+
+def test_a_real_process_reports_an_error_without_traceback():
+    done = run("diff", "exp(x", "--wrt", "x")
+    assert done.returncode == 1 and done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1  # the wording of the syntax error varies with Python
+    assert done.stderr.startswith("subgraph-ad: error: bad expression: column 4: invalid syntax")
+
+
+@pytest.mark.parametrize("args", [["diff", "x"], [], ["frobnicate"]])
+def test_usage_errors_exit_2_with_one_line(args, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "--help" in err
+
+
+def test_missing_graphviz_is_one_line_with_install_hint(tmp_path):
+    env = dict(os.environ, PATH="")
+    done = run("render", "x^2", "-o", str(tmp_path / "f.svg"), env=env)
+    assert done.returncode == 1
+    assert len(done.stderr.splitlines()) == 1 and "apt-get install graphviz" in done.stderr
+
+
+def test_help_everywhere_has_examples(capsys):
+    for args in ([], ["diff"], ["render"], ["verify"]):
+        with pytest.raises(SystemExit) as exit_:
+            main([*args, "--help"])
+        assert exit_.value.code == 0
+        assert "examples:" in capsys.readouterr().out
+
+
+def test_no_progress_messages_when_not_on_a_terminal(tmp_path):
+    done = run("diff", "sin(x)*x", "--wrt", "x", "--order", "2", "--animate", str(tmp_path / "a.svg"))
+    assert done.returncode == 0 and done.stderr == ""
