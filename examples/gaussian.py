@@ -1,4 +1,12 @@
-"""The built-in demo: derivatives 1..6 of the Gaussian exp(-x^2/2) at x = 0.5, checked against SymPy."""
+"""The built-in demo: derivatives 1..6 of the Gaussian exp(-x^2/2) at x = 0.5, checked against SymPy.
+
+It then draws the derivative graph (out/gaussian.svg) and an animation of it being built,
+one frame per new node on a layout that never moves (out/gaussian.html).
+"""
+
+import sys
+import time
+from pathlib import Path
 
 import subgraph_ad as sad
 from subgraph_ad.testing import check_against_sympy
@@ -11,8 +19,26 @@ built = len(tape)
 print(f"f(x) = {f.to_sympy()}   at x = {x.value}   ({built} nodes)")
 print(f"{'order':>5} {'value':>22} {'nodes':>6} {'SymPy check':>12}")
 d = f
+derivatives = []
 for order in range(1, 7):
     d = d.gen_graph(x)
+    derivatives.append(d)
     report = check_against_sympy(f, x, order)
     print(f"{order:>5} {d.eval():>22.15g} {len(tape) - built:>6} {report.status:>12}")
     assert report.status == "pass", report
+
+out = Path("out")
+out.mkdir(exist_ok=True)
+try:
+    graph = d.render(out / "gaussian.svg", outputs=[f, *derivatives])
+    # The animation differentiates a fresh copy, so that every pass appends its nodes anew.
+    fresh = sad.Tape()
+    y = fresh.var("x", 0.5)
+    start = time.perf_counter()
+    movie = sad.animate(sad.exp(-y**2 / 2), y, 6, out / "gaussian.html")
+    seconds = time.perf_counter() - start
+except sad.GraphvizNotFound as exc:
+    print(f"no drawings: {exc}", file=sys.stderr)
+else:
+    print(f"graph of f and its 6 derivatives: {Path(graph).resolve()}")
+    print(f"animation, {movie.frames} frames over {movie.nodes} nodes ({seconds:.2f} s): {Path(movie.path).resolve()}")

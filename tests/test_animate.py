@@ -177,3 +177,18 @@ def test_split_png_stream_round_trips():
     one = run_graphviz("digraph { a -> b }", "png")
     two = run_graphviz("digraph { c }", "png")
     assert anim.split_png_stream(one + two) == [one, two]
+
+
+def test_demo_writes_the_gaussian_graph_and_animation(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).parent.parent / "examples" / "gaussian.py"
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    svg, page = tmp_path / "out" / "gaussian.svg", tmp_path / "out" / "gaussian.html"
+    assert str(svg) in done.stdout and str(page) in done.stdout
+    assert ET.parse(svg).getroot().tag.endswith("svg")
+    frames = json.loads(re.search(r"var data = (\{.*?\});\n", page.read_text(encoding="utf-8")).group(1))["frames"]
+    assert frames[-1]["caption"].startswith("d⁶f/dx⁶ (pass 6 of 6)")
