@@ -1,0 +1,355 @@
+"""Benchmark: size, build, compile and evaluation time of the n-th derivative of F1–F5.
+
+Ours (repeated gen_graph; Taylor mode; NumPy and Numba backends) and, measured in the same run,
+SymPy (diff + lambdify(cse=True)) and, when installed, SymEngine (lambdify, LLVM when
+available), JAX (nested grad + jit(vmap)) and PyTorch (nested autograd.grad with create_graph).
+
+Sizes: ours = nodes appended after f is built (all orders up to n); SymPy = count_ops of the
+n-th derivative and of its cse form; SymEngine = count_ops; JAX = jaxpr equations; PyTorch =
+autograd graph nodes reachable from the n-th derivative. Times are medians of --repeats runs;
+evaluation is on 100,000 points in [-2, 2] (F5: w1 in [1.1, 3], where log(w1) > 0).
+A peer whose build + compile times 4 (its growth per order) passes --cap seconds is not run at
+higher orders of that function, PyTorch not past n = 6 and JAX not past n = 8 (memory); the
+JSON records them as skipped. Writes benchmarks/results/bench.json and sizes.png.
+
+    python benchmarks/run.py [--quick] [--repeats 3] [--cap 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from functions import FUNCTIONS, TEXT  # noqa: E402
+
+import subgraph_ad as sad  # noqa: E402
+from subgraph_ad.taylor import taylor_graph  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+POINTS = 100_000
+
+
+def points_for(name: str) -> np.ndarray:
+    return np.linspace(1.1, 3.0, POINTS) if name == "F5" else np.linspace(-2.0, 2.0, POINTS)
+
+
+def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    times, result = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), result
+
+
+# -- ours -----------------------------------------------------------------------------------------
+def ours(name: str, n: int, method: str, repeats: int, backends: list[str]) -> dict[str, Any]:
+    def build() -> tuple[int, Any, Any, Any]:
+        tape, f, x = FUNCTIONS[name]()
+        mark = len(tape)
+        if method == "taylor":
+            d = taylor_graph(f, x, n)[-1]  # all orders 1..n, as the size targets count them
+        else:
+            d = f
+            for _ in range(n):
+                d = d.gen_graph(x)
+        return len(tape) - mark, tape, x, d
+
+    build_time, (size, tape, x, d) = median_time(build, repeats)
+    row: dict[str, Any] = {"size": size, "build": build_time}
+    others = [v for v in tape.vars.values() if v != x]
+    args = [points_for(name)] + [v.value for v in others]
+    for backend in backends:
+        compile_time, g = median_time(lambda: sad.lambdify([x] + others, d, backend=backend), 1 if backend == "numba" else repeats)
+        g(*args)  # warm
+        eval_time, _ = median_time(lambda: g(*args), max(repeats, 5))
+        row[f"compile_{backend}"] = compile_time
+        row[f"eval_{backend}"] = eval_time
+    return row
+
+
+# -- peers ----------------------------------------------------------------------------------------
+def sympy_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
+    import sympy
+
+    tape, f, x = FUNCTIONS[name]()
+    expr = f.to_sympy()
+    X = sympy.Symbol(x.name)
+    others = [v for v in tape.vars.values() if v != x]
+    subs = {sympy.Symbol(v.name): v.value for v in others}
+    build_time, d = median_time(lambda: sympy.diff(expr, X, n), 1 if n > 6 else repeats)
+    d = d.subs(subs)
+    replacements, reduced = sympy.cse(d)
+    cse_ops = sum(sympy.count_ops(e) for _, e in replacements) + sympy.count_ops(reduced[0])
+    compile_time, g = median_time(lambda: sympy.lambdify([X], d, "numpy", cse=True), 1)
+    pts = points_for(name)
+    with np.errstate(all="ignore"):
+        g(pts)
+        eval_time, _ = median_time(lambda: g(pts), repeats)
+    return {"size": int(sympy.count_ops(d)), "size_cse": int(cse_ops), "build": build_time,
+            "compile": compile_time, "eval": eval_time}
+
+
+def symengine_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
+    import symengine as se
+
+    tape, f, x = FUNCTIONS[name]()
+    expr = se.sympify(str(f.to_sympy()))
+    X = se.Symbol(x.name)
+    others = [v for v in tape.vars.values() if v != x]
+    expr = expr.subs({se.Symbol(v.name): v.value for v in others})
+    build_time, d = median_time(lambda: se.diff(expr, X, n), repeats)
+    backend = "llvm" if getattr(se, "have_llvm", False) else "lambda"
+    compile_time, g = median_time(lambda: se.lambdify([X], [d], backend=backend, cse=True), 1)
+    pts = points_for(name)
+    with np.errstate(all="ignore"):
+        g(pts)
+        eval_time, _ = median_time(lambda: g(pts), repeats)
+    return {"size": int(se.count_ops(d)), "build": build_time, "compile": compile_time, "eval": eval_time,
+            "backend": backend}
+
+
+JAX_FNS: dict[str, Callable[..., Any]] = {}
+
+
+def jax_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+    base = {
+        "F1": lambda x: jnp.exp(-x**2 / 2),
+        "F2": lambda x: x * 4.2 + jnp.sin(x),
+        "F3": lambda x: jnp.sin(x) * jnp.exp(jnp.cos(x)) / (1 + x**2),
+        "F4": lambda x: jnp.tanh(jnp.tanh(jnp.tanh(x))),
+        "F5": lambda x: 0.7 * jnp.log(x) + jnp.sqrt(0.7 * jnp.log(x)),
+    }[name]
+
+    def build() -> tuple[Any, int]:
+        d = base
+        for _ in range(n):
+            d = jax.grad(d)
+        jaxpr = jax.make_jaxpr(d)(0.5)
+        return d, len(jaxpr.jaxpr.eqns)
+
+    build_time, (d, eqns) = median_time(build, 1 if n > 5 else repeats)
+    pts = jnp.asarray(points_for(name))
+    compile_time, g = median_time(lambda: jax.jit(jax.vmap(d)).lower(pts).compile(), 1)
+    g(pts).block_until_ready()
+    eval_time, _ = median_time(lambda: g(pts).block_until_ready(), repeats)
+    return {"size": eqns, "build": build_time, "compile": compile_time, "eval": eval_time}
+
+
+def torch_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
+    import torch
+
+    torch.set_default_dtype(torch.float64)
+    base = {
+        "F1": lambda x: torch.exp(-x**2 / 2),
+        "F2": lambda x: x * 4.2 + torch.sin(x),
+        "F3": lambda x: torch.sin(x) * torch.exp(torch.cos(x)) / (1 + x**2),
+        "F4": lambda x: torch.tanh(torch.tanh(torch.tanh(x))),
+        "F5": lambda x: 0.7 * torch.log(x) + torch.sqrt(0.7 * torch.log(x)),
+    }[name]
+    pts = points_for(name)
+
+    def run(size: int) -> Any:
+        x = torch.tensor(pts[:size], requires_grad=True)
+        d = base(x)
+        for _ in range(n):
+            (d,) = torch.autograd.grad(d.sum(), x, create_graph=True)
+        return d
+
+    build_time, d = median_time(lambda: run(1), 1 if n > 5 else repeats)
+    seen, stack = set(), [d.grad_fn]
+    while stack:  # count the autograd graph's nodes, iteratively
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        stack.extend(nxt for nxt, _ in node.next_functions)
+    eval_time, _ = median_time(lambda: run(POINTS), repeats)  # define-by-run: build + eval at once
+    return {"size": len(seen), "build": build_time, "compile": 0.0, "eval": eval_time}
+
+
+PEERS = {"sympy": sympy_peer, "symengine": symengine_peer, "jax": jax_peer, "torch": torch_peer}
+#: Highest order run per peer: PyTorch keeps every autograd node's 1e5-point tensor alive (its
+#: F3 graph has ~2 M nodes at n = 10: far past 24 GiB), JAX's nested-grad jaxpr grows x3 per order.
+MAX_ORDER = {"torch": 6, "jax": 8}
+#: Sizes grow x2-4 per order for the peers: stop before the build predictably passes the cap.
+GROWTH = 4.0
+
+
+def available(peer: str) -> bool:
+    try:
+        __import__(peer)
+        return True
+    except ImportError:
+        return False
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="orders 1, 5, 10 only, for a smoke run")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per measurement (median)")
+    parser.add_argument("--cap", type=float, default=8.0, help="seconds a peer's build may take before its higher orders are skipped")
+    parser.add_argument("--functions", default="F1,F2,F3,F4,F5")
+    args = parser.parse_args()
+    orders = [1, 5, 10] if args.quick else list(range(1, 13))
+    backends = ["numpy"] + (["numba"] if available("numba") else [])
+    peers = [p for p in PEERS if available(p)]
+    print(f"peers: {', '.join(peers)}; backends: {', '.join(backends)}; {os.cpu_count()} cores", flush=True)
+    results: dict[str, Any] = {"machine": {"python": platform.python_version(), "cores": os.cpu_count(),
+                                           "numpy": np.__version__},
+                               "points": POINTS, "repeats": args.repeats, "cap_seconds": args.cap,
+                               "functions": {}}
+    started = time.perf_counter()
+    for name in args.functions.split(","):
+        rows: dict[str, Any] = {}
+        capped: dict[str, int] = {}
+        for n in orders + ([20] if not args.quick else []):
+            row: dict[str, Any] = {"taylor": ours(name, n, "taylor", args.repeats, backends)}
+            if n <= 12:
+                row["graph"] = ours(name, n, "graph", args.repeats, ["numpy"])
+                for peer in peers:
+                    if n > MAX_ORDER.get(peer, 99):
+                        row[peer] = {"skipped": f"orders above {MAX_ORDER[peer]} not run (memory)"}
+                        continue
+                    if peer in capped:
+                        row[peer] = {"skipped": f"build would pass {args.cap} s after n = {capped[peer]}"}
+                        continue
+                    try:
+                        row[peer] = PEERS[peer](name, n, args.repeats)
+                    except Exception as error:  # a peer failing is a result, not a crash
+                        row[peer] = {"error": f"{type(error).__name__}: {error}"[:200]}
+                        capped[peer] = n
+                        continue
+                    if (row[peer]["build"] + row[peer].get("compile", 0.0)) * GROWTH > args.cap:
+                        capped[peer] = n
+            rows[str(n)] = row
+            t = row["taylor"]
+            print(f"{name} n={n:2d} taylor {t['size']:5d} nodes build {t['build'] * 1e3:7.2f} ms "
+                  f"eval numpy {t['eval_numpy'] * 1e3:6.2f} ms"
+                  + (f" numba {t['eval_numba'] * 1e3:6.2f} ms" if "eval_numba" in t else "")
+                  + f"   [{time.perf_counter() - started:5.0f} s]", flush=True)
+        results["functions"][name] = {"text": TEXT[name], "orders": rows}
+    results["fit"] = fit_exponents(results)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "bench.json").write_text(json.dumps(results, indent=1))
+    table = summary(results, 10 if not args.quick else 10)
+    (RESULTS / "table.md").write_text(table)
+    print(table)
+    try:
+        plot(results, RESULTS / "sizes.png")
+    except ImportError:
+        print("matplotlib is not installed: no plot (pip install 'subgraph_ad[bench]')")
+    print(f"wrote {RESULTS}/bench.json, table.md, sizes.png in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+def fit_exponents(results: dict[str, Any]) -> dict[str, float]:
+    """Least-squares slope of log(size) against log(n) for Taylor mode over n = 4..20."""
+    fit = {}
+    for name, data in results["functions"].items():
+        pairs = [(int(n), row["taylor"]["size"]) for n, row in data["orders"].items() if int(n) >= 4]
+        if len(pairs) >= 2:
+            xs = np.log([p[0] for p in pairs])
+            ys = np.log([max(p[1], 1) for p in pairs])
+            fit[name] = float(np.polyfit(xs, ys, 1)[0])
+    return fit
+
+
+def _fmt(value: float | None, unit: str = "ms") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value * 1e3:.3g}" if unit == "ms" else f"{value:.3g}"
+
+
+def summary(results: dict[str, Any], n: int) -> str:
+    """The Markdown table at order n: sizes, build and eval times, ratios ours / best peer."""
+    lines = [f"### order n = {n}, {results['points']:,} points, medians of {results['repeats']} runs (times in ms)", "",
+             "| F | ours taylor: nodes / build / eval numpy / eval numba | ours gen_graph: nodes / build | "
+             "SymPy: ops (cse) / build / eval | SymEngine: ops / build / eval | JAX: eqns / build / eval | "
+             "PyTorch: nodes / eval | best peer size, build, eval | ours/best: size, build, eval (numpy, numba) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, data in results["functions"].items():
+        row = data["orders"].get(str(n))
+        if row is None:
+            continue
+        t, g = row["taylor"], row["graph"]
+        cell = {}
+        sizes, builds, evals = [], [], []
+        for peer in PEERS:
+            p = row.get(peer)
+            if not p or "size" not in p:
+                cell[peer] = "–" if not p else ("skipped" if "skipped" in p else "error")
+                continue
+            size = p.get("size_cse", p["size"])
+            sizes.append(size)
+            builds.append(p["build"])
+            evals.append(p["eval"])
+            if peer == "sympy":
+                cell[peer] = f"{p['size']} ({p['size_cse']}) / {_fmt(p['build'])} / {_fmt(p['eval'])}"
+            elif peer == "torch":
+                cell[peer] = f"{p['size']} / {_fmt(p['eval'])}"
+            else:
+                cell[peer] = f"{p['size']} / {_fmt(p['build'])} / {_fmt(p['eval'])}"
+        best = (min(sizes) if sizes else None, min(builds) if builds else None, min(evals) if evals else None)
+        numba = t.get("eval_numba")
+        ratio = "–"
+        if sizes:
+            ratio = (f"{t['size'] / best[0]:.2f}, {t['build'] / best[1]:.2f}, {t['eval_numpy'] / best[2]:.2f}"
+                     + (f" / {numba / best[2]:.2f}" if numba else ""))
+        lines.append(
+            f"| {name} | {t['size']} / {_fmt(t['build'])} / {_fmt(t['eval_numpy'])} / {_fmt(numba)} | "
+            f"{g['size']} / {_fmt(g['build'])} | {cell['sympy']} | {cell['symengine']} | {cell['jax']} | "
+            f"{cell['torch']} | {best[0]}, {_fmt(best[1])}, {_fmt(best[2])} | {ratio} |")
+    fit = results.get("fit", {})
+    lines += ["", "Fitted growth exponent of Taylor-mode size (log size vs log n, n = 4..20): "
+              + ", ".join(f"{k} {v:.2f}" for k, v in fit.items())]
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(results["functions"])
+    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3.4), sharey=True)
+    axes = np.atleast_1d(axes)
+    series = [("taylor", "ours, Taylor", "size"), ("graph", "ours, gen_graph", "size"),
+              ("sympy", "SymPy (cse)", "size_cse"), ("symengine", "SymEngine", "size"),
+              ("jax", "JAX eqns", "size"), ("torch", "PyTorch nodes", "size")]
+    for ax, name in zip(axes, names):
+        orders = results["functions"][name]["orders"]
+        for key, label, field in series:
+            pts = [(int(n), row[key][field]) for n, row in orders.items()
+                   if key in row and field in row[key]]
+            if pts:
+                pts.sort()
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=label)
+        ax.set_yscale("log")
+        ax.set_title(f"{name}: {results['functions'][name]['text']}", fontsize=8)
+        ax.set_xlabel("order n")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("size of the n-th derivative")
+    axes[-1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
