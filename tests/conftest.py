@@ -2,6 +2,8 @@
 
 import math
 
+import numpy as np
+
 import pytest
 import sympy
 
@@ -24,3 +26,21 @@ def close(ours: float, ref: float, rtol: float = 1e-9) -> bool:
     if math.isnan(ref):
         return math.isnan(ours)
     return abs(ours - ref) <= rtol * max(1.0, abs(ref))
+
+
+class Softplus(sad.UnaryFn):
+    """The user function from the API contract, shared by the tests of every layer."""
+
+    name = "softplus"
+
+    def f(self, v):
+        return np.logaddexp(0.0, v)
+
+    def grad(self, v):
+        return 1.0 / (1.0 + np.exp(-v))
+
+    def gen_graph(self, input, output, derived):
+        return sad.sigmoid(input) * derived
+
+    def to_sympy(self, arg):
+        return sympy.log(1 + sympy.exp(arg))

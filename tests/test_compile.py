@@ -15,6 +15,7 @@ from subgraph_ad.compile import BackendWarning, block_source, build_program
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from functions import FUNCTIONS  # noqa: E402
+from conftest import Softplus  # noqa: E402
 
 BACKENDS = ["numpy", "numba"]
 
@@ -77,19 +78,6 @@ def test_generated_source_is_deterministic():
         tape, f, x = FUNCTIONS["F3"]()
         sources.append(lambdify([x], f.diff(x, 4)).block_source)
     assert sources[0] == sources[1]
-
-
-class Softplus(UnaryFn):
-    name = "softplus"
-
-    def f(self, v):
-        return np.logaddexp(0.0, v)
-
-    def grad(self, v):
-        return 1.0 / (1.0 + np.exp(-v))
-
-    def gen_graph(self, input, output, derived):
-        return sigmoid(input) * derived
 
 
 class Opaque(Softplus):

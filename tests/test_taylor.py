@@ -13,7 +13,7 @@ import sympy
 import subgraph_ad as sad
 from subgraph_ad import Tape, UnaryFn, cos, exp, log, sigmoid, sin, sqrt, tan, tanh, taylor_graph
 from subgraph_ad.testing import assert_matches_sympy
-from conftest import close, sympy_value
+from conftest import Softplus, close, sympy_value
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from functions import FUNCTIONS  # noqa: E402  (the benchmark's F1–F5)
@@ -111,22 +111,6 @@ def test_integer_power_is_exact_at_zero():
     d = taylor_graph(x**3 + x**2, x, 4)
     assert [t.eval() for t in d] == [0.0, 2.0, 6.0, 0.0]
     assert d[3] == tape.zero
-
-
-class Softplus(UnaryFn):
-    name = "softplus"
-
-    def f(self, v):
-        return np.logaddexp(0.0, v)
-
-    def grad(self, v):
-        return 1.0 / (1.0 + np.exp(-v))
-
-    def gen_graph(self, input, output, derived):
-        return sigmoid(input) * derived
-
-    def to_sympy(self, arg):
-        return sympy.log(1 + sympy.exp(arg))
 
 
 def test_user_unaryfn_needs_no_taylor_rule():
