@@ -306,6 +306,11 @@ class Tape:
         finally:
             self._listener, self._order = saved
 
+    def tag(self, order: int) -> None:
+        """Tag the nodes appended from now on with this derivative order; the enclosing
+        ``transaction`` restores the previous tag (cheaper than a transaction per step)."""
+        self._order = order
+
     def _rollback(self, mark: int, journal_mark: int) -> None:
         for index in range(len(self.nodes) - 1, mark - 1, -1):
             node = self.nodes[index]

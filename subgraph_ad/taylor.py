@@ -35,10 +35,21 @@ import math
 from typing import Optional
 
 from .functions import SinFn
-from .tape import Callback, Tape, Term
+from .tape import Callback, Node, Tape, Term
 
 #: A coefficient value c·T held as (c, index of T); index None means the plain number c.
 Lazy = Optional[tuple[float, Optional[int]]]
+#: coefficient · coefficient · factor, the coefficients as (node, order).
+Product = tuple[tuple[int, int], tuple[int, int], float]
+
+
+#: The degree of a node whose Taylor series does not end (exp, a division by x, ...).
+UNBOUNDED = 1 << 30
+
+
+def _whole(node: Node) -> bool:
+    """A constant exponent p = 0, 1, 2, ...: then a ** p is a polynomial in a."""
+    return node.op == "const" and float(node.payload).is_integer() and 0 <= node.payload < UNBOUNDED
 
 
 class _Zero(Exception):
@@ -53,30 +64,57 @@ class _Taylor:
         self.wrt = wrt
         self.coef: dict[tuple[int, int], Lazy] = {}
         self.unary: dict[int, tuple[int, Optional[int]]] = {}  # node -> (u, g) with y' = g·u'
-        self.dep = bytearray()  # dep[i]: node i depends on wrt
+        self.deg: list[int] = []  # deg[i]: coefficients of node i above this order are zero
         self.scaled: dict[tuple[float, int], int] = {}
-        self.aliases: dict[int, int] = {}
+        self.aliases: dict[int, Optional[int]] = {}
         self.kinds: dict[tuple[int, int], int] = {}
         self.uses: dict[tuple[int, int], int] = {}
+        self.terms: dict[tuple[int, int], list[Product]] = {}  # the products a coefficient sums
 
     # -- helpers ------------------------------------------------------------------------------
-    def depends(self, i: int) -> bool:
-        nodes, dep = self.tape.nodes, self.dep
-        for j in range(len(dep), i + 1):
+    def degree(self, i: int) -> int:
+        """An upper bound on the orders at which node i has a non-zero coefficient: 0 for a node
+        free of wrt, 1 for wrt, sums for products, ``UNBOUNDED`` past a function or a division
+        by wrt. Only coefficients up to it are planned, and products of a zero are never built."""
+        deg = self.deg
+        if i < len(deg):
+            return deg[i]
+        nodes = self.tape.nodes
+        for j in range(len(deg), i + 1):
             node = nodes[j]
-            dep.append(j == self.wrt or (node.op not in ("var", "const") and any(dep[a] for a in node.args)))
-        return bool(dep[i])
+            op, args = node.op, node.args
+            if op in ("var", "const"):
+                d = int(j == self.wrt)
+            elif max(deg[a] for a in args) == 0:
+                d = 0
+            elif op in ("add", "sub", "neg"):
+                d = max(deg[a] for a in args)
+            elif op == "mul":
+                d = min(deg[args[0]] + deg[args[1]], UNBOUNDED)
+            elif op == "div" and deg[args[1]] == 0:
+                d = deg[args[0]]
+            elif op == "pow" and deg[args[1]] == 0 and _whole(nodes[args[1]]):
+                d = min(deg[args[0]] * int(nodes[args[1]].payload), UNBOUNDED)
+            else:
+                d = UNBOUNDED
+            deg.append(d)
+        return deg[i]
+
+    def depends(self, i: int) -> bool:
+        return self.degree(i) > 0
 
     def negated(self, i: int) -> Optional[int]:
         """For -sin(u) and -cos(u) (``SinFn(n)``, n >= 2) the node sin(u) / cos(u) they negate:
         their coefficients are the same Terms with the sign in the scalar."""
+        if i in self.aliases:
+            return self.aliases[i]
         node = self.tape.nodes[i]
         fn = node.payload
-        if node.op != "fn" or type(fn) is not SinFn or fn.n < 2:
-            return None
-        if i not in self.aliases:
-            self.aliases[i] = SinFn(fn.n - 2)(self.term(node.args[0])).index
-        return self.aliases[i]
+        alias = None
+        if node.op == "fn" and type(fn) is SinFn and fn.n >= 2:
+            alias = SinFn(fn.n - 2)(self.term(node.args[0])).index
+        self.aliases[i] = alias
+        return alias
 
     def term(self, i: int) -> Term:
         return Term(self.tape, i)
@@ -230,7 +268,7 @@ class _Taylor:
         alias = self.negated(i) if node.op == "fn" else None
         return [] if alias is None else [alias]
 
-    def products(self, i: int, k: int) -> list[tuple[tuple[int, int], tuple[int, int], float]]:
+    def products(self, i: int, k: int) -> list[Product]:
         """The products (coefficient, coefficient, factor) that coefficient k of node i sums."""
         node = self.tape.nodes[i]
         op = node.op
@@ -239,22 +277,25 @@ class _Taylor:
             return []
         if op == "mul":
             a, b = node.args
-            return [((a, j), (b, k - j), 1.0) for j in range(k + 1)]
+            low, high = max(0, k - self.degree(b)), min(k, self.degree(a))
+            return [((a, j), (b, k - j), 1.0) for j in range(low, high + 1)]
         if op == "div":
             b = node.args[1]
-            return [((b, j), (i, k - j), -1.0) for j in range(1, k + 1)]
+            return [((b, j), (i, k - j), -1.0) for j in range(1, min(k, self.degree(b)) + 1)]
         u, g = self.unary_form(i)
         if g is None:
             return []
-        return [((u, j), (g, k - j), float(j)) for j in range(1, k + 1)]
+        low, high = max(1, k - self.degree(g)), min(k, self.degree(u))
+        return [((u, j), (g, k - j), float(j)) for j in range(low, high + 1)]
 
     def needs(self, i: int, k: int) -> list[tuple[int, int]]:
         """The coefficients (node, order >= 1) that coefficient k of node i is computed from."""
         node = self.tape.nodes[i]
         if k == 0 or node.op in ("var", "const") or not self.depends(i):
             return []
-        out = [(a, k) for a in self.linear(i)]
-        for ka, kb, _ in self.products(i, k):
+        out = [(a, k) for a in self.linear(i) if k <= self.degree(a)]
+        self.terms[(i, k)] = products = self.products(i, k)
+        for ka, kb, _ in products:
             out += [key for key in (ka, kb) if key[1] > 0]
         return out
 
@@ -262,27 +303,33 @@ class _Taylor:
         """0: structurally zero, 1: a plain number, 2: needs a Term; known before any is built."""
         if k == 0:
             return 1 if self.tape.nodes[i].op == "const" else 2
-        return self.kinds[(i, k)]
+        return self.kinds[(i, k)] if k <= self.degree(i) else 0
 
     def plan_kind(self, i: int, k: int) -> int:
+        """The kind of coefficient k of node i from its needs' kinds; keeps only the products
+        whose factors are both non-zero (most are zero where a factor is x, whose x_k = 0, k >= 2)."""
         node = self.tape.nodes[i]
         if node.op == "var":
             return 1 if i == self.wrt and k == 1 else 0
         if node.op == "const" or not self.depends(i):
             return 0
-        best = max((self.kind(a, k) for a in self.linear(i)), default=0)
-        if node.op in ("add", "sub", "neg", "fn") and not self.products(i, k):
-            return best
-        for ka, kb, _ in self.products(i, k):
-            x, y = self.kind(*ka), self.kind(*kb)
+        kind = self.kind
+        best = max((kind(a, k) for a in self.linear(i)), default=0)
+        live = []
+        for ka, kb, f in self.terms[(i, k)]:
+            x, y = kind(*ka), kind(*kb)
             if x and y:
                 best = max(best, x, y)
+                live.append((ka, kb, f))
+        self.terms[(i, k)] = live
         if node.op == "div" and best:
             return 2
         return best
 
     def get(self, i: int, k: int) -> Lazy:
-        return self.canon((1.0, i)) if k == 0 else self.coef[(i, k)]
+        if k == 0:
+            return self.canon((1.0, i))
+        return self.coef[(i, k)] if k <= self.degree(i) else None
 
     def compute(self, i: int, k: int) -> Lazy:
         node = self.tape.nodes[i]
@@ -300,7 +347,7 @@ class _Taylor:
         if op == "neg" or (op == "fn" and self.negated(i) is not None):
             a = get(self.linear(i)[0], k)
             return None if a is None else (-a[0], a[1])
-        terms = [self.product(ka, kb, f) for ka, kb, f in self.products(i, k)]
+        terms = [self.product(ka, kb, f) for ka, kb, f in self.terms[(i, k)]]
         if op == "mul":
             return self.total(terms)
         if op == "div":
@@ -318,7 +365,7 @@ class _Taylor:
         needs (iterative depth-first); also counts how many products use each coefficient."""
         order: list[tuple[int, int]] = []
         state: dict[tuple[int, int], int] = {}
-        stack = [(root, k) for k in range(n, 0, -1)]
+        stack = [(root, k) for k in range(min(n, self.degree(root)), 0, -1)]
         while stack:
             key = stack[-1]
             seen = state.get(key)
@@ -333,19 +380,20 @@ class _Taylor:
                 order.append(key)
                 self.kinds[key] = self.plan_kind(*key)
         for key in order:
-            for ka, kb, _ in self.products(*key):
+            for ka, kb, _ in self.terms.get(key, ()):
                 if self.kind(*ka) == 2 and self.kind(*kb) == 2:
                     self.uses[ka] = self.uses.get(ka, 0) + 1
                     self.uses[kb] = self.uses.get(kb, 0) + 1
         return order
 
     def run(self, root: int, n: int, base_order: int) -> None:
-        """Fill coef[(root, 1..n)] and everything they need, iteratively (no recursion)."""
-        with self.tape.transaction(order=base_order + 1):
-            order = self.plan(root, n)
+        """Fill coef[(root, 1..n)] and everything they need, iteratively (no recursion).
+        Runs inside the caller's transaction, which undoes it all and restores the order tag."""
+        self.tape.tag(base_order + 1)
+        order = self.plan(root, n)
         for i, k in order:
-            with self.tape.transaction(order=base_order + k):
-                self.coef[(i, k)] = self.canon(self.compute(i, k))
+            self.tape.tag(base_order + k)
+            self.coef[(i, k)] = self.canon(self.compute(i, k))
 
 
 def _check(term: Term, wrt: Term, n: int) -> int:
@@ -372,7 +420,7 @@ def taylor_graph(term: Term, wrt: Term, n: int, callback: Callback | None = None
         out = []
         for k in range(1, n + 1):
             with tape.transaction(order=base + k):
-                d = taylor.materialize(taylor.coef[(term.index, k)], float(math.factorial(k)))
+                d = taylor.materialize(taylor.get(term.index, k), float(math.factorial(k)))
                 out.append(tape.zero if d is None else d)
         return out
 
@@ -389,7 +437,7 @@ def taylor_diff(term: Term, wrt: Term, n: int, callback: Callback | None = None)
             taylor = _Taylor(tape, w)
             taylor.run(term.index, n, base)
             with tape.transaction(order=base + n):
-                d = taylor.materialize(taylor.coef[(term.index, n)], float(math.factorial(n)))
+                d = taylor.materialize(taylor.get(term.index, n), float(math.factorial(n)))
             if d is None:
                 raise _Zero
             return d
