@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from .functions import SinFn
+from .functions import SinFn, Sqrt
 from .tape import Callback, Node, Tape, Term
 
 #: A coefficient value c·T held as (c, index of T); index None means the plain number c.
@@ -67,6 +67,7 @@ class _Taylor:
         self.deg: list[int] = []  # deg[i]: coefficients of node i above this order are zero
         self.scaled: dict[tuple[float, int], int] = {}
         self.aliases: dict[int, Optional[int]] = {}
+        self.roots: dict[int, Optional[int]] = {}
         self.kinds: dict[tuple[int, int], int] = {}
         self.uses: dict[tuple[int, int], int] = {}
         self.terms: dict[tuple[int, int], list[Product]] = {}  # the products a coefficient sums
@@ -227,6 +228,19 @@ class _Taylor:
             return -self.term(t)
         return self.term(self.scale(c, t))
 
+    def root_of(self, i: int) -> Optional[int]:
+        """u when node i is sqrt(u) or u ** 0.5: squaring gives a recurrence whose products pair
+        up (y_j·y_{k−j} is y_{k−j}·y_j), about a quarter of the unary recurrence's nodes."""
+        if i not in self.roots:
+            node = self.tape.nodes[i]
+            found = None
+            if node.op == "fn" and type(node.payload) is Sqrt:
+                found = node.args[0]
+            elif node.op == "pow" and self.tape.nodes[node.args[1]] == Node("const", (), 0.5):
+                found = node.args[0]
+            self.roots[i] = found
+        return self.roots[i]
+
     def unary_form(self, i: int) -> tuple[int, Optional[int]]:
         """(u, g) with dy = g·du for a fn or pow node, building g from the node's own rule."""
         if i in self.unary:
@@ -265,6 +279,8 @@ class _Taylor:
             return list(node.args)
         if node.op == "div":
             return [node.args[0]]
+        if self.root_of(i) is not None:
+            return [node.args[0]]
         alias = self.negated(i) if node.op == "fn" else None
         return [] if alias is None else [alias]
 
@@ -282,6 +298,8 @@ class _Taylor:
         if op == "div":
             b = node.args[1]
             return [((b, j), (i, k - j), -1.0) for j in range(1, min(k, self.degree(b)) + 1)]
+        if self.root_of(i) is not None:  # y·y = u:  2·y_0·y_k = u_k − Σ_{j=1..k−1} y_j·y_{k−j}
+            return [((i, j), (i, k - j), -1.0) for j in range(1, k)]
         u, g = self.unary_form(i)
         if g is None:
             return []
@@ -322,7 +340,7 @@ class _Taylor:
                 best = max(best, x, y)
                 live.append((ka, kb, f))
         self.terms[(i, k)] = live
-        if node.op == "div" and best:
+        if best and (node.op == "div" or self.root_of(i) is not None):
             return 2
         return best
 
@@ -351,14 +369,22 @@ class _Taylor:
         if op == "mul":
             return self.total(terms)
         if op == "div":
-            num = self.total([get(node.args[0], k)] + terms)
-            if num is None:
-                return None
-            c, t = num
-            top = self.tape.const(1.0) if t is None else self.term(t)
-            return c, (top / self.term(node.args[1])).index
+            return self.quotient([get(node.args[0], k)] + terms, node.args[1])
+        root = self.root_of(i)
+        if root is not None:
+            half = self.quotient([get(root, k)] + terms, i)
+            return None if half is None else (0.5 * half[0], half[1])
         value = self.total(terms)
         return None if value is None else (value[0] / k, value[1])
+
+    def quotient(self, terms: list[Lazy], den: int) -> Lazy:
+        """(Σ terms) / node den: the division and square-root recurrences end with one division."""
+        num = self.total(terms)
+        if num is None:
+            return None
+        c, t = num
+        top = self.tape.const(1.0) if t is None else self.term(t)
+        return c, (top / self.term(den)).index
 
     def plan(self, root: int, n: int) -> list[tuple[int, int]]:
         """Every coefficient orders 1..n of root need, in an order that computes each after its
