@@ -1,8 +1,9 @@
-"""The five benchmark functions F1–F5, built on a fresh tape: (tape, f, wrt, other vars)."""
+"""The five benchmark functions F1–F5: on a fresh tape (tape, f, wrt), as text, and written with
+another library's functions (a module with exp, sin, cos, log, sqrt, tanh: jax.numpy, torch)."""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import subgraph_ad as sad
 from subgraph_ad import Tape, Term
@@ -41,3 +42,14 @@ TEXT = {
     "F4": "tanh(tanh(tanh(x)))",
     "F5": "w2*log(w1) + sqrt(w2*log(w1))",
 }
+
+
+def written_with(m: Any, name: str) -> Callable[[Any], Any]:
+    """F1–F5 in x alone, written with module m (F2's y = 4.2 and F5's w2 = 0.7 as on the tape)."""
+    return {
+        "F1": lambda x: m.exp(-x**2 / 2),
+        "F2": lambda x: x * 4.2 + m.sin(x),
+        "F3": lambda x: m.sin(x) * m.exp(m.cos(x)) / (1 + x**2),
+        "F4": lambda x: m.tanh(m.tanh(m.tanh(x))),
+        "F5": lambda x: 0.7 * m.log(x) + m.sqrt(0.7 * m.log(x)),
+    }[name]

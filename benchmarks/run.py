@@ -31,7 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from functions import FUNCTIONS, TEXT  # noqa: E402
+from functions import FUNCTIONS, TEXT, written_with  # noqa: E402
 
 import subgraph_ad as sad  # noqa: E402
 from subgraph_ad.taylor import taylor_graph  # noqa: E402
@@ -128,13 +128,7 @@ def jax_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
     import jax.numpy as jnp
 
     jax.config.update("jax_enable_x64", True)
-    base = {
-        "F1": lambda x: jnp.exp(-x**2 / 2),
-        "F2": lambda x: x * 4.2 + jnp.sin(x),
-        "F3": lambda x: jnp.sin(x) * jnp.exp(jnp.cos(x)) / (1 + x**2),
-        "F4": lambda x: jnp.tanh(jnp.tanh(jnp.tanh(x))),
-        "F5": lambda x: 0.7 * jnp.log(x) + jnp.sqrt(0.7 * jnp.log(x)),
-    }[name]
+    base = written_with(jnp, name)
 
     def build() -> tuple[Any, int]:
         d = base
@@ -155,13 +149,7 @@ def torch_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
     import torch
 
     torch.set_default_dtype(torch.float64)
-    base = {
-        "F1": lambda x: torch.exp(-x**2 / 2),
-        "F2": lambda x: x * 4.2 + torch.sin(x),
-        "F3": lambda x: torch.sin(x) * torch.exp(torch.cos(x)) / (1 + x**2),
-        "F4": lambda x: torch.tanh(torch.tanh(torch.tanh(x))),
-        "F5": lambda x: 0.7 * torch.log(x) + torch.sqrt(0.7 * torch.log(x)),
-    }[name]
+    base = written_with(torch, name)
     pts = points_for(name)
 
     def run(size: int) -> Any:
