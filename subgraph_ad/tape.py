@@ -178,7 +178,7 @@ class Tape:
 
     def op(self, op: str, *args: Term) -> Term:
         """Append an arithmetic node, folding trivial algebra first."""
-        return Term(self, self._fold(op, tuple(a.index for a in args)))
+        return Term(self, self._fold(op, tuple([a.index for a in args])))
 
     # -- interning and folding ------------------------------------------------------------
     def _push(self, node: Node, key: tuple | None) -> int:
@@ -217,12 +217,13 @@ class Tape:
 
     def _fold(self, op: str, args: tuple[int, ...]) -> int:
         """Fold trivial algebra, then intern. Returns the index of the resulting node."""
-        consts = [self._const_value(a) for a in args]
-        if all(c is not None for c in consts):
+        nodes = self.nodes
+        consts = [n.payload if n.op == "const" else None for n in [nodes[a] for a in args]]
+        if None not in consts:
             return self.const(_fold_value(op, consts)).index
         if op == "neg":
             (a,) = args
-            inner = self.nodes[a]
+            inner = nodes[a]
             if inner.op == "neg":
                 return inner.args[0]
             if inner.op == "sub":
