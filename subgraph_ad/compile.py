@@ -133,8 +133,10 @@ def _scalar_fn(fn: UnaryFn, arg: str, name: str, numba: bool) -> tuple[str, Any]
     return f"{name}({arg})", fn.f
 
 
-def expression_source(program: Program, numba: bool = False) -> tuple[str, dict[str, Any]]:
-    """``_f(v0, ...)`` as one assignment per node (``numba``: a loop over points writing outs)."""
+def expression_source(program: Program, numba: bool = False,
+                      scalars: tuple[bool, ...] = ()) -> tuple[str, dict[str, Any]]:
+    """``_f(v0, ...)`` as one assignment per node (``numba``: a loop over points writing outs,
+    where the inputs flagged in ``scalars`` are one number for every point)."""
     namespace: dict[str, Any] = {"_np": np, "_nan": np.nan, "_inf": np.inf}
     ins = [f"v{k}" for k in range(program.n_inputs)]
 
@@ -165,7 +167,8 @@ def expression_source(program: Program, numba: bool = False) -> tuple[str, dict[
         return "\n".join(lines) + "\n", namespace
     out_args = [f"o{k}" for k in range(len(outs))]
     lines = [f"def _f({', '.join(ins + out_args)}):", f"    for _p in _prange({out_args[0]}.shape[0]):"]
-    lines += [f"        a{k} = v{k}[_p]" for k in range(program.n_inputs)]
+    lines += [f"        a{k} = v{k}" + ("" if k < len(scalars) and scalars[k] else "[_p]")
+              for k in range(program.n_inputs)]
     lines += [f"        {b}" for b in body]
     lines += [f"        {o}[_p] = {e}" for o, e in zip(out_args, outs)]
     return "\n".join(lines) + "\n", namespace
@@ -249,13 +252,14 @@ def _exec(source: str, namespace: dict[str, Any], label: str) -> Callable[..., A
     return namespace["_f"]
 
 
-def _numba_kernel(program: Program) -> tuple[Callable[..., Any], str]:
-    """Compile the loop with Numba, eagerly (so compile errors surface here, not at call time)."""
+def _numba_kernel(program: Program, scalars: tuple[bool, ...]) -> tuple[Callable[..., Any], str]:
+    """Compile the loop with Numba, eagerly (so compile errors surface here, not at call time),
+    for inputs that are arrays or, where ``scalars`` says so, single numbers."""
     import math
 
     import numba
 
-    source, namespace = expression_source(program, numba=True)
+    source, namespace = expression_source(program, numba=True, scalars=scalars)
     for name, value in list(namespace.items()):
         if name.startswith("_fn"):
             namespace[name] = numba.njit(value)
@@ -279,10 +283,16 @@ def _numba_kernel(program: Program) -> tuple[Callable[..., Any], str]:
                      _log=_log, _sqrt=_sqrt)
     py = _exec(source, namespace, "numba")
     array = numba.float64[::1]
-    signature = numba.void(*([array] * (program.n_inputs + len(program.outputs))))
+    ins = [numba.float64 if scalar else array for scalar in scalars]
+    signature = numba.void(*ins, *([array] * len(program.outputs)))
     # nogil: Compiled runs slices of the points on several threads (Numba's own parallel=True
     # costs ~6 ms per call to start its pool: more than a whole evaluation here)
     return numba.njit(signature, nogil=True, error_model="numpy", cache=False)(py), source
+
+
+def _part(values: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """Points start..stop of an input; a single number is the same for every slice."""
+    return values if values.ndim == 0 else values[start:stop]
 
 
 class Compiled:
@@ -303,10 +313,10 @@ class Compiled:
         self._block = _exec(bsource, bnamespace, "block")
         self.block_source = bsource
         self.backend = "numpy"
-        self._numba = None
+        self._kernels: dict[tuple[bool, ...], Callable[..., Any]] = {}
         if backend == "numba":
             try:
-                self._numba, self.numba_source = _numba_kernel(program)
+                self._kernel((False,) * program.n_inputs)
                 self.backend = "numba"
             except ImportError:
                 warnings.warn("lambdify(backend='numba'): Numba is not installed "
@@ -341,32 +351,46 @@ class Compiled:
             results = self._arrays(arrays, shape)
         return results[0] if self.single else results
 
+    def _kernel(self, scalars: tuple[bool, ...]) -> Callable[..., Any]:
+        """The Numba kernel for this pattern of scalar and array inputs, compiled once."""
+        if scalars not in self._kernels:
+            self._kernels[scalars], self.numba_source = _numba_kernel(self.program, scalars)
+        return self._kernels[scalars]
+
     def _arrays(self, arrays: list[np.ndarray], shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
         size = int(np.prod(shape))
-        # Numba's kernel takes writable contiguous arrays; a broadcast view is read-only
-        flat = [np.ascontiguousarray(a if a.shape == shape else np.broadcast_to(a, shape).copy()).reshape(size)
+        # A single number stays one (a ufunc or the kernel broadcasts it, no copy per point);
+        # other broadcasts are copied, as the kernel takes contiguous arrays of the points.
+        flat = [np.float64(a) if a.ndim == 0 else
+                np.ascontiguousarray(a if a.shape == shape else np.broadcast_to(a, shape).copy()).reshape(size)
                 for a in arrays]
         outs = [np.empty(size) for _ in self.program.outputs]
-        if size:
-            if self._numba is not None:
-                self._run_numba(flat, outs, size)
-            else:
-                self._blocks(flat, outs, size)
+        if size and self.backend == "numba":
+            self._split(self._kernel(tuple(a.ndim == 0 for a in flat)), flat, outs, size)
+        elif size:  # one thread: NumPy holds the GIL between ufuncs; threads measured no faster
+            self._block_loop(*flat, *outs)
         return tuple(o.reshape(shape) for o in outs)
 
-    def _run_numba(self, flat: list[np.ndarray], outs: list[np.ndarray], size: int) -> None:
-        threads = min(_cpu_count(), size // self.block) if self.parallel else 1
+    def _split(self, kernel: Callable[..., None], flat: list[np.ndarray], outs: list[np.ndarray],
+               size: int) -> None:
+        """Run ``kernel(inputs..., outputs...)`` on contiguous slices of the points, one per core.
+        The Numba kernel is ``nogil``, so plain threads scale without copying the points."""
+        threads = min(_cpu_count(), -(-size // self.block)) if self.parallel else 1
         if threads <= 1:
-            self._numba(*flat, *outs)
+            kernel(*flat, *outs)
             return
         bounds = [size * k // threads for k in range(threads + 1)]
         pool = _pool(threads)
-        jobs = [pool.submit(self._numba, *(v[a:b] for v in flat), *(o[a:b] for o in outs))
+        jobs = [pool.submit(kernel, *(_part(v, a, b) for v in flat), *(o[a:b] for o in outs))
                 for a, b in zip(bounds, bounds[1:])]
         for job in jobs:
             job.result()
 
-    def _blocks(self, flat: list[np.ndarray], outs: list[np.ndarray], size: int) -> None:
+    def _block_loop(self, *arrays: np.ndarray) -> None:
+        """The NumPy backend: the block program block after block, in preallocated registers;
+        ``arrays`` are the inputs then the outputs."""
+        flat, outs = arrays[: self.program.n_inputs], arrays[self.program.n_inputs:]
+        size = outs[0].shape[0]
         step = min(self.block, size)
         registers = [np.empty(step) for _ in range(self.registers)]
         with np.errstate(all="ignore"):
@@ -374,7 +398,7 @@ class Compiled:
                 stop = min(start + step, size)
                 if stop - start != step:
                     registers = [r[: stop - start] for r in registers]
-                results = self._block(*(v[start:stop] for v in flat), registers)
+                results = self._block(*(_part(v, start, stop) for v in flat), registers)
                 for out, r in zip(outs, results):
                     out[start:stop] = r
 

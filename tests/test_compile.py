@@ -59,6 +59,18 @@ def test_semantics_scalars_broadcasting_and_ieee(backend):
     assert both(0.5, 1.5)[1:] == (1.5, 2.0)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_scalar_input_over_many_blocks_and_threads(backend):
+    tape = Tape()
+    x, y = tape.var("x"), tape.var("y")
+    z = sin(x * y) / (1 + y * y) + exp(-x)
+    ys = np.linspace(-3, 3, 50_001)  # 51 blocks of 1000 over the cores; x is one number
+    serial = lambdify([x, y], z, backend=backend, block=1000, parallel=False)
+    threaded = lambdify([x, y], z, backend=backend, block=1000)
+    assert np.array_equal(serial(0.7, ys), threaded(0.7, ys))
+    assert _close(threaded(0.7, ys), z.eval({x: 0.7, y: ys}))
+
+
 def test_registers_are_reused_and_inputs_never_written():
     tape, f, x = FUNCTIONS["F4"]()
     ds = sad.taylor_graph(f, x, 10)
