@@ -180,6 +180,10 @@ class Tape:
         """Append an arithmetic node, folding trivial algebra first."""
         return Term(self, self._fold(op, tuple([a.index for a in args])))
 
+    def op_index(self, op: str, *args: int) -> int:
+        """``op`` on operand indices: the Term-free path of graph builders (Taylor mode)."""
+        return self._fold(op, args)
+
     # -- interning and folding ------------------------------------------------------------
     def _push(self, node: Node, key: tuple | None) -> int:
         if self.max_nodes is not None and len(self.nodes) >= self.max_nodes:

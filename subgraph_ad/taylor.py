@@ -169,7 +169,7 @@ class _Taylor:
             a = self.reuse(a)
             return a[0] * b[0], a[1]
         (ca, ta), (cb, tb) = self.operand(a, ka), self.operand(b, kb)  # type: ignore[arg-type]
-        return ca * cb, self.tape.op("mul", self.term(ta), self.term(tb)).index
+        return ca * cb, self.tape.op_index("mul", ta, tb)
 
     def total(self, terms: list[Lazy]) -> Lazy:
         """Σ terms as one lazy value: equal Terms merge, the most common |scalar| is factored out,
@@ -190,28 +190,29 @@ class _Taylor:
         factor = max(counts, key=lambda k: counts[k]) if counts else abs(items[0][0])
         if all(c < 0 for c, _ in items):
             factor = -factor
-        pos: list[Term] = []
-        neg: list[Term] = []
+        pos: list[int] = []
+        neg: list[int] = []
         for c, t in items:
             r = c / factor
             if t is None:
-                node = self.tape.const(abs(r))
+                node = self.tape.const(abs(r)).index
             elif abs(r) == 1.0:
-                node = self.term(t)
+                node = t
             else:
-                node = self.term(self.scale(abs(r), t))
+                node = self.scale(abs(r), t)
             (pos if r > 0 else neg).append(node)
-        acc = pos[0] if pos else -neg.pop(0)
+        append = self.tape.op_index
+        acc = pos[0] if pos else append("neg", neg.pop(0))
         for node in pos[1:]:
-            acc = acc + node
+            acc = append("add", acc, node)
         for node in neg:
-            acc = acc - node
-        return factor, acc.index
+            acc = append("sub", acc, node)
+        return factor, acc
 
     def scale(self, c: float, t: int) -> int:
         key = (c, t)
         if key not in self.scaled:
-            self.scaled[key] = (self.tape.const(c) * self.term(t)).index
+            self.scaled[key] = self.tape.op_index("mul", self.tape.const(c).index, t)
         return self.scaled[key]
 
     def materialize(self, value: Lazy, factor: float = 1.0) -> Optional[Term]:
@@ -321,7 +322,7 @@ class _Taylor:
         """0: structurally zero, 1: a plain number, 2: needs a Term; known before any is built."""
         if k == 0:
             return 1 if self.tape.nodes[i].op == "const" else 2
-        return self.kinds[(i, k)] if k <= self.degree(i) else 0
+        return self.kinds.get((i, k), 0)  # planned, or above the degree bound
 
     def plan_kind(self, i: int, k: int) -> int:
         """The kind of coefficient k of node i from its needs' kinds; keeps only the products
@@ -347,7 +348,7 @@ class _Taylor:
     def get(self, i: int, k: int) -> Lazy:
         if k == 0:
             return self.canon((1.0, i))
-        return self.coef[(i, k)] if k <= self.degree(i) else None
+        return self.coef.get((i, k))  # computed, or above the degree bound
 
     def compute(self, i: int, k: int) -> Lazy:
         node = self.tape.nodes[i]
@@ -383,8 +384,8 @@ class _Taylor:
         if num is None:
             return None
         c, t = num
-        top = self.tape.const(1.0) if t is None else self.term(t)
-        return c, (top / self.term(den)).index
+        top = self.tape.const(1.0).index if t is None else t
+        return c, self.tape.op_index("div", top, den)
 
     def plan(self, root: int, n: int) -> list[tuple[int, int]]:
         """Every coefficient orders 1..n of root need, in an order that computes each after its
