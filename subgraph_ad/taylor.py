@@ -187,7 +187,7 @@ class _Taylor:
         for c, t in items:
             if t is not None:
                 counts[abs(c)] = counts.get(abs(c), 0) + 1
-        factor = max(counts, key=lambda k: counts[k]) if counts else abs(items[0][0])
+        factor = max(counts, key=counts.__getitem__) if counts else abs(items[0][0])
         if all(c < 0 for c, _ in items):
             factor = -factor
         pos: list[int] = []
