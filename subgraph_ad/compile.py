@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -373,16 +374,29 @@ class Compiled:
 
     def _split(self, kernel: Callable[..., None], flat: list[np.ndarray], outs: list[np.ndarray],
                size: int) -> None:
-        """Run ``kernel(inputs..., outputs...)`` on contiguous slices of the points, one per core.
-        The Numba kernel is ``nogil``, so plain threads scale without copying the points."""
-        threads = min(_cpu_count(), -(-size // self.block)) if self.parallel else 1
+        """Run ``kernel(inputs..., outputs...)`` over block-sized slices of the points on every
+        core. The Numba kernel is ``nogil``, so plain threads scale. The calling thread works
+        too and slices are handed out one at a time: a pool thread that wakes up late (costly
+        on a VM) takes fewer slices instead of holding up the call."""
+        starts = range(0, size, self.block)
+        threads = min(_cpu_count(), len(starts)) if self.parallel else 1
         if threads <= 1:
             kernel(*flat, *outs)
             return
-        bounds = [size * k // threads for k in range(threads + 1)]
-        pool = _pool(threads)
-        jobs = [pool.submit(kernel, *(_part(v, a, b) for v in flat), *(o[a:b] for o in outs))
-                for a, b in zip(bounds, bounds[1:])]
+        todo, lock = iter(starts), threading.Lock()
+
+        def work() -> None:
+            while True:
+                with lock:
+                    a = next(todo, None)
+                if a is None:
+                    return
+                b = min(a + self.block, size)
+                kernel(*(_part(v, a, b) for v in flat), *(o[a:b] for o in outs))
+
+        pool = _pool(threads - 1)
+        jobs = [pool.submit(work) for _ in range(threads - 1)]
+        work()
         for job in jobs:
             job.result()
 
