@@ -190,44 +190,51 @@ def _ufunc_fn(fn: UnaryFn, a: str, r: str, name: str) -> tuple[list[str], Any]:
 
 
 def block_source(program: Program) -> tuple[str, dict[str, Any], int]:
-    """``_f(v0, ..., _r)``: the program over one block, writing into registers ``_r[k]``.
+    """``_f(v0, ..., _r, _o)``: the program over one block, in registers ``_r[k]``, writing the
+    outputs into ``_o[k]``.
 
-    A temporary gets the lowest free register; a register is freed after the last statement that
-    reads it (outputs stay live to the end). Inputs are never written. Returns the source, its
-    namespace and the number of registers.
+    A node that is an output is computed straight into its ``_o`` slice (no copy per block);
+    any other temporary gets the lowest free register, freed after the last statement that
+    reads it. Inputs are never written. Returns the source, its namespace and the number of
+    registers.
     """
     last_use: dict[int, int] = {}
     for s, (_, _, args, _) in enumerate(program.steps):
         for kind, v in args:
             if kind == "t":
                 last_use[v] = s
-    for kind, v in program.outputs:
+    location: dict[int, str] = {}  # node -> where its block lives
+    for k, (kind, v) in enumerate(program.outputs):
         if kind == "t":
             last_use[v] = len(program.steps)
+            location.setdefault(v, f"_o[{k}]")
     namespace: dict[str, Any] = {"_np": np, "_nan": np.nan, "_inf": np.inf}
     register: dict[int, int] = {}
     free: list[int] = []
     count = 0
-    lines = [f"def _f({', '.join([f'v{k}' for k in range(program.n_inputs)] + ['_r'])}):"]
+    lines = [f"def _f({', '.join([f'v{k}' for k in range(program.n_inputs)] + ['_r', '_o'])}):"]
 
     def ref(r: tuple[str, Any]) -> str:
         kind, v = r
         if kind == "in":
             return f"v{v}"
-        return _const(v) if kind == "c" else f"_r[{register[v]}]"
+        return _const(v) if kind == "c" else location[v]
 
     for s, (dest, op, args, fn) in enumerate(program.steps):
         a = [ref(r) for r in args]
         for kind, v in args:  # operands dying here may be overwritten by this very ufunc
-            if kind == "t" and last_use[v] == s and register[v] not in free:
+            if kind == "t" and last_use[v] == s and v in register and register[v] not in free:
                 free.append(register[v])
-        if free:
-            free.sort()
-            reg = free.pop(0)
-        else:
-            reg, count = count, count + 1
-        register[dest] = reg
-        r = f"_r[{reg}]"
+        if dest not in location:
+            if free:
+                free.sort()
+                register[dest] = free.pop(0)
+            else:
+                register[dest], count = count, count + 1
+            location[dest] = f"_r[{register[dest]}]"
+            if dest not in last_use:  # never read: free after this statement
+                free.append(register[dest])
+        r = location[dest]
         if op == "fn":
             body, value = _ufunc_fn(fn, a[0], r, f"_fn{dest}")
             if value is not None:
@@ -237,9 +244,9 @@ def block_source(program: Program) -> tuple[str, dict[str, Any], int]:
         else:
             body = [f"{_UFUNC[op]}({a[0]}, {a[1]}, out={r})"]
         lines += [f"    {b}" for b in body]
-        if dest not in last_use:  # never read: free at once
-            free.append(reg)
-    lines.append(f"    return ({', '.join(ref(r) for r in program.outputs)},)")
+    for k, r in enumerate(program.outputs):  # inputs, constants, a node listed twice
+        if ref(r) != f"_o[{k}]":
+            lines.append(f"    _o[{k}][...] = {ref(r)}")
     return "\n".join(lines) + "\n", namespace, count
 
 
@@ -412,9 +419,7 @@ class Compiled:
                 stop = min(start + step, size)
                 if stop - start != step:
                     registers = [r[: stop - start] for r in registers]
-                results = self._block(*(_part(v, start, stop) for v in flat), registers)
-                for out, r in zip(outs, results):
-                    out[start:stop] = r
+                self._block(*(_part(v, start, stop) for v in flat), registers, [o[start:stop] for o in outs])
 
     def _stacked(self, *blocks: Any) -> np.ndarray:
         results = self(*blocks)
