@@ -6,7 +6,8 @@ available), JAX (nested grad + jit(vmap)) and PyTorch (nested autograd.grad with
 
 Sizes: ours = nodes appended after f is built (all orders up to n); SymPy = count_ops of the
 n-th derivative and of its cse form; SymEngine = count_ops; JAX = jaxpr equations; PyTorch =
-autograd graph nodes reachable from the n-th derivative. Times are medians of --repeats runs;
+autograd graph nodes reachable from the n-th derivative. Times are medians of --repeats runs
+(builds of ours and SymEngine: at least 7), garbage collector paused as in timeit;
 evaluation is on 100,000 points in [-2, 2] (F5: w1 in [1.1, 3], where log(w1) > 0).
 A peer whose build + compile times 4 (its growth per order) passes --cap seconds is not run at
 higher orders of that function, PyTorch not past n = 6 and JAX not past n = 8 (memory); the
@@ -18,6 +19,7 @@ JSON records them as skipped. Writes benchmarks/results/bench.json and sizes.png
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import os
@@ -45,11 +47,18 @@ def points_for(name: str) -> np.ndarray:
 
 
 def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    """Median wall time of ``repeats`` calls, with the garbage collector paused during each call
+    as ``timeit`` does (for every tool alike: a collection scanning the heap of whatever peers
+    are loaded would otherwise land in whichever call happens to trigger it)."""
     times, result = [], None
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t0)
+        gc.disable()
+        try:
+            t0 = time.perf_counter()
+            result = fn()
+            times.append(time.perf_counter() - t0)
+        finally:
+            gc.enable()
     return statistics.median(times), result
 
 
@@ -66,7 +75,7 @@ def ours(name: str, n: int, method: str, repeats: int, backends: list[str]) -> d
                 d = d.gen_graph(x)
         return len(tape) - mark, tape, x, d
 
-    build_time, (size, tape, x, d) = median_time(build, repeats)
+    build_time, (size, tape, x, d) = median_time(build, max(repeats, 7))
     row: dict[str, Any] = {"size": size, "build": build_time}
     others = [v for v in tape.vars.values() if v != x]
     args = [points_for(name)] + [v.value for v in others]
@@ -109,7 +118,7 @@ def symengine_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
     X = se.Symbol(x.name)
     others = [v for v in tape.vars.values() if v != x]
     expr = expr.subs({se.Symbol(v.name): v.value for v in others})
-    build_time, d = median_time(lambda: se.diff(expr, X, n), repeats)
+    build_time, d = median_time(lambda: se.diff(expr, X, n), max(repeats, 7))
     backend = "llvm" if getattr(se, "have_llvm", False) else "lambda"
     compile_time, g = median_time(lambda: se.lambdify([X], [d], backend=backend, cse=True), 1)
     pts = points_for(name)
