@@ -25,6 +25,7 @@ True
 from __future__ import annotations
 
 import html
+import importlib.util
 import itertools
 import json
 import os
@@ -404,11 +405,9 @@ def animate(
     find_program("dot")
     if fmt == "gif":
         find_program("neato")
-        try:
-            import PIL  # noqa: F401
-        except ImportError:
+        if importlib.util.find_spec("PIL") is None:
             raise ImportError("GIF animations need Pillow: pip install 'subgraph_ad[gif]' "
-                              "(or write .html or .svg, which do not)") from None
+                              "(or write .html or .svg, which do not)")
     say = progress or (lambda message: None)
     seconds = interval if interval is not None else INTERVALS[per]
     options: dict[str, Any] = {"rankdir": rankdir, "precision": precision, "max_nodes": max_nodes}

@@ -48,6 +48,20 @@ class UnaryFn:
             "symbolically (eval, derive and grad still work); define gen_graph(input, output, derived)"
         )
 
+    def derivative(self, input: Term, output: Term, derived: Term | None) -> Term | None:
+        """``gen_graph`` as the engines call it (gen_graph and Taylor mode alike): a structural
+        zero short-circuits, and a rule returning anything but a Term of this tape or None is a
+        TypeError naming the function."""
+        if derived is None:
+            return None
+        result = self.gen_graph(input, output, derived)
+        if result is not None and not (isinstance(result, Term) and result.tape is output.tape):
+            raise TypeError(
+                f"gen_graph rule of UnaryFn {self.name!r} returned {type(result).__name__} {result!r}; "
+                "expected a Term of the same tape or None"
+            )
+        return result
+
     def __call__(self, arg: Any) -> Any:
         """On a Term: append a node. On a number or array: the plain value."""
         if isinstance(arg, Term):

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from .functions import SinFn, Sqrt
+from .functions import SinFn, Sqrt, log
 from .tape import Callback, Node, Tape, Term
 
 #: A coefficient value c·T held as (c, index of T); index None means the plain number c.
@@ -246,15 +246,13 @@ class _Taylor:
         """(u, g) with dy = g·du for a fn or pow node, building g from the node's own rule."""
         if i in self.unary:
             return self.unary[i]
-        from .derive import _fn_rule  # derive imports this module lazily; no cycle at load
-
         tape = self.tape
         node = tape.nodes[i]
         y = self.term(i)
         one = tape.const(1.0)
         if node.op == "fn":
             u = node.args[0]
-            g = _fn_rule(node.payload, self.term(u), y, one)
+            g = node.payload.derivative(self.term(u), y, one)
         else:  # pow
             a, b = (self.term(k) for k in node.args)
             if not self.depends(b.index):
@@ -265,8 +263,6 @@ class _Taylor:
                 else:
                     g = b * y / a
             else:
-                from .functions import log
-
                 u = (b * log(a)).index
                 g = y
         self.unary[i] = (u, None if g is None else g.index)

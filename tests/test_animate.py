@@ -4,6 +4,7 @@ import importlib
 import json
 import math
 import re
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -155,6 +156,10 @@ def test_failures_leave_the_tape_as_it_was(tmp_path, monkeypatch):
     assert len(tape) == before and not (tmp_path / "g.gif").exists()
     with pytest.raises(FileNotFoundError, match="does not exist"):
         sad.animate(f, x, 1, tmp_path / "missing" / "g.html")
+    monkeypatch.setitem(sys.modules, "PIL", None)  # as if Pillow were not installed
+    with pytest.raises(ImportError, match=r"Pillow.*subgraph_ad\[gif\]"):
+        sad.animate(f, x, 2, tmp_path / "g.gif")
+    assert len(tape) == before and not (tmp_path / "g.gif").exists()
     monkeypatch.setenv("PATH", "")
     with pytest.raises(sad.GraphvizNotFound, match="install Graphviz"):
         sad.animate(f, x, 2, tmp_path / "g.html")

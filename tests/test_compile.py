@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import subgraph_ad as sad
-from subgraph_ad import Tape, UnaryFn, exp, lambdify, log, sigmoid, sin, sqrt, tan, tanh
+from subgraph_ad import Tape, exp, lambdify, log, sigmoid, sin, sqrt, tan, tanh
 from subgraph_ad.compile import BackendWarning, block_source, build_program
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))

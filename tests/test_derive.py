@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 import sympy
 
-import subgraph_ad as sad
 from subgraph_ad import Tape, cos, exp, log, sin, sqrt, tanh
 from conftest import close, sympy_value
 

@@ -5,7 +5,6 @@ import math
 import numpy as np
 import pytest
 
-import subgraph_ad as sad
 from subgraph_ad import Tape, exp, log, sin, sqrt
 
 

@@ -103,7 +103,7 @@ def test_huge_or_deeply_nested_input_is_a_clear_error(text, message):
 
 
 def test_a_failed_parse_leaves_the_tape_unchanged(tape):
-    x = tape.var("x", 1.0)
+    tape.var("x", 1.0)
     before = list(tape.nodes)
     with pytest.raises(ParseError):
         sad.parse("sin(q) + exp(x) + x.y", tape=tape)
