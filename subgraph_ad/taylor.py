@@ -10,12 +10,15 @@ x ↦ x + t, with the standard recurrences:
 - a unary node y = f(u): the ODE recurrence  k·y_k = Σ_{j=1..k} j·u_j·g_{k−j},  where g = f′(u)
   is built by the function's own ``gen_graph`` rule (called with ``derived`` = the constant 1)
   and is itself Taylor-propagated. So a user ``UnaryFn`` needs no Taylor rule, and exp, tanh,
-  sigmoid, log, sqrt and the sin/cos family close on themselves because their rules reuse
-  ``output``;
+  sigmoid, log and the sin/cos family close on themselves because their rules reuse ``output``;
+- sqrt(u) and u ** 0.5: from y·y = u,  2·y_0·y_k = u_k − Σ_{j=1..k−1} y_j·y_{k−j}, whose products
+  pair up under interning (half the products, and no g = 1/(2y) series);
 - ``a ** p`` with p constant in x is the unary case with g = p·a**(p−1) (a whole number p ≥ 0,
   exact at a = 0) or g = p·y/a; ``a ** b`` otherwise is exp(b·log(a)): the unary case with g = y.
 
-Coefficients are requested on demand (only what order n needs is built) and carry a lazy scalar
+Coefficients are requested on demand: each node has a degree bound (0 free of x, 1 for x, sums
+for products, unbounded past a function), so only coefficients that can be non-zero are planned
+and a Cauchy product visits only the pairs that can be non-zero. They carry a lazy scalar
 factor, so the 1/k, j and k! factors and signs are Python floats folded into the few constants
 that must exist rather than nodes of their own. The results are ordinary Terms on the same tape:
 they evaluate, compile, render and can be differentiated again.
