@@ -180,10 +180,6 @@ class Tape:
         """Append an arithmetic node, folding trivial algebra first."""
         return Term(self, self._fold(op, tuple([a.index for a in args])))
 
-    def op_index(self, op: str, *args: int) -> int:
-        """``op`` on operand indices: the Term-free path of graph builders (Taylor mode)."""
-        return self._fold(op, args)
-
     # -- interning and folding ------------------------------------------------------------
     def _push(self, node: Node, key: tuple | None) -> int:
         if self.max_nodes is not None and len(self.nodes) >= self.max_nodes:
@@ -220,7 +216,8 @@ class Tape:
         return self._intern_node(Node("mul", (self.const(c).index, b)))
 
     def _fold(self, op: str, args: tuple[int, ...]) -> int:
-        """Fold trivial algebra, then intern. Returns the index of the resulting node."""
+        """Fold trivial algebra, then intern. Returns the index of the resulting node.
+        Package-internal, also the Term-free path of Taylor mode: operands are trusted indices."""
         nodes = self.nodes
         consts = [n.payload if n.op == "const" else None for n in [nodes[a] for a in args]]
         if None not in consts:
@@ -311,9 +308,9 @@ class Tape:
         finally:
             self._listener, self._order = saved
 
-    def tag(self, order: int) -> None:
-        """Tag the nodes appended from now on with this derivative order; the enclosing
-        ``transaction`` restores the previous tag (cheaper than a transaction per step)."""
+    def _tag(self, order: int) -> None:
+        """Package-internal: tag the nodes appended from now on with this derivative order; the
+        enclosing ``transaction`` restores the previous tag (cheaper than a transaction per step)."""
         self._order = order
 
     def _rollback(self, mark: int, journal_mark: int) -> None:

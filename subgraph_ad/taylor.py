@@ -172,7 +172,7 @@ class _Taylor:
             a = self.reuse(a)
             return a[0] * b[0], a[1]
         (ca, ta), (cb, tb) = self.operand(a, ka), self.operand(b, kb)  # type: ignore[arg-type]
-        return ca * cb, self.tape.op_index("mul", ta, tb)
+        return ca * cb, self.tape._fold("mul", (ta, tb))
 
     def total(self, terms: list[Lazy]) -> Lazy:
         """Σ terms as one lazy value: equal Terms merge, the most common |scalar| is factored out,
@@ -204,18 +204,18 @@ class _Taylor:
             else:
                 node = self.scale(abs(r), t)
             (pos if r > 0 else neg).append(node)
-        append = self.tape.op_index
-        acc = pos[0] if pos else append("neg", neg.pop(0))
+        fold = self.tape._fold  # by index: no Term per step
+        acc = pos[0] if pos else fold("neg", (neg.pop(0),))
         for node in pos[1:]:
-            acc = append("add", acc, node)
+            acc = fold("add", (acc, node))
         for node in neg:
-            acc = append("sub", acc, node)
+            acc = fold("sub", (acc, node))
         return factor, acc
 
     def scale(self, c: float, t: int) -> int:
         key = (c, t)
         if key not in self.scaled:
-            self.scaled[key] = self.tape.op_index("mul", self.tape.const(c).index, t)
+            self.scaled[key] = self.tape._fold("mul", (self.tape.const(c).index, t))
         return self.scaled[key]
 
     def materialize(self, value: Lazy, factor: float = 1.0) -> Optional[Term]:
@@ -384,7 +384,7 @@ class _Taylor:
             return None
         c, t = num
         top = self.tape.const(1.0).index if t is None else t
-        return c, self.tape.op_index("div", top, den)
+        return c, self.tape._fold("div", (top, den))
 
     def plan(self, root: int, n: int) -> list[tuple[int, int]]:
         """Every coefficient orders 1..n of root need, in an order that computes each after its
@@ -415,10 +415,10 @@ class _Taylor:
     def run(self, root: int, n: int, base_order: int) -> None:
         """Fill coef[(root, 1..n)] and everything they need, iteratively (no recursion).
         Runs inside the caller's transaction, which undoes it all and restores the order tag."""
-        self.tape.tag(base_order + 1)
+        self.tape._tag(base_order + 1)
         order = self.plan(root, n)
         for i, k in order:
-            self.tape.tag(base_order + k)
+            self.tape._tag(base_order + k)
             self.coef[(i, k)] = self.canon(self.compute(i, k))
 
 
