@@ -10,7 +10,9 @@ call does no per-node Python dispatch. Two backends run that program:
 - ``"numba"``: the same statements as scalar code inside one parallel loop over the points,
   compiled by Numba (``pip install 'subgraph_ad[numba]'``). Without Numba, or for a user
   ``UnaryFn`` whose ``f`` Numba cannot compile, it warns (``BackendWarning``) and uses
-  ``"numpy"``: results are the same, only speed differs.
+  ``"numpy"``: results are the same, only speed differs. An input passed as one number stays
+  one number (no array of copies); the kernel for all-array inputs is compiled by ``lambdify``,
+  one for another mix of numbers and arrays on its first call.
 
 A compiled function works elementwise on NumPy arrays, and on Dask arrays blockwise
 (``dask.array.map_blocks`` under the hood; the result is a lazy Dask array). It pickles, so
