@@ -368,7 +368,7 @@ def animate(
     term: Term,
     wrt: Term | Sequence[Term],
     order: int | None,
-    path: str | os.PathLike,
+    path: str | os.PathLike | Sequence[str | os.PathLike],
     *,
     per: str = "node",
     interval: float | None = None,
@@ -379,11 +379,12 @@ def animate(
     max_frames: int | None = MAX_GIF_FRAMES,
     include_unused: bool = False,
     progress: Progress | None = None,
-) -> Animation:
+) -> Animation | list[Animation]:
     """Differentiate ``term`` ``order`` times by ``wrt`` and write an animation of the graph growing.
 
     ``wrt`` may also be a list of vars, one per pass (mixed derivatives; ``order`` then is None).
-    The format comes from the suffix of ``path``: ``.html``, ``.svg`` or ``.gif``. One frame per
+    The format comes from the suffix of ``path``: ``.html``, ``.svg`` or ``.gif``; a list of paths
+    writes one recording in several formats (and returns a list). One frame per
     appended node, or per pass with ``per="pass"``. ``interval`` is seconds per frame. For GIFs,
     more than ``max_frames`` frames is an error (None lifts the cap). ``include_unused`` also draws
     appended nodes that folding left unused. The derivative nodes stay on
@@ -391,19 +392,25 @@ def animate(
     """
     if not isinstance(term, Term):
         raise TypeError(f"animate() draws a Term, got {type(term).__name__} {term!r}")
-    fmt = Path(path).suffix.lower().lstrip(".")
-    if fmt not in FORMATS:
-        raise ValueError(f"cannot tell the animation format of {str(path)!r}: use .html, .svg or .gif")
+    single = isinstance(path, (str, os.PathLike))
+    paths = [path] if single else list(path)  # type: ignore[list-item, arg-type]
+    if not paths:
+        raise ValueError("animate() needs a path to write (.html, .svg or .gif), got an empty list")
+    fmts = [Path(p).suffix.lower().lstrip(".") for p in paths]
+    for p, fmt in zip(paths, fmts):
+        if fmt not in FORMATS:
+            raise ValueError(f"cannot tell the animation format of {str(p)!r}: use .html, .svg or .gif")
     if per not in PER:
         raise ValueError(f"per must be 'node' or 'pass', got {per!r}")
     if interval is not None and not interval > 0:
         raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
     wrts = _wrt_list(term.tape, wrt, order)
-    parent = Path(path).resolve().parent
-    if not parent.is_dir():
-        raise FileNotFoundError(f"cannot write {str(path)!r}: directory {str(parent)!r} does not exist")
+    for p in paths:
+        parent = Path(p).resolve().parent
+        if not parent.is_dir():
+            raise FileNotFoundError(f"cannot write {str(p)!r}: directory {str(parent)!r} does not exist")
     find_program("dot")
-    if fmt == "gif":
+    if "gif" in fmts:
         find_program("neato")
         if importlib.util.find_spec("PIL") is None:
             raise ImportError("GIF animations need Pillow: pip install 'subgraph_ad[gif]' "
@@ -419,22 +426,25 @@ def animate(
                 f"the animated graph has {len(rec.indices)} nodes, more than max_nodes={max_nodes}; Graphviz "
                 "layout time grows steeply with size, so pass max_nodes=None (or a larger number) to draw it anyway"
             )
-        if fmt == "gif" and max_frames is not None and len(rec.frames) > max_frames:
+        if "gif" in fmts and max_frames is not None and len(rec.frames) > max_frames:
             raise GraphTooLarge(
                 f"the GIF would have {len(rec.frames)} frames, more than max_frames={max_frames}; use "
                 "per='pass' (one frame per derivative order), write .html or .svg instead, or pass "
                 f"max_frames={len(rec.frames)}"
             )
         name = title or f"{notation([w.name or '?' for w in wrts])} of {len(rec.indices)} nodes"
-        if fmt == "html":
-            say(f"laying out {len(rec.indices)} nodes once")
-            Path(path).write_text(_html(rec, options, seconds, name), encoding="utf-8")
-        elif fmt == "svg":
-            say(f"laying out {len(rec.indices)} nodes once")
-            Path(path).write_text(_animated_svg(rec, options, seconds), encoding="utf-8")
-        else:
-            _gif(rec, options, seconds, str(path), say)
-    return Animation(str(path), fmt, rec.derivatives, len(rec.frames), len(rec.indices), rec.new_nodes, rec.added)
+        for p, fmt in zip(paths, fmts):
+            if fmt == "html":
+                say(f"laying out {len(rec.indices)} nodes once")
+                Path(p).write_text(_html(rec, options, seconds, name), encoding="utf-8")
+            elif fmt == "svg":
+                say(f"laying out {len(rec.indices)} nodes once")
+                Path(p).write_text(_animated_svg(rec, options, seconds), encoding="utf-8")
+            else:
+                _gif(rec, options, seconds, str(p), say)
+    movies = [Animation(str(p), fmt, rec.derivatives, len(rec.frames), len(rec.indices), rec.new_nodes, rec.added)
+              for p, fmt in zip(paths, fmts)]
+    return movies[0] if single else movies
 
 
 _PLAYER = """<!DOCTYPE html>

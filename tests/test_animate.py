@@ -146,6 +146,20 @@ def test_animated_svg_reveals_in_order_and_falls_back_to_the_final_graph(tmp_pat
     assert all(e.get("opacity") is None and e.get("visibility") is None for e in root.iter())
 
 
+def test_a_list_of_paths_writes_one_recording_in_each_format(tmp_path):
+    tape, x, f = gaussian()
+    paths = [tmp_path / "g.svg", tmp_path / "g.html"]
+    movies = sad.animate(f, x, 3, paths)
+    assert [m.format for m in movies] == ["svg", "html"] and all(p.stat().st_size > 0 for p in paths)
+    assert movies[0].frames == movies[1].frames == movies[0].new_nodes + 1  # frame 0 is f alone
+    assert movies[0].result == movies[1].result
+    assert math.isclose(movies[0].result.eval(), gaussian_derivative(3, 0.5), rel_tol=1e-12)
+    again = sad.animate(f, x, 3, tmp_path / "again.html")  # the nodes are on the tape already
+    assert again.new_nodes == 0 and "already on the tape" in (tmp_path / "again.html").read_text()
+    with pytest.raises(ValueError, match="empty list"):
+        sad.animate(f, x, 3, [])
+
+
 def test_failures_leave_the_tape_as_it_was(tmp_path, monkeypatch):
     tape, x, f = gaussian()
     before = len(tape)
