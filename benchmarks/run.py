@@ -13,7 +13,7 @@ A peer whose build + compile times 4 (its growth per order) passes --cap seconds
 higher orders of that function, PyTorch not past n = 6 and JAX not past n = 8 (memory); the
 JSON records them as skipped. Writes benchmarks/results/bench.json and sizes.png.
 
-    python benchmarks/run.py [--quick] [--repeats 3] [--cap 8]
+    python benchmarks/run.py [--quick] [--repeats 3] [--cap 8] [--functions F1,F3] [--out DIR]
 """
 
 from __future__ import annotations
@@ -202,6 +202,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3, help="runs per measurement (median)")
     parser.add_argument("--cap", type=float, default=8.0, help="seconds a peer's build may take before its higher orders are skipped")
     parser.add_argument("--functions", default="F1,F2,F3,F4,F5")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="folder for bench.json, table.md, sizes.png")
     args = parser.parse_args()
     orders = [1, 5, 10] if args.quick else list(range(1, 13))
     backends = ["numpy"] + (["numba"] if available("numba") else [])
@@ -242,16 +243,19 @@ def main() -> int:
                   + f"   [{time.perf_counter() - started:5.0f} s]", flush=True)
         results["functions"][name] = {"text": TEXT[name], "orders": rows}
     results["fit"] = fit_exponents(results)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "bench.json").write_text(json.dumps(results, indent=1))
-    table = summary(results, 10 if not args.quick else 10)
-    (RESULTS / "table.md").write_text(table)
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench.json").write_text(json.dumps(results, indent=1))
+    table = summary(results, 10)
+    (out / "table.md").write_text(table)
     print(table)
+    written = ["bench.json", "table.md"]
     try:
-        plot(results, RESULTS / "sizes.png")
+        plot(results, out / "sizes.png")
+        written.append("sizes.png")
     except ImportError:
         print("matplotlib is not installed: no plot (pip install 'subgraph_ad[bench]')")
-    print(f"wrote {RESULTS}/bench.json, table.md, sizes.png in {time.perf_counter() - started:.0f} s")
+    print(f"wrote {', '.join(written)} in {out} in {time.perf_counter() - started:.0f} s")
     return 0
 
 

@@ -1,0 +1,28 @@
+"""The benchmark script runs end to end (a quick run on F1), so `make bench` cannot rot."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_quick_benchmark_writes_results_with_our_sizes(tmp_path):
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--functions", "F1",
+         "--repeats", "1", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stderr
+    results = json.loads((tmp_path / "bench.json").read_text())
+    orders = results["functions"]["F1"]["orders"]
+    assert sorted(orders, key=int) == ["1", "5", "10"]
+    # Taylor-mode sizes are pinned in test_taylor.py; n = 10 must be the same here
+    assert orders["10"]["taylor"]["size"] == 40
+    assert orders["10"]["graph"]["size"] == 68
+    sympy_row = orders["10"]["sympy"]
+    assert sympy_row["size_cse"] <= sympy_row["size"] and sympy_row["eval"] > 0
+    table = (tmp_path / "table.md").read_text()
+    assert table.startswith("### order n = 10") and "| F1 |" in table
+    assert "bench.json, table.md" in run.stdout
