@@ -44,8 +44,10 @@ from .tape import Callback, Node, Tape, Term
 Lazy = Optional[tuple[float, Optional[int]]]
 #: coefficient · coefficient · factor, the coefficients as (node, order).
 Product = tuple[tuple[int, int], tuple[int, int], float]
-
-
+#: How a node's coefficients are computed: a kind and its operands (see ``_Taylor.form``).
+Form = tuple
+#: How many leading operands of a form enter coefficient k linearly (a_k in add, u_k in root, ...).
+_LINEAR = {"add": 2, "sub": 2, "neg": 1, "div": 1, "root": 1}
 #: The degree of a node whose Taylor series does not end (exp, a division by x, ...).
 UNBOUNDED = 1 << 30
 
@@ -71,6 +73,7 @@ class _Taylor:
         self.scaled: dict[tuple[float, int], int] = {}
         self.aliases: dict[int, Optional[int]] = {}
         self.roots: dict[int, Optional[int]] = {}
+        self.forms: dict[int, Form] = {}
         self.kinds: dict[tuple[int, int], int] = {}
         self.uses: dict[tuple[int, int], int] = {}
         self.terms: dict[tuple[int, int], list[Product]] = {}  # the products a coefficient sums
@@ -272,49 +275,69 @@ class _Taylor:
         return self.unary[i]
 
     # -- the recurrences ----------------------------------------------------------------------
-    def linear(self, i: int) -> list[int]:
-        """Operands whose coefficient k enters coefficient k of node i linearly."""
+    def form(self, i: int) -> Form:
+        """How the coefficients of node i are computed, worked out once per node:
+        ``("zero",)`` (free of wrt), ``("var",)`` (wrt itself), ``("add", a, b)``, ``("sub", a, b)``,
+        ``("neg", a)`` (also -sin/-cos as their alias), ``("mul", a, b)``, ``("div", a, b)``,
+        ``("root", u)`` (sqrt), ``("unary", u, g)`` (g None: a zero derivative)."""
+        found = self.forms.get(i)
+        if found is not None:
+            return found
         node = self.tape.nodes[i]
-        if node.op in ("add", "sub", "neg"):
-            return list(node.args)
-        if node.op == "div":
-            return [node.args[0]]
-        if self.root_of(i) is not None:
-            return [node.args[0]]
-        alias = self.negated(i) if node.op == "fn" else None
-        return [] if alias is None else [alias]
+        op = node.op
+        if op == "var" and i == self.wrt:
+            found = ("var",)
+        elif op in ("var", "const") or not self.depends(i):
+            found = ("zero",)
+        elif op in ("add", "sub", "mul", "div"):
+            found = (op, *node.args)
+        elif op == "neg":
+            found = ("neg", node.args[0])
+        elif self.root_of(i) is not None:
+            found = ("root", node.args[0])
+        elif op == "fn" and self.negated(i) is not None:
+            found = ("neg", self.negated(i))
+        else:
+            found = ("unary", *self.unary_form(i))
+        self.forms[i] = found
+        return found
+
+    def linear(self, i: int) -> tuple[int, ...]:
+        """Operands whose coefficient k enters coefficient k of node i linearly."""
+        form = self.form(i)
+        return form[1:1 + _LINEAR.get(form[0], 0)]
 
     def products(self, i: int, k: int) -> list[Product]:
         """The products (coefficient, coefficient, factor) that coefficient k of node i sums."""
-        node = self.tape.nodes[i]
-        op = node.op
-        if (k == 0 or op in ("var", "const", "add", "sub", "neg") or not self.depends(i)
-                or (op == "fn" and self.negated(i) is not None)):
-            return []
-        if op == "mul":
-            a, b = node.args
+        form = self.form(i)
+        kind = form[0]
+        if kind == "mul":
+            a, b = form[1], form[2]
             low, high = max(0, k - self.degree(b)), min(k, self.degree(a))
             return [((a, j), (b, k - j), 1.0) for j in range(low, high + 1)]
-        if op == "div":
-            b = node.args[1]
+        if kind == "div":
+            b = form[2]
             return [((b, j), (i, k - j), -1.0) for j in range(1, min(k, self.degree(b)) + 1)]
-        if self.root_of(i) is not None:  # y·y = u:  2·y_0·y_k = u_k − Σ_{j=1..k−1} y_j·y_{k−j}
+        if kind == "root":  # y·y = u:  2·y_0·y_k = u_k − Σ_{j=1..k−1} y_j·y_{k−j}
             return [((i, j), (i, k - j), -1.0) for j in range(1, k)]
-        u, g = self.unary_form(i)
-        if g is None:
+        if kind != "unary" or form[2] is None:
             return []
+        u, g = form[1], form[2]
         low, high = max(1, k - self.degree(g)), min(k, self.degree(u))
         return [((u, j), (g, k - j), float(j)) for j in range(low, high + 1)]
 
     def needs(self, i: int, k: int) -> list[tuple[int, int]]:
         """The coefficients (node, order >= 1) that coefficient k of node i is computed from."""
-        node = self.tape.nodes[i]
-        if k == 0 or node.op in ("var", "const") or not self.depends(i):
+        if self.form(i)[0] in ("zero", "var"):
             return []
-        out = [(a, k) for a in self.linear(i) if k <= self.degree(a)]
+        degree = self.degree
+        out = [(a, k) for a in self.linear(i) if k <= degree(a)]
         self.terms[(i, k)] = products = self.products(i, k)
         for ka, kb, _ in products:
-            out += [key for key in (ka, kb) if key[1] > 0]
+            if ka[1] > 0:
+                out.append(ka)
+            if kb[1] > 0:
+                out.append(kb)
         return out
 
     def kind(self, i: int, k: int) -> int:
@@ -326,10 +349,10 @@ class _Taylor:
     def plan_kind(self, i: int, k: int) -> int:
         """The kind of coefficient k of node i from its needs' kinds; keeps only the products
         whose factors are both non-zero (most are zero where a factor is x, whose x_k = 0, k >= 2)."""
-        node = self.tape.nodes[i]
-        if node.op == "var":
-            return 1 if i == self.wrt and k == 1 else 0
-        if node.op == "const" or not self.depends(i):
+        form = self.form(i)
+        if form[0] == "var":
+            return 1 if k == 1 else 0
+        if form[0] == "zero":
             return 0
         kind = self.kind
         best = max((kind(a, k) for a in self.linear(i)), default=0)
@@ -340,7 +363,7 @@ class _Taylor:
                 best = max(best, x, y)
                 live.append((ka, kb, f))
         self.terms[(i, k)] = live
-        if best and (node.op == "div" or self.root_of(i) is not None):
+        if best and form[0] in ("div", "root"):
             return 2
         return best
 
@@ -350,29 +373,28 @@ class _Taylor:
         return self.coef.get((i, k))  # computed, or above the degree bound
 
     def compute(self, i: int, k: int) -> Lazy:
-        node = self.tape.nodes[i]
-        op = node.op
-        if op == "var":
-            return (1.0, None) if i == self.wrt and k == 1 else None
-        if op == "const" or not self.depends(i):
+        form = self.form(i)
+        kind = form[0]
+        if kind == "var":
+            return (1.0, None) if k == 1 else None
+        if kind == "zero":
             return None
         get = self.get
-        if op == "add":
-            return self.total([get(node.args[0], k), get(node.args[1], k)])
-        if op == "sub":
-            b = get(node.args[1], k)
-            return self.total([get(node.args[0], k), None if b is None else (-b[0], b[1])])
-        if op == "neg" or (op == "fn" and self.negated(i) is not None):
-            a = get(self.linear(i)[0], k)
+        if kind == "add":
+            return self.total([get(form[1], k), get(form[2], k)])
+        if kind == "sub":
+            b = get(form[2], k)
+            return self.total([get(form[1], k), None if b is None else (-b[0], b[1])])
+        if kind == "neg":
+            a = get(form[1], k)
             return None if a is None else (-a[0], a[1])
         terms = [self.product(ka, kb, f) for ka, kb, f in self.terms[(i, k)]]
-        if op == "mul":
+        if kind == "mul":
             return self.total(terms)
-        if op == "div":
-            return self.quotient([get(node.args[0], k)] + terms, node.args[1])
-        root = self.root_of(i)
-        if root is not None:
-            half = self.quotient([get(root, k)] + terms, i)
+        if kind == "div":
+            return self.quotient([get(form[1], k)] + terms, form[2])
+        if kind == "root":
+            half = self.quotient([get(form[1], k)] + terms, i)
             return None if half is None else (0.5 * half[0], half[1])
         value = self.total(terms)
         return None if value is None else (value[0] / k, value[1])
