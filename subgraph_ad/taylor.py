@@ -400,13 +400,15 @@ class _Taylor:
         return None if value is None else (value[0] / k, value[1])
 
     def quotient(self, terms: list[Lazy], den: int) -> Lazy:
-        """(Σ terms) / node den: the division and square-root recurrences end with one division."""
+        """(Σ terms) / node den, as (Σ terms) · (1/den): the division and square-root
+        recurrences divide by the same node at every order, so one reciprocal node serves them
+        all and each order costs a multiplication (about half the price of a division)."""
         num = self.total(terms)
         if num is None:
             return None
         c, t = num
-        top = self.tape.const(1.0).index if t is None else t
-        return c, self.tape._fold("div", (top, den))
+        inverse = self.tape._fold("div", (self.tape.const(1.0).index, den))  # interned: made once
+        return c, inverse if t is None else self.tape._fold("mul", (t, inverse))
 
     def plan(self, root: int, n: int) -> list[tuple[int, int]]:
         """Every coefficient orders 1..n of root need, in an order that computes each after its
