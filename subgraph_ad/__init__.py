@@ -1,7 +1,7 @@
 """subgraph_ad: higher-order derivatives as derivative subgraphs on a shared tape."""
 
 from . import testing
-from .animate import animate
+from .animate import Animation, animate
 from .compile import lambdify
 from .derive import diff, gen_graph
 from .functions import (
@@ -28,6 +28,7 @@ from .tape import LimitError, Node, Tape, Term
 __version__ = "0.1.0"
 
 __all__ = [
+    "Animation",
     "FUNCTIONS",
     "Grad",
     "GraphTooLarge",

@@ -173,8 +173,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
     point = parse_point(args.at)
     if args.svg:
         check_output(args.svg, (".svg", ".png", ".pdf", ".dot"), "--svg")
-    if args.animate:
-        check_output(args.animate, (".html", ".svg", ".gif"), "--animate")
+    for path in args.animate or []:
+        check_output(path, (".html", ".svg", ".gif"), "--animate")
     f = parse_expression(args.expr)
     tape = f.tape
     f_nodes = len(tape)
@@ -183,13 +183,13 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
     derivatives: list[sad.Term] = []
     new_nodes: list[int] = []
-    animation = None
-    if args.animate:
-        animation = sad.animate(f, wrts, None, args.animate, per=args.per, rankdir=args.rankdir,
-                                precision=args.precision, title=f"{leibniz(names)} of {args.expr}",
-                                max_nodes=None if args.max_nodes == 0 else args.max_nodes,
-                                progress=progress_printer(wants_progress(args)))
-        derivatives, new_nodes = list(animation.derivatives), list(animation.added)
+    animations: list[sad.Animation] = []
+    if args.animate:  # one recording, written in each format asked for
+        animations = sad.animate(f, wrts, None, args.animate, per=args.per, rankdir=args.rankdir,
+                                 precision=args.precision, title=f"{leibniz(names)} of {args.expr}",
+                                 max_nodes=None if args.max_nodes == 0 else args.max_nodes,
+                                 progress=progress_printer(wants_progress(args)))
+        derivatives, new_nodes = list(animations[0].derivatives), list(animations[0].added)
     else:
         d = f
         for w in wrts:
@@ -221,8 +221,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         }
         if args.svg:
             out["svg"] = args.svg
-        if animation is not None:
-            out["animation"] = {"path": animation.path, "frames": animation.frames, "nodes": animation.nodes}
+        if animations:
+            out["animations"] = [{"path": a.path, "frames": a.frames, "nodes": a.nodes} for a in animations]
         if check is not None:
             out["sympy"] = str(derivatives[-1].to_sympy())
             out["check"] = {"status": check.status, "symbolic": check.symbolic,
@@ -244,8 +244,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
                   f"{counts['pass']} pass, {counts['fail']} fail, {counts['inconclusive']} inconclusive)")
         if args.svg:
             print(f"wrote {args.svg}")
-        if animation is not None:
-            print(f"wrote {animation.path} ({animation.frames} frames, {animation.nodes} nodes)")
+        for a in animations:
+            print(f"wrote {a.path} ({a.frames} frames, {a.nodes} nodes)")
     return 1 if check is not None and check.status == "fail" else 0
 
 
@@ -353,7 +353,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--order", type=int, metavar="N", help="differentiate N times by the one --wrt var")
     d.add_argument("--at", action="append", metavar="x=0.5,y=1", help="the point (values may be like pi/4)")
     d.add_argument("--svg", metavar="FILE", help="draw f and its derivatives (.svg, .png, .pdf or .dot)")
-    d.add_argument("--animate", metavar="FILE", help="animate the graph growing (.html, .svg or .gif)")
+    d.add_argument("--animate", metavar="FILE", action="append",
+                   help="animate the graph growing (.html, .svg or .gif); repeat for several formats")
     d.add_argument("--per", choices=["node", "pass"], default="node",
                    help="one animation frame per new node (default) or per derivative order")
     d.add_argument("--sympy", action="store_true", help="print the SymPy form and check against sympy.diff")

@@ -68,6 +68,19 @@ def test_svg_and_html_animation_are_written(tmp_path, capsys):
     assert float(third.split()[2]) == pytest.approx((1.5 - 0.125) * math.exp(-0.125), rel=1e-12)
 
 
+def test_animate_twice_writes_one_recording_in_two_formats(tmp_path, capsys):
+    svg, page = tmp_path / "d.svg", tmp_path / "d.html"
+    status = main(["diff", "sin(x)*x", "--wrt", "x", "--order", "2", "--at", "x=0.5",
+                   "--animate", str(svg), "--animate", str(page), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert status == 0 and [a["path"] for a in out["animations"]] == [str(svg), str(page)]
+    assert out["animations"][0]["frames"] == out["animations"][1]["frames"] > 1
+    assert svg.stat().st_size > 0 and page.stat().st_size > 0
+    # d²/dx² (x sin x) = 2 cos x − x sin x
+    assert out["value"] == pytest.approx(2 * math.cos(0.5) - 0.5 * math.sin(0.5), rel=1e-12)
+    assert out["derivatives"][2]["new_nodes"] > 0
+
+
 def test_render_command(tmp_path, capsys):
     target = tmp_path / "f.dot"
     assert main(["render", "x*y + sin(x)", "-o", str(target), "--at", "x=0.5,y=4.2"]) == 0
