@@ -326,7 +326,8 @@ class Compiled:
         self._kernels: dict[tuple[bool, ...], Callable[..., Any]] = {}
         if backend == "numba":
             try:
-                self._kernel((False,) * program.n_inputs)
+                arrays_only = (False,) * program.n_inputs
+                self._kernels[arrays_only], self.numba_source = _numba_kernel(program, arrays_only)
                 self.backend = "numba"
             except ImportError:
                 warnings.warn("lambdify(backend='numba'): Numba is not installed "
@@ -364,7 +365,7 @@ class Compiled:
     def _kernel(self, scalars: tuple[bool, ...]) -> Callable[..., Any]:
         """The Numba kernel for this pattern of scalar and array inputs, compiled once."""
         if scalars not in self._kernels:
-            self._kernels[scalars], self.numba_source = _numba_kernel(self.program, scalars)
+            self._kernels[scalars] = _numba_kernel(self.program, scalars)[0]
         return self._kernels[scalars]
 
     def _arrays(self, arrays: list[np.ndarray], shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:

@@ -68,11 +68,9 @@ class _Taylor:
         self.tape = tape
         self.wrt = wrt
         self.coef: dict[tuple[int, int], Lazy] = {}
-        self.unary: dict[int, tuple[int, Optional[int]]] = {}  # node -> (u, g) with y' = g·u'
         self.deg: list[int] = []  # deg[i]: coefficients of node i above this order are zero
         self.scaled: dict[tuple[float, int], int] = {}
         self.aliases: dict[int, Optional[int]] = {}
-        self.roots: dict[int, Optional[int]] = {}
         self.forms: dict[int, Form] = {}
         self.kinds: dict[tuple[int, int], int] = {}
         self.uses: dict[tuple[int, int], int] = {}
@@ -235,23 +233,15 @@ class _Taylor:
             return -self.term(t)
         return self.term(self.scale(c, t))
 
-    def root_of(self, i: int) -> Optional[int]:
-        """u when node i is sqrt(u) or u ** 0.5: squaring gives a recurrence whose products pair
-        up (y_j·y_{k−j} is y_{k−j}·y_j), about a quarter of the unary recurrence's nodes."""
-        if i not in self.roots:
-            node = self.tape.nodes[i]
-            found = None
-            if node.op == "fn" and type(node.payload) is Sqrt:
-                found = node.args[0]
-            elif node.op == "pow" and self.tape.nodes[node.args[1]] == Node("const", (), 0.5):
-                found = node.args[0]
-            self.roots[i] = found
-        return self.roots[i]
+    def is_square_root(self, node: Node) -> bool:
+        """sqrt(u) or u ** 0.5: squaring gives a recurrence whose products pair up
+        (y_j·y_{k−j} is y_{k−j}·y_j), about a quarter of the unary recurrence's nodes."""
+        if node.op == "fn":
+            return type(node.payload) is Sqrt
+        return node.op == "pow" and self.tape.nodes[node.args[1]] == Node("const", (), 0.5)
 
     def unary_form(self, i: int) -> tuple[int, Optional[int]]:
         """(u, g) with dy = g·du for a fn or pow node, building g from the node's own rule."""
-        if i in self.unary:
-            return self.unary[i]
         tape = self.tape
         node = tape.nodes[i]
         y = self.term(i)
@@ -263,16 +253,14 @@ class _Taylor:
             a, b = (self.term(k) for k in node.args)
             if not self.depends(b.index):
                 u = a.index
-                p = tape.nodes[b.index].payload if b.op == "const" else None
-                if p is not None and float(p).is_integer() and p >= 0:
-                    g = b * a ** (p - 1.0)  # exact at a = 0, and ends at p = 0
+                if _whole(tape.nodes[b.index]):
+                    g = b * a ** (tape.nodes[b.index].payload - 1.0)  # exact at a = 0, ends at p = 0
                 else:
                     g = b * y / a
             else:
                 u = (b * log(a)).index
                 g = y
-        self.unary[i] = (u, None if g is None else g.index)
-        return self.unary[i]
+        return u, None if g is None else g.index
 
     # -- the recurrences ----------------------------------------------------------------------
     def form(self, i: int) -> Form:
@@ -293,7 +281,7 @@ class _Taylor:
             found = (op, *node.args)
         elif op == "neg":
             found = ("neg", node.args[0])
-        elif self.root_of(i) is not None:
+        elif self.is_square_root(node):
             found = ("root", node.args[0])
         elif op == "fn" and self.negated(i) is not None:
             found = ("neg", self.negated(i))

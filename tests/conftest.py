@@ -44,3 +44,19 @@ class Softplus(sad.UnaryFn):
 
     def to_sympy(self, arg):
         return sympy.log(1 + sympy.exp(arg))
+
+
+class Cube(sad.UnaryFn):
+    """A minimal user function (value, numeric and symbolic derivative) for parser and bridge tests."""
+
+    def __init__(self, name: str = "cube") -> None:
+        self.name = name
+
+    def f(self, v):
+        return v**3
+
+    def grad(self, v):
+        return 3 * v**2
+
+    def gen_graph(self, input, output, derived):
+        return 3 * input * input * derived

@@ -7,6 +7,7 @@ import sympy
 
 import subgraph_ad as sad
 from subgraph_ad import ParseError
+from conftest import Cube
 
 
 @pytest.mark.parametrize(
@@ -120,18 +121,6 @@ def test_parse_argument_types():
 
 
 def test_extra_functions_by_name():
-    class Cube(sad.UnaryFn):
-        name = "cube"
-
-        def f(self, v):
-            return v**3
-
-        def grad(self, v):
-            return 3 * v**2
-
-        def gen_graph(self, input, output, derived):
-            return 3 * input * input * derived
-
     t = sad.parse("cube(x) + 1", functions={"cube": Cube()})
     assert t.eval({"x": 2.0}) == 9.0
     assert t.diff(t.tape.vars["x"]).eval({"x": 2.0}) == 12.0

@@ -6,6 +6,7 @@ import sympy
 
 import subgraph_ad as sad
 from subgraph_ad import SympyConversionError, Tape
+from conftest import Cube
 
 X, Y = sympy.symbols("x y")
 
@@ -65,16 +66,7 @@ def test_from_sympy_rejects_non_expressions(tape):
 
 
 def test_user_function_through_sympy_by_registered_name(tape):
-    class Cube(sad.UnaryFn):
-        name = "cube3"
-
-        def f(self, v):
-            return v**3
-
-        def grad(self, v):
-            return 3 * v**2
-
-    sad.register(Cube())
+    sad.register(Cube("cube3"))
     try:
         t = tape.from_sympy(sympy.Function("cube3")(X) + 1)
         assert t.eval({"x": 2.0}) == 9.0
