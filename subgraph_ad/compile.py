@@ -191,37 +191,66 @@ def _ufunc_fn(fn: UnaryFn, a: str, r: str, name: str) -> tuple[list[str], Any]:
     return [f"_np.copyto({r}, {name}({a}))"], fn.f
 
 
-def block_source(program: Program) -> tuple[str, dict[str, Any], int]:
-    """``_f(v0, ..., _r, _o)``: the program over one block, in registers ``_r[k]``, writing the
-    outputs into ``_o[k]``.
+def _output_chains(program: Program) -> dict[int, int]:
+    """Node -> the output k whose buffer it can be computed in: each output node, and walking
+    back from it, one operand that is a temporary read only by that step. Such a value dies
+    exactly where the next one of its chain is written over it (ufuncs work elementwise), so
+    a chain needs no register and its values never leave the output block."""
+    reads: dict[int, int] = {}
+    for _, _, args, _ in program.steps:
+        for kind, v in args:
+            if kind == "t":
+                reads[v] = reads.get(v, 0) + 1
+    for kind, v in program.outputs:
+        if kind == "t":
+            reads[v] = reads.get(v, 0) + 1
+    step_of = {dest: args for dest, _, args, _ in program.steps}
+    chain: dict[int, int] = {}
+    for k, (kind, v) in enumerate(program.outputs):
+        if kind != "t" or v in chain:
+            continue
+        chain[v] = k
+        while True:
+            links = [a for kind, a in step_of[v] if kind == "t" and reads[a] == 1 and a not in chain]
+            if not links:
+                break
+            v = links[0]
+            chain[v] = k
+    return chain
 
-    A node that is an output is computed straight into its ``_o`` slice (no copy per block);
-    any other temporary gets the lowest free register, freed after the last statement that
-    reads it. Inputs are never written. Returns the source, its namespace and the number of
-    registers.
+
+def block_source(program: Program, scalars: tuple[bool, ...] = ()) -> tuple[str, dict[str, Any], int]:
+    """``_f(v0, ..., _O, _n, _B, _R)``: the program over the ``_n`` points in blocks of ``_B``,
+    temporaries in registers ``_R[k]`` (block-sized buffers), outputs written into ``_O[k]``.
+    The inputs flagged in ``scalars`` are one number for every point.
+
+    The loop over blocks is part of the generated code, so a block costs slicing, not Python
+    calls. Output nodes, and the chains of single-use values leading to them, are computed in
+    the output block itself (``_output_chains``); any other temporary gets the lowest free
+    register, freed after the last statement that reads it. Inputs are never written. Returns
+    the source, its namespace and the number of registers.
     """
     last_use: dict[int, int] = {}
     for s, (_, _, args, _) in enumerate(program.steps):
         for kind, v in args:
             if kind == "t":
                 last_use[v] = s
-    location: dict[int, str] = {}  # node -> where its block lives
-    for k, (kind, v) in enumerate(program.outputs):
+    location = {v: f"o{k}" for v, k in _output_chains(program).items()}  # node -> its block
+    for kind, v in program.outputs:
         if kind == "t":
             last_use[v] = len(program.steps)
-            location.setdefault(v, f"_o[{k}]")
     namespace: dict[str, Any] = {"_np": np, "_nan": np.nan, "_inf": np.inf}
     register: dict[int, int] = {}
     free: list[int] = []
     count = 0
-    lines = [f"def _f({', '.join([f'v{k}' for k in range(program.n_inputs)] + ['_r', '_o'])}):"]
 
     def ref(r: tuple[str, Any]) -> str:
         kind, v = r
         if kind == "in":
-            return f"v{v}"
+            return f"v{v}" if v < len(scalars) and scalars[v] else f"b{v}"
         return _const(v) if kind == "c" else location[v]
 
+    body: list[str] = []
     for s, (dest, op, args, fn) in enumerate(program.steps):
         a = [ref(r) for r in args]
         for kind, v in args:  # operands dying here may be overwritten by this very ufunc
@@ -233,23 +262,34 @@ def block_source(program: Program) -> tuple[str, dict[str, Any], int]:
                 register[dest] = free.pop(0)
             else:
                 register[dest], count = count, count + 1
-            location[dest] = f"_r[{register[dest]}]"
+            location[dest] = f"r{register[dest]}"
             if dest not in last_use:  # never read: free after this statement
                 free.append(register[dest])
         r = location[dest]
         if op == "fn":
-            body, value = _ufunc_fn(fn, a[0], r, f"_fn{dest}")
+            lines, value = _ufunc_fn(fn, a[0], r, f"_fn{dest}")
             if value is not None:
                 namespace[f"_fn{dest}"] = value
         elif op == "neg":
-            body = [f"_np.negative({a[0]}, out={r})"]
+            lines = [f"_np.negative({a[0]}, out={r})"]
         else:
-            body = [f"{_UFUNC[op]}({a[0]}, {a[1]}, out={r})"]
-        lines += [f"    {b}" for b in body]
+            lines = [f"{_UFUNC[op]}({a[0]}, {a[1]}, out={r})"]
+        body += lines
     for k, r in enumerate(program.outputs):  # inputs, constants, a node listed twice
-        if ref(r) != f"_o[{k}]":
-            lines.append(f"    _o[{k}][...] = {ref(r)}")
-    return "\n".join(lines) + "\n", namespace, count
+        if ref(r) != f"o{k}":
+            body.append(f"o{k}[...] = {ref(r)}")
+    regs = [f"r{k}" for k in range(count)]
+    arrays = [k for k in range(program.n_inputs) if not (k < len(scalars) and scalars[k])]
+    ins = [f"v{k}" for k in range(program.n_inputs)]
+    head = [f"def _f({', '.join(ins + ['_O', '_n', '_B', '_R'])}):"]
+    if regs:
+        head.append(f"    {', '.join(regs)}, = _R")
+    head += ["    for _a in range(0, _n, _B):", "        _b = _a + _B",
+             "        if _b > _n:  # the last, shorter block", "            _b = _n"]
+    head += [f"            {r} = {r}[:_b - _a]" for r in regs] or ["            pass"]
+    head += [f"        b{k} = v{k}[_a:_b]" for k in arrays]
+    head += [f"        o{k} = _O[{k}][_a:_b]" for k in range(len(program.outputs))]
+    return "\n".join(head + [f"        {b}" for b in body]) + "\n", namespace, count
 
 
 def generate_source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) -> tuple[str, dict[str, Any]]:
@@ -319,9 +359,8 @@ class Compiled:
         source, namespace = expression_source(program)
         self._scalar = _exec(source, namespace, "scalar")
         self.source = source
-        bsource, bnamespace, self.registers = block_source(program)
-        self._block = _exec(bsource, bnamespace, "block")
-        self.block_source = bsource
+        self._blocks: dict[tuple[bool, ...], tuple[Callable[..., None], int]] = {}
+        self.block_source = block_source(program)[0]
         self.backend = "numpy"
         self._kernels: dict[tuple[bool, ...], Callable[..., Any]] = {}
         if backend == "numba":
@@ -411,18 +450,19 @@ class Compiled:
             job.result()
 
     def _block_loop(self, *arrays: np.ndarray) -> None:
-        """The NumPy backend: the block program block after block, in preallocated registers;
-        ``arrays`` are the inputs then the outputs."""
+        """The NumPy backend: the block program for this pattern of numbers and arrays among
+        the inputs (generated once), in fresh block-sized registers; ``arrays`` are the inputs
+        then the outputs."""
         flat, outs = arrays[: self.program.n_inputs], arrays[self.program.n_inputs:]
+        scalars = tuple(v.ndim == 0 for v in flat)
+        if scalars not in self._blocks:
+            source, namespace, registers = block_source(self.program, scalars)
+            self._blocks[scalars] = _exec(source, namespace, "block"), registers
+        block, registers = self._blocks[scalars]
         size = outs[0].shape[0]
         step = min(self.block, size)
-        registers = [np.empty(step) for _ in range(self.registers)]
         with np.errstate(all="ignore"):
-            for start in range(0, size, step):
-                stop = min(start + step, size)
-                if stop - start != step:
-                    registers = [r[: stop - start] for r in registers]
-                self._block(*(_part(v, start, stop) for v in flat), registers, [o[start:stop] for o in outs])
+            block(*flat, outs, size, step, [np.empty(step) for _ in range(registers)])
 
     def _stacked(self, *blocks: Any) -> np.ndarray:
         results = self(*blocks)

@@ -84,6 +84,22 @@ def test_registers_are_reused_and_inputs_never_written():
     assert np.array_equal(points, before)
 
 
+def test_outputs_and_their_single_use_chains_need_no_register():
+    tape, f, x = FUNCTIONS["F2"]()
+    d10 = sad.taylor_graph(f, x, 10)[-1]  # -sin(x): sin straight into the output, negated there
+    source, _, registers = block_source(build_program(tape, [x, tape.vars["y"]], [d10]))
+    assert registers == 0
+    assert "_np.sin(b0, out=o0)" in source and "_np.negative(o0, out=o0)" in source
+    # an output read by a later step, one listed twice, and a chain through a squared value
+    y = tape.vars["y"]
+    s = sin(x)
+    outs = [s, exp(s * s) + y, s, -(x * y)]
+    g = lambdify([x, y], outs, block=7)
+    xs, ys = np.linspace(-2, 2, 30), np.linspace(1, 3, 30)
+    for term, value in zip(outs, g(xs, ys)):
+        assert _close(value, term.eval({x: xs, y: ys}))
+
+
 def test_generated_source_is_deterministic():
     sources = []
     for _ in range(2):
