@@ -68,6 +68,7 @@ class _Taylor:
         self.tape = tape
         self.wrt = wrt
         self.coef: dict[tuple[int, int], Lazy] = {}
+        self.base: dict[int, Lazy] = {}  # coefficient 0, canonical
         self.deg: list[int] = []  # deg[i]: coefficients of node i above this order are zero
         self.scaled: dict[tuple[float, int], int] = {}
         self.aliases: dict[int, Optional[int]] = {}
@@ -144,36 +145,36 @@ class _Taylor:
                 break
         return c, t
 
-    def operand(self, value: tuple[float, int], key: tuple[int, int]) -> tuple[float, int]:
+    def operand(self, c: float, t: int, key: tuple[int, int]) -> tuple[float, int]:
         """A Term factor c·T of a product. One used in two or more products (counted by the plan)
         becomes the shared node |c|·T, so the products' scalars agree and their sums need no
-        scale node per term."""
-        c, t = value
-        if abs(c) == 1.0 or self.uses.get(key, 0) < 2:
-            return self.reuse(value)
-        return math.copysign(1.0, c), self.scale(abs(c), t)
+        scale node per term; otherwise an existing shared node is reused."""
+        if abs(c) == 1.0:
+            return c, t
+        if self.uses.get(key, 0) >= 2:
+            return math.copysign(1.0, c), self.scale(abs(c), t)
+        return self.reuse(c, t)
 
-    def reuse(self, value: tuple[float, Optional[int]]) -> tuple[float, Optional[int]]:
-        """c·T as ±N when the shared node N = |c|·T already exists (keeps sums' scalars equal)."""
-        c, t = value
-        if t is not None and abs(c) != 1.0 and (abs(c), t) in self.scaled:
-            return math.copysign(1.0, c), self.scaled[(abs(c), t)]
-        return value
+    def reuse(self, c: float, t: int, times: float = 1.0) -> tuple[float, int]:
+        """times·c·T as ±times·N when the shared node N = |c|·T already exists (keeps sums'
+        scalars equal)."""
+        shared = self.scaled.get((abs(c), t)) if abs(c) != 1.0 else None
+        return (times * c, t) if shared is None else (times * math.copysign(1.0, c), shared)
 
     def product(self, ka: tuple[int, int], kb: tuple[int, int], factor: float = 1.0) -> Lazy:
         """factor · coefficient ka · coefficient kb; scalars multiply in Python, one node at most."""
-        a, b = self.canon(self.get(*ka)), self.canon(self.get(*kb))
+        a, b = self.get(*ka), self.get(*kb)  # canonical already
         if a is None or b is None:
             return None
-        a = (factor * a[0], a[1])
-        if a[1] is None:
-            b = self.reuse(b)
-            return a[0] * b[0], b[1]
-        if b[1] is None:
-            a = self.reuse(a)
-            return a[0] * b[0], a[1]
-        (ca, ta), (cb, tb) = self.operand(a, ka), self.operand(b, kb)  # type: ignore[arg-type]
-        return ca * cb, self.tape._fold("mul", (ta, tb))
+        (ca, ta), (cb, tb) = a, b
+        ca *= factor
+        if ta is None:
+            return (ca * cb, None) if tb is None else self.reuse(cb, tb, ca)
+        if tb is None:
+            return self.reuse(ca, ta, cb)
+        ca, ta = self.operand(ca, ta, ka)
+        cb, tb = self.operand(cb, tb, kb)
+        return ca * cb, self.tape._plain("mul", ta, tb)
 
     def total(self, terms: list[Lazy]) -> Lazy:
         """Σ terms as one lazy value: equal Terms merge, the most common |scalar| is factored out,
@@ -287,17 +288,12 @@ class _Taylor:
             found = ("neg", self.negated(i))
         else:
             found = ("unary", *self.unary_form(i))
+        self.degree(len(self.tape.nodes) - 1)  # and of any node the form appended (g)
         self.forms[i] = found
         return found
 
-    def linear(self, i: int) -> tuple[int, ...]:
-        """Operands whose coefficient k enters coefficient k of node i linearly."""
-        form = self.form(i)
-        return form[1:1 + _LINEAR.get(form[0], 0)]
-
-    def products(self, i: int, k: int) -> list[Product]:
+    def products(self, form: Form, i: int, k: int) -> list[Product]:
         """The products (coefficient, coefficient, factor) that coefficient k of node i sums."""
-        form = self.form(i)
         kind = form[0]
         if kind == "mul":
             a, b = form[1], form[2]
@@ -314,51 +310,13 @@ class _Taylor:
         low, high = max(1, k - self.degree(g)), min(k, self.degree(u))
         return [((u, j), (g, k - j), float(j)) for j in range(low, high + 1)]
 
-    def needs(self, i: int, k: int) -> list[tuple[int, int]]:
-        """The coefficients (node, order >= 1) that coefficient k of node i is computed from."""
-        if self.form(i)[0] in ("zero", "var"):
-            return []
-        degree = self.degree
-        out = [(a, k) for a in self.linear(i) if k <= degree(a)]
-        self.terms[(i, k)] = products = self.products(i, k)
-        for ka, kb, _ in products:
-            if ka[1] > 0:
-                out.append(ka)
-            if kb[1] > 0:
-                out.append(kb)
-        return out
-
-    def kind(self, i: int, k: int) -> int:
-        """0: structurally zero, 1: a plain number, 2: needs a Term; known before any is built."""
-        if k == 0:
-            return 1 if self.tape.nodes[i].op == "const" else 2
-        return self.kinds.get((i, k), 0)  # planned, or above the degree bound
-
-    def plan_kind(self, i: int, k: int) -> int:
-        """The kind of coefficient k of node i from its needs' kinds; keeps only the products
-        whose factors are both non-zero (most are zero where a factor is x, whose x_k = 0, k >= 2)."""
-        form = self.form(i)
-        if form[0] == "var":
-            return 1 if k == 1 else 0
-        if form[0] == "zero":
-            return 0
-        kind = self.kind
-        best = max((kind(a, k) for a in self.linear(i)), default=0)
-        live = []
-        for ka, kb, f in self.terms[(i, k)]:
-            x, y = kind(*ka), kind(*kb)
-            if x and y:
-                best = max(best, x, y)
-                live.append((ka, kb, f))
-        self.terms[(i, k)] = live
-        if best and form[0] in ("div", "root"):
-            return 2
-        return best
-
     def get(self, i: int, k: int) -> Lazy:
-        if k == 0:
-            return self.canon((1.0, i))
-        return self.coef.get((i, k))  # computed, or above the degree bound
+        """Coefficient k of node i in canonical form (see ``canon``), or None for zero."""
+        if k:
+            return self.coef.get((i, k))  # computed, or above the degree bound
+        if i not in self.base:
+            self.base[i] = self.canon((1.0, i))
+        return self.base[i]
 
     def compute(self, i: int, k: int) -> Lazy:
         form = self.form(i)
@@ -400,28 +358,54 @@ class _Taylor:
 
     def plan(self, root: int, n: int) -> list[tuple[int, int]]:
         """Every coefficient orders 1..n of root need, in an order that computes each after its
-        needs (iterative depth-first); also counts how many products use each coefficient."""
+        needs (iterative depth-first). On the way back up, each coefficient's kind is settled
+        from its needs' kinds, only the products whose factors are both non-zero are kept (most
+        are zero where a factor is x, whose x_k = 0 for k >= 2), and the products that use each
+        Term coefficient are counted. The hot loop of a build: helpers are inlined."""
         order: list[tuple[int, int]] = []
         state: dict[tuple[int, int], int] = {}
+        kinds, terms, uses, forms = self.kinds, self.terms, self.uses, self.forms
+        nodes, deg = self.tape.nodes, self.deg
         stack = [(root, k) for k in range(min(n, self.degree(root)), 0, -1)]
         while stack:
             key = stack[-1]
             seen = state.get(key)
-            if seen == 2:
-                stack.pop()
-            elif seen is None:
+            if seen is None:  # on the way down: what it needs
                 state[key] = 1
-                stack.extend(reversed([x for x in self.needs(*key) if x not in state]))
-            else:
-                state[key] = 2
-                stack.pop()
-                order.append(key)
-                self.kinds[key] = self.plan_kind(*key)
-        for key in order:
-            for ka, kb, _ in self.terms.get(key, ()):
-                if self.kind(*ka) == 2 and self.kind(*kb) == 2:
-                    self.uses[ka] = self.uses.get(ka, 0) + 1
-                    self.uses[kb] = self.uses.get(kb, 0) + 1
+                i, k = key
+                form = forms.get(i) or self.form(i)
+                needs = [(a, k) for a in form[1:1 + _LINEAR.get(form[0], 0)] if k <= deg[a]]
+                products = terms[key] = self.products(form, i, k)
+                for ka, kb, _ in products:
+                    if ka[1]:
+                        needs.append(ka)
+                    if kb[1]:
+                        needs.append(kb)
+                stack.extend(reversed([x for x in needs if x not in state]))
+                continue
+            stack.pop()
+            if seen == 2:
+                continue
+            state[key] = 2  # on the way up: its needs are settled
+            order.append(key)
+            i, k = key
+            form = forms[i]
+            if form[0] == "var":
+                kinds[key] = 1 if k == 1 else 0
+                continue
+            best = max([kinds.get((a, k), 0) for a in form[1:1 + _LINEAR.get(form[0], 0)]], default=0)
+            live = []
+            for ka, kb, f in terms[key]:
+                x = kinds.get(ka, 0) if ka[1] else (1 if nodes[ka[0]].op == "const" else 2)
+                y = kinds.get(kb, 0) if kb[1] else (1 if nodes[kb[0]].op == "const" else 2)
+                if x and y:
+                    best = max(best, x, y)
+                    live.append((ka, kb, f))
+                    if x == 2 and y == 2:
+                        uses[ka] = uses.get(ka, 0) + 1
+                        uses[kb] = uses.get(kb, 0) + 1
+            terms[key] = live
+            kinds[key] = 2 if best and form[0] in ("div", "root") else best
         return order
 
     def run(self, root: int, n: int, base_order: int) -> None:
