@@ -374,14 +374,15 @@ class _Taylor:
                 state[key] = 1
                 i, k = key
                 form = forms.get(i) or self.form(i)
-                needs = [(a, k) for a in form[1:1 + _LINEAR.get(form[0], 0)] if k <= deg[a]]
                 products = terms[key] = self.products(form, i, k)
-                for ka, kb, _ in products:
-                    if ka[1]:
-                        needs.append(ka)
-                    if kb[1]:
-                        needs.append(kb)
-                stack.extend(reversed([x for x in needs if x not in state]))
+                for ka, kb, _ in reversed(products):  # pushed last to first: visited in order
+                    if kb[1] and kb not in state:
+                        stack.append(kb)
+                    if ka[1] and ka not in state:
+                        stack.append(ka)
+                for a in reversed(form[1:1 + _LINEAR.get(form[0], 0)]):
+                    if k <= deg[a] and (a, k) not in state:
+                        stack.append((a, k))
                 continue
             stack.pop()
             if seen == 2:
@@ -393,7 +394,9 @@ class _Taylor:
             if form[0] == "var":
                 kinds[key] = 1 if k == 1 else 0
                 continue
-            best = max([kinds.get((a, k), 0) for a in form[1:1 + _LINEAR.get(form[0], 0)]], default=0)
+            best = 0
+            for a in form[1:1 + _LINEAR.get(form[0], 0)]:
+                best = max(best, kinds.get((a, k), 0))
             live = []
             for ka, kb, f in terms[key]:
                 x = kinds.get(ka, 0) if ka[1] else (1 if nodes[ka[0]].op == "const" else 2)
@@ -441,9 +444,9 @@ def taylor_graph(term: Term, wrt: Term, n: int, callback: Callback | None = None
         taylor.run(term.index, n, base)
         out = []
         for k in range(1, n + 1):
-            with tape.transaction(order=base + k):
-                d = taylor.materialize(taylor.get(term.index, k), float(math.factorial(k)))
-                out.append(tape.zero if d is None else d)
+            tape._tag(base + k)
+            d = taylor.materialize(taylor.get(term.index, k), float(math.factorial(k)))
+            out.append(tape.zero if d is None else d)
         return out
 
 
@@ -458,8 +461,8 @@ def taylor_diff(term: Term, wrt: Term, n: int, callback: Callback | None = None)
         with tape.transaction(callback):
             taylor = _Taylor(tape, w)
             taylor.run(term.index, n, base)
-            with tape.transaction(order=base + n):
-                d = taylor.materialize(taylor.get(term.index, n), float(math.factorial(n)))
+            tape._tag(base + n)
+            d = taylor.materialize(taylor.get(term.index, n), float(math.factorial(n)))
             if d is None:
                 raise _Zero
             return d
