@@ -281,11 +281,9 @@ class Tape:
         return self._intern_node(Node(op, (a, b)))
 
     def _plain(self, op: str, a: int, b: int) -> int:
-        """Intern op(a, b) where no folding rule applies: neither operand is a constant or a
-        negation (Taylor mode's products of canonical coefficients). Same node as ``_fold``
-        would give, at a fraction of the cost."""
-        if op in COMMUTATIVE and a > b:
-            a, b = b, a
+        """Intern op(a, b) as given, for operands no folding rule applies to (Taylor mode's
+        products of coefficients with their constants and signs factored out). The caller
+        orders them as ``_fold`` would: a constant first, else the lower index first."""
         node = Node(op, (a, b))
         found = self._intern.get(node)
         return found if found is not None else self._push(node, node)

@@ -69,6 +69,8 @@ class _Taylor:
         self.wrt = wrt
         self.coef: dict[tuple[int, int], Lazy] = {}
         self.base: dict[int, Lazy] = {}  # coefficient 0, canonical
+        self.consts: dict[float, int] = {}  # value (never 0) -> its node
+        self.inverses: dict[int, int] = {}  # node -> the node 1/node
         self.deg: list[int] = []  # deg[i]: coefficients of node i above this order are zero
         self.scaled: dict[tuple[float, int], int] = {}
         self.aliases: dict[int, Optional[int]] = {}
@@ -174,7 +176,7 @@ class _Taylor:
             return self.reuse(ca, ta, cb)
         ca, ta = self.operand(ca, ta, ka)
         cb, tb = self.operand(cb, tb, kb)
-        return ca * cb, self.tape._plain("mul", ta, tb)
+        return ca * cb, self.tape._plain("mul", ta, tb) if ta < tb else self.tape._plain("mul", tb, ta)
 
     def total(self, terms: list[Lazy]) -> Lazy:
         """Σ terms as one lazy value: equal Terms merge, the most common |scalar| is factored out,
@@ -200,7 +202,7 @@ class _Taylor:
         for c, t in items:
             r = c / factor
             if t is None:
-                node = self.tape.const(abs(r)).index
+                node = self.constant(abs(r))
             elif abs(r) == 1.0:
                 node = t
             else:
@@ -214,10 +216,21 @@ class _Taylor:
             acc = fold("sub", (acc, node))
         return factor, acc
 
+    def constant(self, c: float) -> int:
+        """The node of a non-zero constant, looked up once per value."""
+        node = self.consts.get(c)
+        if node is None:
+            node = self.consts[c] = self.tape.const(c).index
+        return node
+
     def scale(self, c: float, t: int) -> int:
         key = (c, t)
         if key not in self.scaled:
-            self.scaled[key] = self.tape._fold("mul", (self.tape.const(c).index, t))
+            nodes = self.tape.nodes
+            if nodes[t].op == "mul" and nodes[nodes[t].args[0]].op == "const":  # a shared c'·T
+                self.scaled[key] = self.tape._fold("mul", (self.constant(c), t))
+            else:  # t canonical: no constant factor, no sign, so no folding rule applies
+                self.scaled[key] = self.tape._plain("mul", self.constant(c), t)
         return self.scaled[key]
 
     def materialize(self, value: Lazy, factor: float = 1.0) -> Optional[Term]:
@@ -353,7 +366,9 @@ class _Taylor:
         if num is None:
             return None
         c, t = num
-        inverse = self.tape._fold("div", (self.tape.const(1.0).index, den))  # interned: made once
+        inverse = self.inverses.get(den)
+        if inverse is None:
+            inverse = self.inverses[den] = self.tape._fold("div", (self.constant(1.0), den))
         return c, inverse if t is None else self.tape._fold("mul", (t, inverse))
 
     def plan(self, root: int, n: int) -> list[tuple[int, int]]:

@@ -105,6 +105,33 @@ def test_arithmetic_agrees_with_gen_graph(name):
             assert close(ours[k].eval({x: p}), reference[k].eval({x: p}), rtol=1e-9), (k + 1, p)
 
 
+def _unfolded(tape, start):
+    """Appended arithmetic nodes that ``_fold`` would have built differently (probed inside a
+    transaction that is rolled back)."""
+    found = []
+    for i in range(start, len(tape)):
+        node = tape.nodes[i]
+        if node.op in ("add", "sub", "mul", "div", "neg", "pow"):
+            length = len(tape)
+            if tape._fold(node.op, node.args) != i or len(tape) != length:
+                found.append((i, node))
+            tape._rollback(length, len(tape._journal))
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS) + sorted(ARITHMETIC) + sorted(BUILTINS))
+def test_the_fast_paths_build_exactly_the_folded_nodes(name):
+    if name in FUNCTIONS:
+        tape, z, x = FUNCTIONS[name]()
+    else:
+        tape = Tape()
+        x, y = tape.var("x", 0.6), tape.var("y", 1.3)
+        z = ARITHMETIC[name](x, y) if name in ARITHMETIC else BUILTINS[name](0.5 + x * x / 3)
+    start = len(tape)
+    taylor_graph(z, x, 8)
+    assert _unfolded(tape, start) == []
+
+
 def test_integer_power_is_exact_at_zero():
     tape = Tape()
     x = tape.var("x", 0.0)
