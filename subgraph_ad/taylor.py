@@ -180,22 +180,30 @@ class _Taylor:
 
     def total(self, terms: list[Lazy]) -> Lazy:
         """Σ terms as one lazy value: equal Terms merge, the most common |scalar| is factored out,
-        so only terms with a different scalar need a scale node."""
+        so only terms with a different scalar need a scale node. (Plain loops: it runs once
+        per coefficient.)"""
         merged: dict[Optional[int], float] = {}
-        for t in terms:
-            if t is not None:
-                merged[t[1]] = merged.get(t[1], 0.0) + t[0]
-        items = [(c, t) for t, c in merged.items() if c != 0.0]
-        if not items:
-            return None
-        if len(items) == 1:
-            return items[0]
+        for term in terms:
+            if term is not None:
+                merged[term[1]] = merged.get(term[1], 0.0) + term[0]
+        items: list[tuple[float, Optional[int]]] = []
         counts: dict[float, int] = {}
-        for c, t in items:
-            if t is not None:
-                counts[abs(c)] = counts.get(abs(c), 0) + 1
-        factor = max(counts, key=counts.__getitem__) if counts else abs(items[0][0])
-        if all(c < 0 for c, _ in items):
+        negative = True
+        for t, c in merged.items():
+            if c != 0.0:
+                items.append((c, t))
+                negative = negative and c < 0
+                if t is not None:
+                    counts[abs(c)] = counts.get(abs(c), 0) + 1
+        if len(items) < 2:
+            return items[0] if items else None
+        factor = abs(items[0][0])
+        if counts:  # the first of the most common
+            factor, most = 0.0, 0
+            for c, count in counts.items():
+                if count > most:
+                    factor, most = c, count
+        if negative:
             factor = -factor
         pos: list[int] = []
         neg: list[int] = []
