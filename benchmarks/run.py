@@ -7,7 +7,8 @@ available), JAX (nested grad + jit(vmap)) and PyTorch (nested autograd.grad with
 Sizes: ours = nodes appended after f is built (all orders up to n); SymPy = count_ops of the
 n-th derivative and of its cse form; SymEngine = count_ops; JAX = jaxpr equations; PyTorch =
 autograd graph nodes reachable from the n-th derivative. Times are medians of --repeats runs
-(builds of ours and SymEngine: at least 7), garbage collector paused as in timeit;
+(builds of ours and SymEngine, which take a millisecond or less: at least BUILD_RUNS), garbage collector paused as in timeit; every
+build starts from a built expression (ours: f on a fresh tape, made untimed before each run);
 evaluation is on 100,000 points in [-2, 2] (F5: w1 in [1.1, 3], where log(w1) > 0).
 A peer whose build + compile times 4 (its growth per order) passes --cap seconds is not run at
 higher orders of that function, PyTorch not past n = 6 and JAX not past n = 8 (memory); the
@@ -40,22 +41,27 @@ from subgraph_ad.taylor import taylor_graph  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 POINTS = 100_000
+#: Runs of the sub-millisecond builds (ours, SymEngine): on a shared 2-core VM a few slow runs
+#: (a cold cache after the previous peer's evaluation) would otherwise move a median of 7.
+BUILD_RUNS = 21
 
 
 def points_for(name: str) -> np.ndarray:
     return np.linspace(1.1, 3.0, POINTS) if name == "F5" else np.linspace(-2.0, 2.0, POINTS)
 
 
-def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    """Median wall time of ``repeats`` calls, with the garbage collector paused during each call
-    as ``timeit`` does (for every tool alike: a collection scanning the heap of whatever peers
-    are loaded would otherwise land in whichever call happens to trigger it)."""
+def median_time(fn: Callable[..., Any], repeats: int, setup: Callable[[], tuple] = tuple) -> tuple[float, Any]:
+    """Median wall time of ``repeats`` calls ``fn(*setup())``, the untimed ``setup`` run before
+    each, with the garbage collector paused during each call as ``timeit`` does (for every tool
+    alike: a collection scanning the heap of whatever peers are loaded would otherwise land in
+    whichever call happens to trigger it)."""
     times, result = [], None
     for _ in range(repeats):
+        args = setup()
         gc.disable()
         try:
             t0 = time.perf_counter()
-            result = fn()
+            result = fn(*args)
             times.append(time.perf_counter() - t0)
         finally:
             gc.enable()
@@ -64,8 +70,7 @@ def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
 
 # -- ours -----------------------------------------------------------------------------------------
 def ours(name: str, n: int, method: str, repeats: int, backends: list[str]) -> dict[str, Any]:
-    def build() -> tuple[int, Any, Any, Any]:
-        tape, f, x = FUNCTIONS[name]()
+    def build(tape: Any, f: Any, x: Any) -> tuple[int, Any, Any, Any]:
         mark = len(tape)
         if method == "taylor":
             d = taylor_graph(f, x, n)[-1]  # all orders 1..n, as the size targets count them
@@ -75,7 +80,8 @@ def ours(name: str, n: int, method: str, repeats: int, backends: list[str]) -> d
                 d = d.gen_graph(x)
         return len(tape) - mark, tape, x, d
 
-    build_time, (size, tape, x, d) = median_time(build, max(repeats, 7))
+    # f on a fresh tape each time, untimed: the peers' timings start from a built expression too
+    build_time, (size, tape, x, d) = median_time(build, max(repeats, BUILD_RUNS), FUNCTIONS[name])
     row: dict[str, Any] = {"size": size, "build": build_time}
     others = [v for v in tape.vars.values() if v != x]
     args = [points_for(name)] + [v.value for v in others]
@@ -97,7 +103,13 @@ def sympy_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
     X = sympy.Symbol(x.name)
     others = [v for v in tape.vars.values() if v != x]
     subs = {sympy.Symbol(v.name): v.value for v in others}
-    build_time, d = median_time(lambda: sympy.diff(expr, X, n), 1 if n > 6 else repeats)
+    def cold() -> tuple:
+        """SymPy memoises (sympy.core.cache): uncleared, a repeat or the order after another
+        would mostly time cache hits of the previous run (5x faster on F3 at n = 6)."""
+        sympy.core.cache.clear_cache()
+        return ()
+
+    build_time, d = median_time(lambda: sympy.diff(expr, X, n), 1 if n > 6 else repeats, cold)
     d = d.subs(subs)
     replacements, reduced = sympy.cse(d)
     cse_ops = sum(sympy.count_ops(e) for _, e in replacements) + sympy.count_ops(reduced[0])
@@ -118,7 +130,7 @@ def symengine_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
     X = se.Symbol(x.name)
     others = [v for v in tape.vars.values() if v != x]
     expr = expr.subs({se.Symbol(v.name): v.value for v in others})
-    build_time, d = median_time(lambda: se.diff(expr, X, n), max(repeats, 7))
+    build_time, d = median_time(lambda: se.diff(expr, X, n), max(repeats, BUILD_RUNS))
     backend = "llvm" if getattr(se, "have_llvm", False) else "lambda"
     compile_time, g = median_time(lambda: se.lambdify([X], [d], backend=backend, cse=True), 1)
     pts = points_for(name)
