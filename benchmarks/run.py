@@ -14,7 +14,7 @@ A peer whose build + compile times 4 (its growth per order) passes --cap seconds
 higher orders of that function, PyTorch not past n = 6 and JAX not past n = 8 (memory); the
 JSON records them as skipped. Writes benchmarks/results/bench.json and sizes.png.
 
-    python benchmarks/run.py [--quick] [--repeats 3] [--cap 8] [--functions F1,F3] [--out DIR]
+    python benchmarks/run.py [--quick] [--repeats 3] [--cap 30] [--functions F1,F3] [--out DIR]
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="orders 1, 5, 10 only, for a smoke run")
     parser.add_argument("--repeats", type=int, default=3, help="runs per measurement (median)")
-    parser.add_argument("--cap", type=float, default=8.0, help="seconds a peer's build may take before its higher orders are skipped")
+    parser.add_argument("--cap", type=float, default=30.0, help="seconds a peer's build may take before its higher orders are skipped")
     parser.add_argument("--functions", default="F1,F2,F3,F4,F5")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for bench.json, table.md, sizes.png")
     args = parser.parse_args()
