@@ -3,7 +3,7 @@
 from . import testing
 from .animate import Animation, animate
 from .compile import lambdify
-from .derive import diff, gen_graph
+from .derive import Step, derivatives, diff, gen_graph
 from .functions import (
     FUNCTIONS,
     SinFn,
@@ -38,12 +38,14 @@ __all__ = [
     "Node",
     "ParseError",
     "SinFn",
+    "Step",
     "SympyConversionError",
     "Tape",
     "Term",
     "UnaryFn",
     "animate",
     "cos",
+    "derivatives",
     "diff",
     "exp",
     "gen_graph",

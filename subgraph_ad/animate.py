@@ -1,7 +1,7 @@
 """Animations of a derivative subgraph being built, on a layout that never moves.
 
-``animate`` runs the gen_graph passes itself and records, through their per-node callback,
-which nodes each pass appends. The *final* graph is laid out once by Graphviz; every frame is
+``animate`` runs the gen_graph passes (or Taylor mode) itself and records, through their
+per-node callback, which nodes each pass appends. The *final* graph is laid out once by Graphviz; every frame is
 drawn from that one layout by hiding the nodes that do not exist yet and highlighting the new
 one. So a node sits at the same place from the frame it appears in to the last frame.
 
@@ -44,10 +44,12 @@ from .render import (
     run_graphviz,
     svg_element,
 )
+from .derive import derivatives as derivative_steps
 from .tape import Tape, Term, dependencies
 
 FORMATS = ("html", "svg", "gif")
 PER = ("node", "pass")
+METHODS = ("graph", "taylor", "auto")
 #: GIFs hold every frame as an image: past this many frames, use per="pass" or .html instead.
 MAX_GIF_FRAMES = 200
 #: Seconds a frame is shown, by default, per node and per pass; the last frame is held longer.
@@ -138,8 +140,11 @@ def _wrt_list(tape: Tape, wrt: Any, order: Any) -> list[Term]:
     return wrts
 
 
-def record(term: Term, wrts: Sequence[Term], per: str = "node", include_unused: bool = False) -> Recording:
-    """Run one gen_graph pass per var in ``wrts`` and record the frames (appends to the tape).
+def record(term: Term, wrts: Sequence[Term], per: str = "node", include_unused: bool = False,
+           method: str = "graph") -> Recording:
+    """Differentiate once per var in ``wrts`` and record the frames (appends to the tape): one
+    gen_graph pass each, or with ``method="taylor"`` / ``"auto"`` (the rule of ``diff``) the
+    orders of a Taylor-mode run, each node shown with the order that first needed it.
 
     Folding can leave a few appended nodes that no derivative uses (``x * 1`` becomes ``x``
     after ``1`` was appended); they are left out of the drawing unless ``include_unused``.
@@ -148,16 +153,10 @@ def record(term: Term, wrts: Sequence[Term], per: str = "node", include_unused: 
         raise ValueError(f"per must be 'node' or 'pass', got {per!r}")
     tape = term.tape
     initial = dependencies(tape, [term.index])
-    passes: list[list[int]] = []
-    derivatives: list[Term] = []
-    added: list[int] = []
-    d = term
-    for w in wrts:
-        appended: list[int] = []
-        d = d.gen_graph(w, callback=lambda t, appended=appended: appended.append(t.index))
-        passes.append(appended)
-        derivatives.append(d)
-        added.append(len(appended))
+    steps = derivative_steps(term, *wrts, method=method)
+    passes = [list(step.appended) for step in steps]
+    derivatives = [step.term for step in steps]
+    added = [len(step.appended) for step in steps]
     if not include_unused:
         used = set(dependencies(tape, sorted({term.index, *(d.index for d in derivatives)})))
         passes = [[i for i in appended if i in used] for appended in passes]
@@ -166,8 +165,9 @@ def record(term: Term, wrts: Sequence[Term], per: str = "node", include_unused: 
     names = [w.name or "?" for w in wrts]
     frames = [Frame(0, (), f"f: {len(initial)} nodes, before differentiating")]
     shown_at: dict[int, int] = {}  # node -> first frame it must be visible in
-    for p, (appended, result) in enumerate(zip(passes, derivatives), 1):
-        head = f"{notation(names[:p])} (pass {p} of {total})"
+    for p, (appended, result, step) in enumerate(zip(passes, derivatives, steps), 1):
+        how = "Taylor-mode order" if step.method == "taylor" else "pass"
+        head = f"{notation(names[:p])} ({how} {p} of {total})"
         if not appended:
             frames.append(Frame(p, (), f"{head} · no new nodes: the result, node {result.index}, "
                                        "was already on the tape"))
@@ -379,6 +379,7 @@ def animate(
     max_frames: int | None = MAX_GIF_FRAMES,
     include_unused: bool = False,
     progress: Progress | None = None,
+    method: str = "graph",
 ) -> Animation | list[Animation]:
     """Differentiate ``term`` ``order`` times by ``wrt`` and write an animation of the graph growing.
 
@@ -387,7 +388,9 @@ def animate(
     writes one recording in several formats (and returns a list). One frame per
     appended node, or per pass with ``per="pass"``. ``interval`` is seconds per frame. For GIFs,
     more than ``max_frames`` frames is an error (None lifts the cap). ``include_unused`` also draws
-    appended nodes that folding left unused. The derivative nodes stay on
+    appended nodes that folding left unused. ``method`` is ``"graph"`` (one gen_graph pass per
+    order: what the derivative-subgraph picture explains), ``"taylor"`` or ``"auto"`` (as in
+    ``diff``: a Taylor-mode run shows one order per pass). The derivative nodes stay on
     the tape, as with ``diff``; if anything fails, the tape is left as it was.
     """
     if not isinstance(term, Term):
@@ -402,6 +405,8 @@ def animate(
             raise ValueError(f"cannot tell the animation format of {str(p)!r}: use .html, .svg or .gif")
     if per not in PER:
         raise ValueError(f"per must be 'node' or 'pass', got {per!r}")
+    if method not in METHODS:
+        raise ValueError(f"method must be 'graph', 'taylor' or 'auto', got {method!r}")
     if interval is not None and not interval > 0:
         raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
     wrts = _wrt_list(term.tape, wrt, order)
@@ -419,8 +424,8 @@ def animate(
     seconds = interval if interval is not None else INTERVALS[per]
     options: dict[str, Any] = {"rankdir": rankdir, "precision": precision, "max_nodes": max_nodes}
     with term.tape.transaction():
-        say(f"recording {len(wrts)} gen_graph pass{'es' if len(wrts) > 1 else ''}")
-        rec = record(term, wrts, per, include_unused)
+        say(f"recording {len(wrts)} derivative{'s' if len(wrts) > 1 else ''} ({method})")
+        rec = record(term, wrts, per, include_unused, method)
         if max_nodes is not None and len(rec.indices) > max_nodes:
             raise GraphTooLarge(
                 f"the animated graph has {len(rec.indices)} nodes, more than max_nodes={max_nodes}; Graphviz "

@@ -188,21 +188,17 @@ def cmd_diff(args: argparse.Namespace) -> int:
         animations = sad.animate(f, wrts, None, args.animate, per=args.per, rankdir=args.rankdir,
                                  precision=args.precision, title=f"{leibniz(names)} of {args.expr}",
                                  max_nodes=None if args.max_nodes == 0 else args.max_nodes,
-                                 progress=progress_printer(wants_progress(args)))
+                                 progress=progress_printer(wants_progress(args)), method=args.method)
         derivatives, new_nodes = list(animations[0].derivatives), list(animations[0].added)
     else:
-        d = f
-        for w in wrts:
-            before = len(tape)
-            d = d.gen_graph(w)
-            derivatives.append(d)
-            new_nodes.append(len(tape) - before)
+        steps = sad.derivatives(f, *wrts, method=args.method)
+        derivatives, new_nodes = [s.term for s in steps], [len(s.appended) for s in steps]
     if args.svg:
         derivatives[-1].render(args.svg, outputs=[f, *derivatives], **draw_options(args))
 
     check = None
     if args.sympy:
-        check = check_against_sympy(f, *wrts, method="graph")  # the derivatives built above
+        check = check_against_sympy(f, *wrts, method=args.method)  # the derivatives built above
     rows = [("f", [], f.eval(), None)] + [
         (leibniz(names[:k]), names[:k], d.eval(), new_nodes[k - 1]) for k, d in enumerate(derivatives, 1)
     ]
@@ -280,7 +276,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if say:
             say(f"checking {label} ({k} of {len(wrts)})")
         report = check_against_sympy(f, *wrts[:k], points=args.points, seed=args.seed, low=args.low,
-                                     high=args.high)
+                                     high=args.high, method=args.method)
         counts = [sum(c.status == s for c in report.points) for s in ("pass", "fail", "inconclusive")]
         statuses.append(report.status)
         print(f"{k:>5}  {label:<14} {report.status:<13} {report.symbolic:<10} "
@@ -336,6 +332,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {sad.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
+    def method(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--method", choices=["auto", "graph", "taylor"], default="auto",
+                       help="how: repeated gen_graph passes (graph), Taylor mode (taylor) or, as "
+                            "diff() does, Taylor for 3 or more orders by one var (auto, default)")
+
     def drawing(p: argparse.ArgumentParser) -> None:
         p.add_argument("--precision", type=int, metavar="N", help="show node values with N significant digits")
         p.add_argument("--rankdir", choices=["TB", "LR", "BT", "RL"], default="TB",
@@ -344,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="refuse to lay out more than N nodes (default 500; 0 = no cap)")
 
     d = sub.add_parser("diff", help="differentiate, evaluate, draw, animate, check", description=(
-        "Differentiate EXPR (one gen_graph pass per --wrt, or --order times by one var), print the "
+        "Differentiate EXPR (by each --wrt in turn, or --order times by one var), print the "
         "value of every order at the point, the node counts and optionally the SymPy form and check."),
         epilog=EXAMPLES["diff"], formatter_class=formatter)
     d.add_argument("expr", metavar="EXPR", help='the expression, e.g. "exp(-x^2/2)"')
@@ -355,6 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--svg", metavar="FILE", help="draw f and its derivatives (.svg, .png, .pdf or .dot)")
     d.add_argument("--animate", metavar="FILE", action="append",
                    help="animate the graph growing (.html, .svg or .gif); repeat for several formats")
+    method(d)
     d.add_argument("--per", choices=["node", "pass"], default="node",
                    help="one animation frame per new node (default) or per derivative order")
     d.add_argument("--sympy", action="store_true", help="print the SymPy form and check against sympy.diff")
@@ -378,6 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("expr", metavar="EXPR", help="the expression")
     v.add_argument("--wrt", action="append", required=True, metavar="VAR", help="differentiate by VAR (repeatable)")
     v.add_argument("--order", type=int, metavar="N", help="check orders 1..N by the one --wrt var")
+    method(v)
     v.add_argument("--points", type=int, default=5, metavar="K", help="random points per order (default 5)")
     v.add_argument("--seed", type=int, default=0, help="seed of the random points (default 0)")
     v.add_argument("--range", nargs=2, type=float, default=[0.2, 1.8], metavar=("LOW", "HIGH"), dest="range",

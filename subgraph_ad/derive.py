@@ -12,11 +12,11 @@ y + cos(x)
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 from .functions import log
 from .tape import Callback, Node, Tape, Term, dependencies
-from .taylor import taylor_diff
+from .taylor import taylor_diff, taylor_graph
 
 D = Optional[Term]  # a derivative: a Term, or None for a structural zero
 
@@ -137,6 +137,23 @@ def parse_diff_args(args: tuple[Any, ...]) -> list[Term]:
 AUTO_TAYLOR_FROM = 3
 
 
+def _runs(z: Term, args: tuple[Any, ...], method: str) -> list[tuple[Term, int, bool]]:
+    """The vars of ``diff``-style args as runs (var, count, in Taylor mode?), checked."""
+    wrts = parse_diff_args(args)
+    for w in wrts:
+        z.tape.check_var(w, "wrt")
+    if method not in ("auto", "graph", "taylor"):
+        raise ValueError(f"diff(): method must be 'auto', 'graph' or 'taylor', got {method!r}")
+    runs: list[tuple[Term, int]] = []
+    for w in wrts:
+        if runs and runs[-1][0] == w:
+            runs[-1] = (w, runs[-1][1] + 1)
+        else:
+            runs.append((w, 1))
+    return [(w, count, method == "taylor" or (method == "auto" and count >= AUTO_TAYLOR_FROM))
+            for w, count in runs]
+
+
 def diff(z: Term, *args: Any, method: str = "auto", callback: Callback | None = None) -> Term:
     """Repeated differentiation, SymPy-style: ``diff(z, x, 2, y)`` is d3z/dx2dy.
 
@@ -150,24 +167,62 @@ def diff(z: Term, *args: Any, method: str = "auto", callback: Callback | None = 
     >>> abs(z.diff(x, 5, method="taylor").eval() - z.diff(x, 5, method="graph").eval()) < 1e-12
     True
     """
-    wrts = parse_diff_args(args)
-    tape = z.tape
-    for w in wrts:
-        tape.check_var(w, "wrt")
-    if method not in ("auto", "graph", "taylor"):
-        raise ValueError(f"diff(): method must be 'auto', 'graph' or 'taylor', got {method!r}")
-    runs: list[tuple[Term, int]] = []
-    for w in wrts:
-        if runs and runs[-1][0] == w:
-            runs[-1] = (w, runs[-1][1] + 1)
-        else:
-            runs.append((w, 1))
-    with tape.transaction():
+    runs = _runs(z, args, method)
+    with z.tape.transaction():
         result = z
-        for w, count in runs:
-            if method == "taylor" or (method == "auto" and count >= AUTO_TAYLOR_FROM):
+        for w, count, taylor in runs:
+            if taylor:
                 result = taylor_diff(result, w, count, callback)
             else:
                 for _ in range(count):
                     result = gen_graph(result, w, callback)
         return result
+
+
+class Step(NamedTuple):
+    """One derivative along a ``derivatives`` sequence, the nodes appended for it and how it was
+    built (``"graph"``: a gen_graph pass, ``"taylor"``: one order of a Taylor-mode run)."""
+
+    term: Term
+    appended: tuple[int, ...]
+    method: str
+
+
+def derivatives(z: Term, *args: Any, method: str = "auto", callback: Callback | None = None) -> list[Step]:
+    """Every derivative along ``diff``-style args, each with the nodes appended for it:
+    ``derivatives(z, x, 2, y)`` gives dz/dx, d2z/dx2 and d3z/dx2dy (what a table of all orders,
+    or an animation of them, needs). Same ``method`` rule as ``diff``; a Taylor-mode run builds
+    all its orders at once and attributes each node to the order that first needed it. One
+    transaction.
+
+    >>> from subgraph_ad import Tape
+    >>> tape = Tape(); x = tape.var("x", 0.5); y = tape.var("y", 2.0)
+    >>> [s.term.to_sympy() for s in derivatives(x**3 * y, x, 3, y)]
+    [3*x**2*y, 6*x*y, 6*y, 6]
+    """
+    runs = _runs(z, args, method)
+    tape = z.tape
+    steps: list[Step] = []
+    with tape.transaction():
+        result = z
+        for w, count, taylor in runs:
+            appended: list[int] = []
+
+            def collect(t: Term, appended: list[int] = appended) -> None:
+                appended.append(t.index)
+                if callback is not None:
+                    callback(t)
+
+            if taylor:
+                base = tape.orders[result.index]
+                terms = taylor_graph(result, w, count, collect)
+                orders = [tape.orders[i] - base for i in appended]
+                steps += [Step(t, tuple(i for i, k in zip(appended, orders) if k == order), "taylor")
+                          for order, t in enumerate(terms, 1)]
+                result = terms[-1]
+            else:
+                for _ in range(count):
+                    result = gen_graph(result, w, collect)
+                    steps.append(Step(result, tuple(appended), "graph"))
+                    appended.clear()
+        return steps

@@ -61,6 +61,20 @@ def test_record_per_pass_and_mixed_vars():
     assert rec.frames[2].caption.startswith("d²f/dxdy (pass 2 of 2)")
 
 
+def test_record_taylor_mode_shows_one_order_per_pass():
+    tape, x, f = gaussian()
+    rec = anim.record(f, [x] * 4, per="pass", method="taylor")
+    assert [d.eval() for d in rec.derivatives] == pytest.approx([gaussian_derivative(n, 0.5) for n in range(1, 5)],
+                                                                rel=1e-12)
+    assert [fr.caption.split(" · ")[0] for fr in rec.frames[1:]] == [
+        f"{anim.notation(['x'] * k)} (Taylor-mode order {k} of 4)" for k in range(1, 5)]
+    assert all(tape.orders[i] == fr.pass_no for fr in rec.frames[1:] for i in fr.new)
+    for i in rec.indices:
+        assert all(rec.appear[a] <= rec.appear[i] for a in tape.nodes[i].args)
+    with pytest.raises(ValueError, match="method must be 'graph', 'taylor' or 'auto', got 'fast'"):
+        sad.animate(f, x, 2, "never.html", method="fast")
+
+
 def test_a_pass_that_appends_nothing_still_gets_a_frame():
     tape = Tape()
     x = tape.var("x", 0.3)

@@ -32,6 +32,23 @@ def test_diff_prints_every_order_at_the_point():
     assert "tape: 8 nodes for f" in done.stdout
 
 
+def test_method_chooses_taylor_mode_or_gen_graph_with_equal_values(capsys):
+    counts, values = {}, {}
+    for method in ("graph", "taylor", "auto"):
+        assert main(["diff", "tanh(tanh(tanh(x)))", "--wrt", "x", "--order", "10", "--at", "x=0.3",
+                     "--method", method, "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        counts[method] = [d.get("new_nodes") for d in out["derivatives"][1:]]
+        values[method] = [d["value"] for d in out["derivatives"]]
+        assert sum(counts[method]) == out["nodes"]["tape"] - out["nodes"]["f"]
+    # F4 of the benchmark: 445 nodes for all ten orders in Taylor mode, 824 by repeated gen_graph
+    assert sum(counts["taylor"]) == 445 and sum(counts["graph"]) == 824
+    assert counts["auto"] == counts["taylor"]
+    assert values["taylor"] == pytest.approx(values["graph"], rel=1e-10)
+    assert main(["verify", "tanh(x)", "--wrt", "x", "--order", "4", "--method", "taylor"]) == 0
+    assert "result: 4 pass" in capsys.readouterr().out
+
+
 def test_json_output_with_mixed_derivative_and_sympy_check(capsys):
     status = main(["diff", "x*y + sin(x)", "--wrt", "x", "--wrt", "y", "--at", "x=0.5,y=4.2", "--sympy", "--json"])
     out = json.loads(capsys.readouterr().out)

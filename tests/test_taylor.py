@@ -302,3 +302,37 @@ def test_taylor_grows_quadratically():
         sizes.append(len(tape) - mark)
     exponent = math.log(sizes[2] / sizes[1]) / math.log(2)
     assert 1.7 < exponent < 2.2
+
+
+@pytest.mark.parametrize("method", ["auto", "graph", "taylor"])
+def test_derivatives_lists_every_order_with_the_nodes_made_for_it(method):
+    tape = Tape()
+    x, y = tape.var("x", 0.7), tape.var("y", 1.3)
+    z = exp(-x * x / 2) * sin(y * x)
+    start = len(tape)
+    steps = sad.derivatives(z, x, 4, y, method=method)
+    expr = z.to_sympy()
+    X, Y = sympy.symbols("x y")
+    wanted = [sympy.diff(expr, X, k) for k in range(1, 5)] + [sympy.diff(expr, X, 4, Y)]
+    for step, reference in zip(steps, wanted, strict=True):
+        assert close(step.term.eval(), float(reference.subs({X: 0.7, Y: 1.3})), rtol=1e-10)
+    # every appended node is attributed to exactly one order, and no order claims another's
+    appended = [i for step in steps for i in step.appended]
+    assert sorted(appended) == list(range(start, len(tape)))
+    taylor = method == "taylor" or method == "auto"
+    assert [s.method for s in steps] == ["taylor" if taylor else "graph"] * 4 + [
+        "taylor" if method == "taylor" else "graph"]
+    if taylor:  # Taylor mode: the nodes of order k are tagged k
+        assert all(tape.orders[i] == k for k, step in enumerate(steps[:4], 1) for i in step.appended)
+
+
+def test_derivatives_refuses_bad_arguments_and_keeps_the_tape():
+    tape = Tape()
+    x = tape.var("x")
+    z = sin(x) * x
+    length = len(tape)
+    with pytest.raises(ValueError, match="method must be 'auto', 'graph' or 'taylor', got 'fast'"):
+        sad.derivatives(z, x, 3, method="fast")
+    with pytest.raises(TypeError, match="must follow a var"):
+        sad.derivatives(z, 3)
+    assert len(tape) == length
