@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import subgraph_ad as sad
-from subgraph_ad.derive import AUTO_TAYLOR_FROM
+from subgraph_ad.derive import AUTO_TAYLOR_SURE
 from subgraph_ad.testing import check_against_sympy
 
 tape = sad.Tape()
@@ -35,7 +35,7 @@ start = len(taylor_tape)
 sixth = sad.taylor_graph(g, t, 6)[-1]
 assert abs(sixth.eval() - d.eval()) <= 1e-12 * abs(d.eval())
 print(f"Taylor mode builds all 6 orders in {len(taylor_tape) - start} nodes (same values); "
-      f"f.diff(x, n) picks it from order {AUTO_TAYLOR_FROM} on")
+      f"f.diff(x, n) picks it when it appends fewer nodes (from order {AUTO_TAYLOR_SURE} on, always)")
 
 out = Path("out")
 out.mkdir(exist_ok=True)

@@ -198,7 +198,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
     check = None
     if args.sympy:
-        check = check_against_sympy(f, *wrts, method=args.method)  # the derivatives built above
+        check = check_against_sympy(f, *wrts, derivative=derivatives[-1])  # as built above
     rows = [("f", [], f.eval(), None)] + [
         (leibniz(names[:k]), names[:k], d.eval(), new_nodes[k - 1]) for k, d in enumerate(derivatives, 1)
     ]
@@ -335,7 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     def method(p: argparse.ArgumentParser) -> None:
         p.add_argument("--method", choices=["auto", "graph", "taylor"], default="auto",
                        help="how: repeated gen_graph passes (graph), Taylor mode (taylor) or, as "
-                            "diff() does, Taylor for 3 or more orders by one var (auto, default)")
+                            "diff() does, whichever appends fewer nodes (auto, default)")
 
     def drawing(p: argparse.ArgumentParser) -> None:
         p.add_argument("--precision", type=int, metavar="N", help="show node values with N significant digits")

@@ -12,10 +12,11 @@ y + cos(x)
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, NamedTuple, Optional
 
 from .functions import log
-from .tape import Callback, Node, Tape, Term, dependencies
+from .tape import Callback, LimitError, Node, Tape, Term, dependencies
 from .taylor import taylor_diff, taylor_graph
 
 D = Optional[Term]  # a derivative: a Term, or None for a structural zero
@@ -132,13 +133,59 @@ def parse_diff_args(args: tuple[Any, ...]) -> list[Term]:
     return out
 
 
-#: ``method="auto"`` uses Taylor mode for this many or more repeats of one var in a row: from
-#: order 3 on it appends fewer nodes on most graphs (see docs/performance.md).
+#: ``method="auto"``: a run of fewer repeats of one var than this is differentiated by gen_graph,
 AUTO_TAYLOR_FROM = 3
+#: a run of this many or more in Taylor mode, and in between both are tried (and rolled back) and
+#: the one that appends fewer nodes is built, Taylor on a tie: at 3–7 orders either can be
+#: smaller (see docs/performance.md), from 8 on Taylor mode almost always is, and repeated
+#: gen_graph gets expensive to try.
+AUTO_TAYLOR_SURE = 8
 
 
-def _runs(z: Term, args: tuple[Any, ...], method: str) -> list[tuple[Term, int, bool]]:
-    """The vars of ``diff``-style args as runs (var, count, in Taylor mode?), checked."""
+class _Measured(Exception):
+    """Internal: carries a trial build's size out of the transaction that undoes it."""
+
+
+def _ignore(term: Term) -> None:
+    """The listener of a trial build: its nodes are rolled back, nobody is told of them."""
+
+
+def _appends(tape: Tape, build: Callable[[], Any]) -> float:
+    """How many nodes ``build()`` appends, measured and then rolled back (infinitely many if it
+    passes the tape's ``max_nodes``: then the other way is taken, and may fit)."""
+    mark = len(tape)
+    try:
+        with tape.transaction(_ignore):
+            build()
+            raise _Measured(len(tape) - mark)
+    except _Measured as measured:
+        return measured.args[0]
+    except LimitError:
+        return math.inf
+
+
+def _graph_run(z: Term, w: Term, count: int, callback: Callback | None = None) -> list[Term]:
+    """``count`` gen_graph passes by w: each derivative of the run."""
+    out = []
+    for _ in range(count):
+        z = gen_graph(z, w, callback)
+        out.append(z)
+    return out
+
+
+def _taylor_mode(method: str, count: int, tape: Tape, taylor: Callable[[], Any],
+                 graph: Callable[[], Any]) -> bool:
+    """Whether a run of ``count`` repeats of one var is built in Taylor mode (see
+    ``AUTO_TAYLOR_SURE``); ``taylor`` and ``graph`` build the run each way, for a trial."""
+    if method != "auto":
+        return method == "taylor"
+    if count < AUTO_TAYLOR_FROM or count >= AUTO_TAYLOR_SURE:
+        return count >= AUTO_TAYLOR_SURE
+    return _appends(tape, taylor) <= _appends(tape, graph)
+
+
+def _runs(z: Term, args: tuple[Any, ...], method: str) -> list[tuple[Term, int]]:
+    """The vars of ``diff``-style args as runs (var, repeats), checked."""
     wrts = parse_diff_args(args)
     for w in wrts:
         z.tape.check_var(w, "wrt")
@@ -150,16 +197,17 @@ def _runs(z: Term, args: tuple[Any, ...], method: str) -> list[tuple[Term, int, 
             runs[-1] = (w, runs[-1][1] + 1)
         else:
             runs.append((w, 1))
-    return [(w, count, method == "taylor" or (method == "auto" and count >= AUTO_TAYLOR_FROM))
-            for w, count in runs]
+    return runs
 
 
 def diff(z: Term, *args: Any, method: str = "auto", callback: Callback | None = None) -> Term:
     """Repeated differentiation, SymPy-style: ``diff(z, x, 2, y)`` is d3z/dx2dy.
 
     ``method`` is ``"graph"`` (repeated gen_graph), ``"taylor"`` (each run of one var in Taylor
-    mode, see taylor.py) or ``"auto"``: Taylor for a run of ``AUTO_TAYLOR_FROM`` or more, else
-    gen_graph. All give the same values. The whole call is one transaction.
+    mode, see taylor.py) or ``"auto"``: per run of one var, gen_graph below
+    ``AUTO_TAYLOR_FROM`` repeats, Taylor mode from ``AUTO_TAYLOR_SURE`` on, and in between
+    whichever appends fewer nodes (both are tried). All give the same values. The whole call is
+    one transaction.
 
     >>> from subgraph_ad import Tape, tanh
     >>> tape = Tape(); x = tape.var("x", 0.3)
@@ -168,14 +216,16 @@ def diff(z: Term, *args: Any, method: str = "auto", callback: Callback | None = 
     True
     """
     runs = _runs(z, args, method)
-    with z.tape.transaction():
+    tape = z.tape
+    with tape.transaction():
         result = z
-        for w, count, taylor in runs:
-            if taylor:
-                result = taylor_diff(result, w, count, callback)
+        for w, count in runs:
+            start = result
+            if _taylor_mode(method, count, tape, lambda: taylor_diff(start, w, count),
+                            lambda: _graph_run(start, w, count)):
+                result = taylor_diff(start, w, count, callback)
             else:
-                for _ in range(count):
-                    result = gen_graph(result, w, callback)
+                result = _graph_run(start, w, count, callback)[-1]
         return result
 
 
@@ -205,7 +255,7 @@ def derivatives(z: Term, *args: Any, method: str = "auto", callback: Callback | 
     steps: list[Step] = []
     with tape.transaction():
         result = z
-        for w, count, taylor in runs:
+        for w, count in runs:
             appended: list[int] = []
 
             def collect(t: Term, appended: list[int] = appended) -> None:
@@ -213,7 +263,9 @@ def derivatives(z: Term, *args: Any, method: str = "auto", callback: Callback | 
                 if callback is not None:
                     callback(t)
 
-            if taylor:
+            start = result
+            if _taylor_mode(method, count, tape, lambda: taylor_graph(start, w, count),
+                            lambda: _graph_run(start, w, count)):
                 base = tape.orders[result.index]
                 terms = taylor_graph(result, w, count, collect)
                 orders = [tape.orders[i] - base for i in appended]

@@ -17,6 +17,17 @@ def test_a_correct_derivative_passes_symbolically_and_numerically():
     assert "pass" in str(report) and "dxdxdx" in str(report)
 
 
+def test_a_given_derivative_is_checked_as_built():
+    tape = Tape()
+    x = tape.var("x", 0.5)
+    f = exp(-x**2 / 2)
+    d3 = f.diff(x, 3)
+    length = len(tape)
+    assert check_against_sympy(f, x, 3, derivative=d3).status == "pass" and len(tape) == length
+    report = check_against_sympy(f, x, 3, derivative=f.diff(x, 2))  # the wrong order: caught
+    assert report.status == "fail"
+
+
 def test_mixed_partials_pass():
     tape = Tape()
     x, y = tape.var("x"), tape.var("y")
