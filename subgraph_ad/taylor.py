@@ -262,8 +262,10 @@ class _Taylor:
             return type(node.payload) is Sqrt
         return node.op == "pow" and self.tape.nodes[node.args[1]] == Node("const", (), 0.5)
 
-    def unary_form(self, i: int) -> tuple[int, Optional[int]]:
-        """(u, g) with dy = g·du for a fn or pow node, building g from the node's own rule."""
+    def unary_form(self, i: int) -> tuple[int, Optional[int], float]:
+        """(u, g, c) with dy = c·g·du for a fn or pow node, building c·g from the node's own rule.
+        The constant factor and sign c are split off (``canon``), so products read g's own
+        coefficients: cos' = -sin uses those of sin, not a forwarding series of its own."""
         tape = self.tape
         node = tape.nodes[i]
         y = self.term(i)
@@ -282,14 +284,19 @@ class _Taylor:
             else:
                 u = (b * log(a)).index
                 g = y
-        return u, None if g is None else g.index
+        if g is None:
+            return u, None, 1.0
+        c, t = self.canon((1.0, g.index)) or (0.0, None)
+        if c == 0.0:
+            return u, None, 1.0
+        return (u, g.index, 1.0) if t is None else (u, t, c)
 
     # -- the recurrences ----------------------------------------------------------------------
     def form(self, i: int) -> Form:
         """How the coefficients of node i are computed, worked out once per node:
         ``("zero",)`` (free of wrt), ``("var",)`` (wrt itself), ``("add", a, b)``, ``("sub", a, b)``,
         ``("neg", a)`` (also -sin/-cos as their alias), ``("mul", a, b)``, ``("div", a, b)``,
-        ``("root", u)`` (sqrt), ``("unary", u, g)`` (g None: a zero derivative)."""
+        ``("root", u)`` (sqrt), ``("unary", u, g, c)`` (dy = c·g·du; g None: a zero derivative)."""
         found = self.forms.get(i)
         if found is not None:
             return found
@@ -327,9 +334,9 @@ class _Taylor:
             return [((i, j), (i, k - j), -1.0) for j in range(1, k)]
         if kind != "unary" or form[2] is None:
             return []
-        u, g = form[1], form[2]
+        u, g, c = form[1], form[2], form[3]
         low, high = max(1, k - self.degree(g)), min(k, self.degree(u))
-        return [((u, j), (g, k - j), float(j)) for j in range(low, high + 1)]
+        return [((u, j), (g, k - j), c * j) for j in range(low, high + 1)]
 
     def get(self, i: int, k: int) -> Lazy:
         """Coefficient k of node i in canonical form (see ``canon``), or None for zero."""
