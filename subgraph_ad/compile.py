@@ -31,6 +31,7 @@ array([0.        , 2.84147098])
 from __future__ import annotations
 
 import functools
+import math
 import os
 import threading
 import warnings
@@ -305,8 +306,6 @@ def _exec(source: str, namespace: dict[str, Any], label: str) -> Callable[..., A
 def _numba_kernel(program: Program, scalars: tuple[bool, ...]) -> tuple[Callable[..., Any], str]:
     """Compile the loop with Numba, eagerly (so compile errors surface here, not at call time),
     for inputs that are arrays or, where ``scalars`` says so, single numbers."""
-    import math
-
     import numba
 
     source, namespace = expression_source(program, numba=True, scalars=scalars)
@@ -408,7 +407,7 @@ class Compiled:
         return self._kernels[scalars]
 
     def _arrays(self, arrays: list[np.ndarray], shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
-        size = int(np.prod(shape))
+        size = math.prod(shape)
         # A single number stays one (a ufunc or the kernel broadcasts it, no copy per point);
         # other broadcasts are copied, as the kernel takes contiguous arrays of the points.
         flat = [np.float64(a) if a.ndim == 0 else
