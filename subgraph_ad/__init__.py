@@ -3,7 +3,7 @@
 from . import testing
 from .animate import Animation, animate
 from .compile import lambdify
-from .derive import Step, derivatives, diff, gen_graph
+from .derive import gen_graph
 from .functions import (
     FUNCTIONS,
     SinFn,
@@ -19,6 +19,7 @@ from .functions import (
     tanh,
 )
 from .numeric import Grad
+from .orders import Step, derivatives, diff
 from .parse import ParseError, parse
 from .render import GraphTooLarge, GraphvizError, GraphvizNotFound
 from .sympy_bridge import SympyConversionError

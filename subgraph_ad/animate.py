@@ -44,7 +44,7 @@ from .render import (
     run_graphviz,
     svg_element,
 )
-from .derive import derivatives as derivative_steps
+from .orders import derivatives as derivative_steps
 from .tape import Tape, Term, dependencies
 
 FORMATS = ("html", "svg", "gif")

@@ -1,4 +1,4 @@
-"""Derivative subgraphs: ``gen_graph`` appends the nodes of dz/dx to the tape; ``diff`` repeats it.
+"""Derivative subgraphs: ``gen_graph`` appends the nodes of dz/dx to the tape (``orders`` repeats it).
 
 One forward pass in tape order over the nodes z depends on. Each node's derivative is built
 by a rule written with Terms (so it can be differentiated again), memoised per node on the
@@ -12,12 +12,10 @@ y + cos(x)
 
 from __future__ import annotations
 
-import math
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Callable, Optional
 
 from .functions import log
-from .tape import Callback, LimitError, Node, Tape, Term, dependencies
-from .taylor import taylor_diff, taylor_graph
+from .tape import Callback, Node, Tape, Term, dependencies
 
 D = Optional[Term]  # a derivative: a Term, or None for a structural zero
 
@@ -110,171 +108,3 @@ def _forward(tape: Tape, root: int, w: int) -> int | None:
         tape.remember(i, w, None if result is None else result.index)
     final = d[root]
     return None if final is None else final.index
-
-
-def parse_diff_args(args: tuple[Any, ...]) -> list[Term]:
-    """SymPy-style ``(x, 3, y)`` -> ``[x, x, x, y]``; a count follows the var it repeats."""
-    if not args:
-        raise TypeError("diff() needs at least one var, e.g. z.diff(x) or z.diff(x, 2, y)")
-    out: list[Term] = []
-    for i, a in enumerate(args):
-        if isinstance(a, Term):
-            out.append(a)
-        elif isinstance(a, int) and not isinstance(a, bool):
-            if not out or not isinstance(args[i - 1], Term):
-                raise TypeError(f"diff(): the count {a} at position {i} must follow a var")
-            if a < 0:
-                raise ValueError(f"diff(): a derivative order must be >= 0, got {a}")
-            out.extend([out[-1]] * (a - 1))
-            if a == 0:
-                out.pop()
-        else:
-            raise TypeError(f"diff() takes vars and int counts, got {type(a).__name__} {a!r} at position {i}")
-    return out
-
-
-#: ``method="auto"``: a run of fewer repeats of one var than this is differentiated by gen_graph,
-AUTO_TAYLOR_FROM = 3
-#: a run of this many or more in Taylor mode, and in between both are tried (and rolled back) and
-#: the one that appends fewer nodes is built, Taylor on a tie: at 3–7 orders either can be
-#: smaller (see docs/performance.md), from 8 on Taylor mode almost always is, and repeated
-#: gen_graph gets expensive to try.
-AUTO_TAYLOR_SURE = 8
-
-
-class _Measured(Exception):
-    """Internal: carries a trial build's size out of the transaction that undoes it."""
-
-
-def _ignore(term: Term) -> None:
-    """The listener of a trial build: its nodes are rolled back, nobody is told of them."""
-
-
-def _appends(tape: Tape, build: Callable[[], Any]) -> float:
-    """How many nodes ``build()`` appends, measured and then rolled back (infinitely many if it
-    passes the tape's ``max_nodes``: then the other way is taken, and may fit)."""
-    mark = len(tape)
-    try:
-        with tape.transaction(_ignore):
-            build()
-            raise _Measured(len(tape) - mark)
-    except _Measured as measured:
-        return measured.args[0]
-    except LimitError:
-        return math.inf
-
-
-def _graph_run(z: Term, w: Term, count: int, callback: Callback | None = None) -> list[Term]:
-    """``count`` gen_graph passes by w: each derivative of the run."""
-    out = []
-    for _ in range(count):
-        z = gen_graph(z, w, callback)
-        out.append(z)
-    return out
-
-
-def _taylor_mode(method: str, count: int, tape: Tape, taylor: Callable[[], Any],
-                 graph: Callable[[], Any]) -> bool:
-    """Whether a run of ``count`` repeats of one var is built in Taylor mode (see
-    ``AUTO_TAYLOR_SURE``); ``taylor`` and ``graph`` build the run each way, for a trial."""
-    if method != "auto":
-        return method == "taylor"
-    if count < AUTO_TAYLOR_FROM or count >= AUTO_TAYLOR_SURE:
-        return count >= AUTO_TAYLOR_SURE
-    return _appends(tape, taylor) <= _appends(tape, graph)
-
-
-def _runs(z: Term, args: tuple[Any, ...], method: str) -> list[tuple[Term, int]]:
-    """The vars of ``diff``-style args as runs (var, repeats), checked."""
-    wrts = parse_diff_args(args)
-    for w in wrts:
-        z.tape.check_var(w, "wrt")
-    if method not in ("auto", "graph", "taylor"):
-        raise ValueError(f"diff(): method must be 'auto', 'graph' or 'taylor', got {method!r}")
-    runs: list[tuple[Term, int]] = []
-    for w in wrts:
-        if runs and runs[-1][0] == w:
-            runs[-1] = (w, runs[-1][1] + 1)
-        else:
-            runs.append((w, 1))
-    return runs
-
-
-def diff(z: Term, *args: Any, method: str = "auto", callback: Callback | None = None) -> Term:
-    """Repeated differentiation, SymPy-style: ``diff(z, x, 2, y)`` is d3z/dx2dy.
-
-    ``method`` is ``"graph"`` (repeated gen_graph), ``"taylor"`` (each run of one var in Taylor
-    mode, see taylor.py) or ``"auto"``: per run of one var, gen_graph below
-    ``AUTO_TAYLOR_FROM`` repeats, Taylor mode from ``AUTO_TAYLOR_SURE`` on, and in between
-    whichever appends fewer nodes (both are tried). All give the same values. The whole call is
-    one transaction.
-
-    >>> from subgraph_ad import Tape, tanh
-    >>> tape = Tape(); x = tape.var("x", 0.3)
-    >>> z = tanh(x)
-    >>> abs(z.diff(x, 5, method="taylor").eval() - z.diff(x, 5, method="graph").eval()) < 1e-12
-    True
-    """
-    runs = _runs(z, args, method)
-    tape = z.tape
-    with tape.transaction():
-        result = z
-        for w, count in runs:
-            start = result
-            if _taylor_mode(method, count, tape, lambda: taylor_diff(start, w, count),
-                            lambda: _graph_run(start, w, count)):
-                result = taylor_diff(start, w, count, callback)
-            else:
-                result = _graph_run(start, w, count, callback)[-1]
-        return result
-
-
-class Step(NamedTuple):
-    """One derivative along a ``derivatives`` sequence, the nodes appended for it and how it was
-    built (``"graph"``: a gen_graph pass, ``"taylor"``: one order of a Taylor-mode run)."""
-
-    term: Term
-    appended: tuple[int, ...]
-    method: str
-
-
-def derivatives(z: Term, *args: Any, method: str = "auto", callback: Callback | None = None) -> list[Step]:
-    """Every derivative along ``diff``-style args, each with the nodes appended for it:
-    ``derivatives(z, x, 2, y)`` gives dz/dx, d2z/dx2 and d3z/dx2dy (what a table of all orders,
-    or an animation of them, needs). Same ``method`` rule as ``diff``; a Taylor-mode run builds
-    all its orders at once and attributes each node to the order that first needed it. One
-    transaction.
-
-    >>> from subgraph_ad import Tape
-    >>> tape = Tape(); x = tape.var("x", 0.5); y = tape.var("y", 2.0)
-    >>> [s.term.to_sympy() for s in derivatives(x**3 * y, x, 3, y)]
-    [3*x**2*y, 6*x*y, 6*y, 6]
-    """
-    runs = _runs(z, args, method)
-    tape = z.tape
-    steps: list[Step] = []
-    with tape.transaction():
-        result = z
-        for w, count in runs:
-            appended: list[int] = []
-
-            def collect(t: Term, appended: list[int] = appended) -> None:
-                appended.append(t.index)
-                if callback is not None:
-                    callback(t)
-
-            start = result
-            if _taylor_mode(method, count, tape, lambda: taylor_graph(start, w, count),
-                            lambda: _graph_run(start, w, count)):
-                base = tape.orders[result.index]
-                terms = taylor_graph(result, w, count, collect)
-                orders = [tape.orders[i] - base for i in appended]
-                steps += [Step(t, tuple(i for i, k in zip(appended, orders) if k == order), "taylor")
-                          for order, t in enumerate(terms, 1)]
-                result = terms[-1]
-            else:
-                for _ in range(count):
-                    result = gen_graph(result, w, collect)
-                    steps.append(Step(result, tuple(appended), "graph"))
-                    appended.clear()
-        return steps

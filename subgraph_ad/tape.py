@@ -489,7 +489,7 @@ class Term:
 
     def diff(self, *args: Any, method: str = "auto", callback: Callback | None = None) -> Term:
         """SymPy-style repeated differentiation: ``z.diff(x, 3)``, ``z.diff(x, 2, y)``."""
-        from .derive import diff
+        from .orders import diff
 
         return diff(self, *args, method=method, callback=callback)
 

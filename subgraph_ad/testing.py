@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from .derive import parse_diff_args
+from .orders import parse_diff_args
 from .tape import Term, dependencies
 
 #: Relative tolerance: high-order derivatives lose a few digits to rounding, never 7.

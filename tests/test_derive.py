@@ -213,24 +213,6 @@ def test_wrt_from_another_tape_or_not_a_var():
         sin(x).gen_graph(x * 2)
 
 
-@pytest.mark.parametrize("args, error", [((), TypeError), ((2,), TypeError), (("x",), TypeError)])
-def test_diff_argument_errors(args, error):
-    tape = Tape()
-    x = tape.var("x")
-    with pytest.raises(error):
-        sin(x).diff(*args)
-
-
-def test_diff_counts_follow_sympy():
-    tape = Tape()
-    x, y = tape.var("x", 0.4), tape.var("y", 0.9)
-    f = exp(x * y)
-    assert f.diff(x, 0).index == f.index
-    assert close(f.diff(x, 2, y).eval(), sympy_value(sympy.diff(sympy.exp(X * Y), X, 2, Y), x=0.4, y=0.9))
-    with pytest.raises(ValueError, match=">= 0"):
-        f.diff(x, -1)
-
-
 def test_keyboard_interrupt_during_gen_graph_restores_the_tape():
     tape = Tape()
     x = tape.var("x", 0.5)
