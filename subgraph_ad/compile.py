@@ -425,6 +425,8 @@ class Compiled:
         return tuple(o.reshape(shape) for o in outs)
 
     def _numba_worker(self, flat: list[np.ndarray], outs: list[np.ndarray]) -> Callable[[], Run]:
+        """The kernel for this pattern of numbers and arrays; it keeps no state, so every thread
+        runs the same one."""
         kernel = self._kernel(tuple(v.ndim == 0 for v in flat))
 
         def run(a: int, b: int) -> None:
