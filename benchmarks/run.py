@@ -7,9 +7,10 @@ available), JAX (nested grad + jit(vmap)) and PyTorch (nested autograd.grad with
 Sizes: ours = nodes appended after f is built (all orders up to n); SymPy = count_ops of the
 n-th derivative and of its cse form; SymEngine = count_ops; JAX = jaxpr equations; PyTorch =
 autograd graph nodes reachable from the n-th derivative. Times are medians of --repeats runs
-(builds of ours and SymEngine, which take a millisecond or less: at least BUILD_RUNS), garbage collector paused as in timeit; every
-build starts from a built expression (ours: f on a fresh tape, made untimed before each run);
-evaluation is on 100,000 points in [-2, 2] (F5: w1 in [1.1, 3], where log(w1) > 0).
+(more for what is quick: builds of ours and SymEngine at least BUILD_RUNS, evaluations up to 25
+after a warm-up call), garbage collector paused as in timeit; every build starts from a built
+expression (ours: f on a fresh tape, made untimed before each run). Evaluation is on 100,000
+points in [-2, 2] (F5: w1 in [1.1, 3], where log(w1) > 0).
 A peer whose build + compile times 4 (its growth per order) passes --cap seconds is not run at
 higher orders of that function, PyTorch not past n = 6 and JAX not past n = 8 (memory); the
 JSON records them as skipped. Writes benchmarks/results/bench.json and sizes.png.
@@ -68,6 +69,16 @@ def median_time(fn: Callable[..., Any], repeats: int, setup: Callable[[], tuple]
     return statistics.median(times), result
 
 
+def eval_median(fn: Callable[[], Any], repeats: int) -> float:
+    """Median time of an evaluation after one untimed warm-up call: at least ``repeats`` runs,
+    and more (up to 25) when a run is short, so that a sub-millisecond evaluation's median is
+    not at the mercy of a few slow runs on a shared VM (it is for every tool alike)."""
+    t0 = time.perf_counter()
+    fn()
+    first = time.perf_counter() - t0
+    return median_time(fn, max(repeats, min(25, int(0.05 / max(first, 1e-9)))))[0]
+
+
 # -- ours -----------------------------------------------------------------------------------------
 def ours(name: str, n: int, method: str, repeats: int, backends: list[str]) -> dict[str, Any]:
     def build(tape: Any, f: Any, x: Any) -> tuple[int, Any, Any, Any]:
@@ -87,8 +98,7 @@ def ours(name: str, n: int, method: str, repeats: int, backends: list[str]) -> d
     args = [points_for(name)] + [v.value for v in others]
     for backend in backends:
         compile_time, g = median_time(lambda: sad.lambdify([x] + others, d, backend=backend), 1 if backend == "numba" else repeats)
-        g(*args)  # warm
-        eval_time, _ = median_time(lambda: g(*args), max(repeats, 5))
+        eval_time = eval_median(lambda: g(*args), repeats)
         row[f"compile_{backend}"] = compile_time
         row[f"eval_{backend}"] = eval_time
     return row
@@ -103,6 +113,7 @@ def sympy_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
     X = sympy.Symbol(x.name)
     others = [v for v in tape.vars.values() if v != x]
     subs = {sympy.Symbol(v.name): v.value for v in others}
+
     def cold() -> tuple:
         """SymPy memoises (sympy.core.cache): uncleared, a repeat or the order after another
         would mostly time cache hits of the previous run (5x faster on F3 at n = 6)."""
@@ -116,8 +127,7 @@ def sympy_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
     compile_time, g = median_time(lambda: sympy.lambdify([X], d, "numpy", cse=True), 1)
     pts = points_for(name)
     with np.errstate(all="ignore"):
-        g(pts)
-        eval_time, _ = median_time(lambda: g(pts), repeats)
+        eval_time = eval_median(lambda: g(pts), repeats)
     return {"size": int(sympy.count_ops(d)), "size_cse": int(cse_ops), "build": build_time,
             "compile": compile_time, "eval": eval_time}
 
@@ -135,8 +145,7 @@ def symengine_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
     compile_time, g = median_time(lambda: se.lambdify([X], [d], backend=backend, cse=True), 1)
     pts = points_for(name)
     with np.errstate(all="ignore"):
-        g(pts)
-        eval_time, _ = median_time(lambda: g(pts), repeats)
+        eval_time = eval_median(lambda: g(pts), repeats)
     return {"size": int(se.count_ops(d)), "build": build_time, "compile": compile_time, "eval": eval_time,
             "backend": backend}
 
@@ -161,8 +170,7 @@ def jax_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
     build_time, (d, eqns) = median_time(build, 1 if n > 5 else repeats)
     pts = jnp.asarray(points_for(name))
     compile_time, g = median_time(lambda: jax.jit(jax.vmap(d)).lower(pts).compile(), 1)
-    g(pts).block_until_ready()
-    eval_time, _ = median_time(lambda: g(pts).block_until_ready(), repeats)
+    eval_time = eval_median(lambda: g(pts).block_until_ready(), repeats)
     return {"size": eqns, "build": build_time, "compile": compile_time, "eval": eval_time}
 
 
@@ -188,7 +196,7 @@ def torch_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
             continue
         seen.add(node)
         stack.extend(nxt for nxt, _ in node.next_functions)
-    eval_time, _ = median_time(lambda: run(POINTS), repeats)  # define-by-run: build + eval at once
+    eval_time = eval_median(lambda: run(POINTS), repeats)  # define-by-run: build + eval at once
     return {"size": len(seen), "build": build_time, "compile": 0.0, "eval": eval_time}
 
 
