@@ -71,7 +71,7 @@ class Frame:
 
 @dataclass(frozen=True)
 class Recording:
-    """What the gen_graph passes did: the drawn nodes, the frame each appears in, the frames."""
+    """What the passes did (gen_graph passes, or the orders of a Taylor run): the drawn nodes, the frame each appears in, the frames."""
 
     tape: Tape
     term: Term
@@ -97,7 +97,7 @@ class Animation:
     frames: int
     nodes: int
     new_nodes: int
-    added: tuple[int, ...]  # how much each gen_graph pass grew the tape
+    added: tuple[int, ...]  # how much each pass (each order) grew the tape
 
     @property
     def result(self) -> Term:
