@@ -71,7 +71,8 @@ class Frame:
 
 @dataclass(frozen=True)
 class Recording:
-    """What the passes did (gen_graph passes, or the orders of a Taylor run): the drawn nodes, the frame each appears in, the frames."""
+    """What the passes did (gen_graph passes, or the orders of a Taylor run): the drawn nodes,
+    the frame each appears in, the frames."""
 
     tape: Tape
     term: Term
