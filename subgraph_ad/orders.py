@@ -11,7 +11,7 @@ between the two (``method="auto"``).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple
 
 from .derive import gen_graph
 from .tape import Callback, LimitError, Tape, Term
@@ -41,10 +41,9 @@ def parse_diff_args(args: tuple[Any, ...]) -> list[Term]:
 
 #: ``method="auto"``: a run of fewer repeats of one var than this is differentiated by gen_graph,
 AUTO_TAYLOR_FROM = 3
-#: a run of this many or more in Taylor mode, and in between both are tried (and rolled back) and
-#: the one that appends fewer nodes is built, Taylor on a tie: at 3–7 orders either can be
-#: smaller (see docs/performance.md), from 8 on Taylor mode almost always is, and repeated
-#: gen_graph gets expensive to try.
+#: a run of this many or more in Taylor mode, and in between by whichever appends fewer nodes,
+#: Taylor on a tie: at 3–7 orders either can be smaller (see docs/performance.md), from 8 on
+#: Taylor mode almost always is, and repeated gen_graph gets expensive to try.
 AUTO_TAYLOR_SURE = 8
 
 
@@ -70,24 +69,44 @@ def _appends(tape: Tape, build: Callable[[], Any]) -> float:
         return math.inf
 
 
-def _graph_run(z: Term, w: Term, count: int, callback: Callback | None = None) -> list[Term]:
-    """``count`` gen_graph passes by w: each derivative of the run."""
-    out = []
+def _graph_run_each(z: Term, w: Term, count: int, callback: Callback | None = None) -> Iterator[Term]:
+    """``count`` gen_graph passes by w, yielding each derivative as soon as it is built."""
     for _ in range(count):
         z = gen_graph(z, w, callback)
-        out.append(z)
-    return out
+        yield z
 
 
-def _taylor_mode(method: str, count: int, tape: Tape, taylor: Callable[[], Any],
-                 graph: Callable[[], Any]) -> bool:
-    """Whether a run of ``count`` repeats of one var is built in Taylor mode (see
-    ``AUTO_TAYLOR_SURE``); ``taylor`` and ``graph`` build the run each way, for a trial."""
-    if method != "auto":
-        return method == "taylor"
-    if count < AUTO_TAYLOR_FROM or count >= AUTO_TAYLOR_SURE:
-        return count >= AUTO_TAYLOR_SURE
-    return _appends(tape, taylor) <= _appends(tape, graph)
+def _graph_run(z: Term, w: Term, count: int, callback: Callback | None = None) -> list[Term]:
+    """``count`` gen_graph passes by w: each derivative of the run."""
+    return list(_graph_run_each(z, w, count, callback))
+
+
+def _build_run(tape: Tape, method: str, count: int, taylor: Callable[[Callback | None], Any],
+               graph: Callable[[Callback | None], Any], callback: Callback | None) -> tuple[bool, Any]:
+    """Build a run of ``count`` repeats of one var in Taylor mode (``taylor(callback)``) or by
+    gen_graph passes (``graph(callback)``) as ``method`` says: (Taylor mode?, what it returned).
+
+    ``"auto"`` at 3–7 repeats measures the gen_graph run on trial (rolled back), then builds in
+    Taylor mode and keeps that unless it appended more (or passed ``max_nodes``), in which case
+    it is undone and the gen_graph run is built. The callback sees only the nodes kept.
+    """
+    if method != "auto" or not AUTO_TAYLOR_FROM <= count < AUTO_TAYLOR_SURE:
+        in_taylor = method == "taylor" or (method == "auto" and count >= AUTO_TAYLOR_SURE)
+        return in_taylor, (taylor if in_taylor else graph)(callback)
+    limit = _appends(tape, lambda: graph(None))
+    kept: list[Term] = []
+    mark = len(tape)
+    try:
+        with tape.transaction(kept.append):
+            result = taylor(None)
+            if len(tape) - mark > limit:
+                raise _Measured(len(tape) - mark)
+    except (_Measured, LimitError):
+        return False, graph(callback)
+    if callback is not None:
+        for term in kept:
+            callback(term)
+    return True, result
 
 
 def _runs(z: Term, args: tuple[Any, ...], method: str) -> list[tuple[Term, int]]:
@@ -112,7 +131,7 @@ def diff(z: Term, *args: Any, method: str = "auto", callback: Callback | None = 
     ``method`` is ``"graph"`` (repeated gen_graph), ``"taylor"`` (each run of one var in Taylor
     mode, see taylor.py) or ``"auto"``: per run of one var, gen_graph below
     ``AUTO_TAYLOR_FROM`` repeats, Taylor mode from ``AUTO_TAYLOR_SURE`` on, and in between
-    whichever appends fewer nodes (both are tried). All give the same values. The whole call is
+    whichever appends fewer nodes (``_build_run``). All give the same values. The whole call is
     one transaction.
 
     >>> from subgraph_ad import Tape, tanh
@@ -127,11 +146,10 @@ def diff(z: Term, *args: Any, method: str = "auto", callback: Callback | None = 
         result = z
         for w, count in runs:
             start = result
-            if _taylor_mode(method, count, tape, lambda: taylor_diff(start, w, count),
-                            lambda: _graph_run(start, w, count)):
-                result = taylor_diff(start, w, count, callback)
-            else:
-                result = _graph_run(start, w, count, callback)[-1]
+            in_taylor, built = _build_run(tape, method, count,
+                                          lambda cb: taylor_diff(start, w, count, cb),
+                                          lambda cb: _graph_run(start, w, count, cb), callback)
+            result = built if in_taylor else built[-1]
         return result
 
 
@@ -170,17 +188,22 @@ def derivatives(z: Term, *args: Any, method: str = "auto", callback: Callback | 
                     callback(t)
 
             start = result
-            if _taylor_mode(method, count, tape, lambda: taylor_graph(start, w, count),
-                            lambda: _graph_run(start, w, count)):
-                base = tape.orders[result.index]
-                terms = taylor_graph(result, w, count, collect)
+
+            def passes(cb: Callback | None, start: Term = start, w: Term = w, count: int = count,
+                       appended: list[int] = appended) -> list[tuple[Term, int]]:
+                """The gen_graph passes, each with where its nodes end in ``appended``."""
+                return [(d, len(appended)) for d in _graph_run_each(start, w, count, cb)]
+
+            base = tape.orders[start.index]
+            in_taylor, built = _build_run(tape, method, count,
+                                          lambda cb: taylor_graph(start, w, count, cb), passes, collect)
+            if in_taylor:  # each node goes with the order it is tagged with
                 orders = [tape.orders[i] - base for i in appended]
                 steps += [Step(t, tuple(i for i, k in zip(appended, orders) if k == order), "taylor")
-                          for order, t in enumerate(terms, 1)]
-                result = terms[-1]
+                          for order, t in enumerate(built, 1)]
+                result = built[-1]
             else:
-                for _ in range(count):
-                    result = gen_graph(result, w, collect)
-                    steps.append(Step(result, tuple(appended), "graph"))
-                    appended.clear()
+                ends = [0] + [end for _, end in built]
+                steps += [Step(t, tuple(appended[ends[k]:ends[k + 1]]), "graph") for k, (t, _) in enumerate(built)]
+                result = built[-1][0]
         return steps
