@@ -69,16 +69,11 @@ def _appends(tape: Tape, build: Callable[[], Any]) -> float:
         return math.inf
 
 
-def _graph_run_each(z: Term, w: Term, count: int, callback: Callback | None = None) -> Iterator[Term]:
+def _graph_run(z: Term, w: Term, count: int, callback: Callback | None = None) -> Iterator[Term]:
     """``count`` gen_graph passes by w, yielding each derivative as soon as it is built."""
     for _ in range(count):
         z = gen_graph(z, w, callback)
         yield z
-
-
-def _graph_run(z: Term, w: Term, count: int, callback: Callback | None = None) -> list[Term]:
-    """``count`` gen_graph passes by w: each derivative of the run."""
-    return list(_graph_run_each(z, w, count, callback))
 
 
 def _build_run(tape: Tape, method: str, count: int, taylor: Callable[[Callback | None], Any],
@@ -148,7 +143,7 @@ def diff(z: Term, *args: Any, method: str = "auto", callback: Callback | None = 
             start = result
             in_taylor, built = _build_run(tape, method, count,
                                           lambda cb: taylor_diff(start, w, count, cb),
-                                          lambda cb: _graph_run(start, w, count, cb), callback)
+                                          lambda cb: list(_graph_run(start, w, count, cb)), callback)
             result = built if in_taylor else built[-1]
         return result
 
@@ -188,19 +183,16 @@ def derivatives(z: Term, *args: Any, method: str = "auto", callback: Callback | 
                     callback(t)
 
             start = result
-
-            def passes(cb: Callback | None, start: Term = start, w: Term = w, count: int = count,
-                       appended: list[int] = appended) -> list[tuple[Term, int]]:
-                """The gen_graph passes, each with where its nodes end in ``appended``."""
-                return [(d, len(appended)) for d in _graph_run_each(start, w, count, cb)]
-
             base = tape.orders[start.index]
-            in_taylor, built = _build_run(tape, method, count,
-                                          lambda cb: taylor_graph(start, w, count, cb), passes, collect)
-            if in_taylor:  # each node goes with the order it is tagged with
-                orders = [tape.orders[i] - base for i in appended]
-                steps += [Step(t, tuple(i for i, k in zip(appended, orders) if k == order), "taylor")
-                          for order, t in enumerate(built, 1)]
+            # the gen_graph passes come with where each one's nodes end in ``appended``
+            in_taylor, built = _build_run(
+                tape, method, count, lambda cb: taylor_graph(start, w, count, cb),
+                lambda cb: [(d, len(appended)) for d in _graph_run(start, w, count, cb)], collect)
+            if in_taylor:  # a Taylor run tags each node with the order that first needed it
+                orders: list[list[int]] = [[] for _ in built]
+                for i in appended:
+                    orders[tape.orders[i] - base - 1].append(i)
+                steps += [Step(t, tuple(own), "taylor") for t, own in zip(built, orders)]
                 result = built[-1]
             else:
                 ends = [0] + [end for _, end in built]

@@ -280,14 +280,6 @@ class Tape:
             a, b = b, a
         return self._intern_node(Node(op, (a, b)))
 
-    def _plain(self, op: str, a: int, b: int) -> int:
-        """Intern op(a, b) as given, for operands no folding rule applies to (Taylor mode's
-        products of coefficients with their constants and signs factored out). The caller
-        orders them as ``_fold`` would: a constant first, else the lower index first."""
-        node = Node(op, (a, b))
-        found = self._intern.get(node)
-        return found if found is not None else self._push(node, node)
-
     # -- transactions ---------------------------------------------------------------------
     def remember(self, node: int, wrt: int, result: int | None) -> None:
         """Memoise d(node)/d(wrt); undone with the transaction that made it."""

@@ -176,7 +176,8 @@ class _Taylor:
             return self.reuse(ca, ta, cb)
         ca, ta = self.operand(ca, ta, ka)
         cb, tb = self.operand(cb, tb, kb)
-        return ca * cb, self.tape._plain("mul", ta, tb) if ta < tb else self.tape._plain("mul", tb, ta)
+        # canonical factors: no folding rule applies, only _fold's operand order (lower index first)
+        return ca * cb, self.tape._intern_node(Node("mul", (ta, tb) if ta < tb else (tb, ta)))
 
     def total(self, terms: list[Lazy]) -> Lazy:
         """Σ terms as one lazy value: equal Terms merge, the most common |scalar| is factored out,
@@ -238,7 +239,7 @@ class _Taylor:
             if nodes[t].op == "mul" and nodes[nodes[t].args[0]].op == "const":  # a shared c'·T
                 self.scaled[key] = self.tape._fold("mul", (self.constant(c), t))
             else:  # t canonical: no constant factor, no sign, so no folding rule applies
-                self.scaled[key] = self.tape._plain("mul", self.constant(c), t)
+                self.scaled[key] = self.tape._intern_node(Node("mul", (self.constant(c), t)))
         return self.scaled[key]
 
     def materialize(self, value: Lazy, factor: float = 1.0) -> Optional[Term]:
