@@ -313,6 +313,54 @@ class Tape:
         enclosing ``transaction`` restores the previous tag (cheaper than a transaction per step)."""
         self._order = order
 
+    def _quietly(self, build: Callable[[], list[int]]) -> list[int]:
+        """Package-internal: run ``build`` (which returns root indices) and keep only the nodes it
+        appended that the roots need, renumbered in order; returns the roots' new indices. The
+        listener hears only the kept nodes. Taylor mode builds g = f′(u) with a function's own
+        rule and keeps just g's canonical part: not the −sin(u) it reads as sin(u), nor the
+        constant 1 handed in as ``derived``, which would stay on the tape unused."""
+        mark, journal_mark = len(self.nodes), len(self._journal)
+        listener, self._listener = self._listener, None
+        try:
+            roots = build()
+            if len(self._journal) == journal_mark:  # memo entries would name renumbered nodes
+                roots = self._trim(mark, roots)
+        finally:
+            self._listener = listener
+        if listener is not None:
+            for index in range(mark, len(self.nodes)):
+                listener(Term(self, index))
+        return roots
+
+    def _trim(self, mark: int, roots: list[int]) -> list[int]:
+        """Drop the nodes appended since ``mark`` that no root needs (a new var is always needed)."""
+        nodes = self.nodes
+        live = bytearray(len(nodes) - mark)
+        for r in roots:
+            if r >= mark:
+                live[r - mark] = 1
+        for index in range(len(nodes) - 1, mark - 1, -1):
+            node = nodes[index]
+            if node.op == "var":
+                return roots
+            if live[index - mark]:
+                for a in node.args:
+                    if a >= mark:
+                        live[a - mark] = 1
+        if all(live):
+            return roots
+        tail, orders = nodes[mark:], self.orders[mark:]
+        self._rollback(mark, len(self._journal))
+        moved: dict[int, int] = {}
+        for k, node in enumerate(tail):
+            if live[k]:  # the renumbering keeps order, so operands stay in _fold's order
+                node = node._replace(args=tuple([moved.get(a, a) for a in node.args]))
+                moved[mark + k] = len(nodes)
+                self._intern[_key(node)] = len(nodes)
+                nodes.append(node)
+                self.orders.append(orders[k])
+        return [moved.get(r, r) for r in roots]
+
     def _rollback(self, mark: int, journal_mark: int) -> None:
         for index in range(len(self.nodes) - 1, mark - 1, -1):
             node = self.nodes[index]

@@ -14,7 +14,8 @@ x ↦ x + t, with the standard recurrences:
 - sqrt(u) and u ** 0.5: from y·y = u,  2·y_0·y_k = u_k − Σ_{j=1..k−1} y_j·y_{k−j}, whose products
   pair up under interning (half the products, and no g = 1/(2y) series);
 - ``a ** p`` with p constant in x is the unary case with g = p·a**(p−1) (a whole number p ≥ 0,
-  exact at a = 0) or g = p·y/a; ``a ** b`` otherwise is exp(b·log(a)): the unary case with g = y.
+  or a linear in x: exact at a = 0) or g = p·y/a; ``a ** b`` otherwise is exp(b·log(a)): the
+  unary case with g = y.
 
 Coefficients are requested on demand: each node has a degree bound (0 free of x, 1 for x, sums
 for products, unbounded past a function), so only coefficients that can be non-zero are planned
@@ -55,6 +56,14 @@ UNBOUNDED = 1 << 30
 def _whole(node: Node) -> bool:
     """A constant exponent p = 0, 1, 2, ...: then a ** p is a polynomial in a."""
     return node.op == "const" and float(node.payload).is_integer() and 0 <= node.payload < UNBOUNDED
+
+
+def _snap(c: float) -> float:
+    """Scalars are products of 1/k, j and k! in floating point, so k!·(1/k!) may come out as
+    1.0000000000000002. Within a few ulps of a whole number it is that number, and needs no
+    constant node of its own (what snapping changes is the rounding error itself)."""
+    r = round(c)
+    return float(r) if r != c and abs(c - r) <= 1e-15 * abs(c) else c  # 1e-15: about 4 ulps
 
 
 class _Zero(Exception):
@@ -210,6 +219,8 @@ class _Taylor:
         neg: list[int] = []
         for c, t in items:
             r = c / factor
+            if abs(r) != 1.0:
+                r = _snap(r)
             if t is None:
                 node = self.constant(abs(r))
             elif abs(r) == 1.0:
@@ -247,7 +258,7 @@ class _Taylor:
         if value is None:
             return None
         c, t = value
-        c *= factor
+        c = _snap(c * factor)
         if t is None:
             return self.tape.const(c)
         if c == 1.0:
@@ -264,33 +275,45 @@ class _Taylor:
         return node.op == "pow" and self.tape.nodes[node.args[1]] == Node("const", (), 0.5)
 
     def unary_form(self, i: int) -> tuple[int, Optional[int], float]:
-        """(u, g, c) with dy = c·g·du for a fn or pow node, building c·g from the node's own rule.
-        The constant factor and sign c are split off (``canon``), so products read g's own
-        coefficients: cos' = -sin uses those of sin, not a forwarding series of its own."""
+        """(u, g, c) with dy = c·g·du for a fn or pow node. The constant factor and sign c are
+        split off (``canon``), so products read g's own coefficients: cos' = -sin uses those of
+        sin, not a forwarding series of its own; what the rule built and g does not need (that
+        -sin, the constant 1 handed in as ``derived``) leaves the tape again."""
+        found: list = []
+
+        def build() -> list[int]:
+            u, g = self.rule(i)
+            value = None if g is None else self.canon((1.0, g.index))
+            if value is None:
+                found[:] = [u, None, 1.0]
+                return [u]
+            c, t = value
+            found[:] = [u, g.index, 1.0] if t is None else [u, t, c]
+            return [u, found[1]]
+
+        mark = len(self.tape.nodes)
+        roots = self.tape._quietly(build)
+        del self.deg[mark:]  # the trimmed nodes were renumbered
+        self.aliases = {k: v for k, v in self.aliases.items() if k < mark and (v is None or v < mark)}
+        return roots[0], roots[1] if len(roots) > 1 else None, found[2]
+
+    def rule(self, i: int) -> tuple[int, Optional[Term]]:
+        """(u, g) with dy = g·du for a fn or pow node y, g built by the node's own rule."""
         tape = self.tape
         node = tape.nodes[i]
         y = self.term(i)
-        one = tape.const(1.0)
         if node.op == "fn":
             u = node.args[0]
-            g = node.payload.derivative(self.term(u), y, one)
-        else:  # pow
-            a, b = (self.term(k) for k in node.args)
-            if not self.depends(b.index):
-                u = a.index
-                if _whole(tape.nodes[b.index]):
-                    g = b * a ** (tape.nodes[b.index].payload - 1.0)  # exact at a = 0, ends at p = 0
-                else:
-                    g = b * y / a
-            else:
-                u = (b * log(a)).index
-                g = y
-        if g is None:
-            return u, None, 1.0
-        c, t = self.canon((1.0, g.index)) or (0.0, None)
-        if c == 0.0:
-            return u, None, 1.0
-        return (u, g.index, 1.0) if t is None else (u, t, c)
+            return u, node.payload.derivative(self.term(u), y, tape.const(1.0))
+        a, b = (self.term(k) for k in node.args)
+        if self.depends(b.index):
+            return (b * log(a)).index, y
+        # g = p·a**(p−1) is exact at a = 0 (0 or ±inf, as gen_graph gives), and for a whole p ends
+        # at p = 0. For a fractional p it starts a chain a**(p−k), one power per order, cheap only
+        # when a is linear in wrt (u_j = 0 for j >= 2); otherwise g = p·y/a closes on y itself.
+        if _whole(tape.nodes[b.index]) or self.degree(a.index) == 1:
+            return a.index, b * a ** (b - 1.0)
+        return a.index, b * y / a
 
     # -- the recurrences ----------------------------------------------------------------------
     def form(self, i: int) -> Form:
@@ -460,6 +483,29 @@ def _check(term: Term, wrt: Term, n: int) -> int:
     return term.tape.check_var(wrt, "wrt").index
 
 
+def _build(term: Term, w: int, n: int, wanted: range, callback: Callback | None) -> list[int]:
+    """The derivatives of the ``wanted`` orders (indices; the tape's 0 for a zero one), in one
+    transaction. Only the nodes they need stay: a coefficient that a sum cancelled, or u = b·log(a)
+    of a ** b whose coefficients all came out as numbers, leaves the tape again."""
+    tape = term.tape
+    base = tape.orders[term.index]
+
+    def build() -> list[int]:
+        taylor = _Taylor(tape, w)
+        taylor.run(term.index, n, base)
+        out = []
+        for k in wanted:
+            tape._tag(base + k)
+            d = taylor.materialize(taylor.get(term.index, k), float(math.factorial(k)))
+            if d is None and len(wanted) == 1:
+                raise _Zero  # taylor_diff: append nothing at all
+            out.append(tape.zero.index if d is None else d.index)
+        return out
+
+    with tape.transaction(callback):
+        return tape._quietly(build)
+
+
 def taylor_graph(term: Term, wrt: Term, n: int, callback: Callback | None = None) -> list[Term]:
     """Append the derivatives of orders 1..n of ``term`` in ``wrt``; returns them as Terms.
 
@@ -468,17 +514,9 @@ def taylor_graph(term: Term, wrt: Term, n: int, callback: Callback | None = None
     sees each appended Term. Transactional: if anything raises, the tape is left as it was.
     """
     w = _check(term, wrt, n)
-    tape = term.tape
-    base = tape.orders[term.index]
-    with tape.transaction(callback):
-        taylor = _Taylor(tape, w)
-        taylor.run(term.index, n, base)
-        out = []
-        for k in range(1, n + 1):
-            tape._tag(base + k)
-            d = taylor.materialize(taylor.get(term.index, k), float(math.factorial(k)))
-            out.append(tape.zero if d is None else d)
-        return out
+    if n == 0:
+        return []
+    return [Term(term.tape, i) for i in _build(term, w, n, range(1, n + 1), callback)]
 
 
 def taylor_diff(term: Term, wrt: Term, n: int, callback: Callback | None = None) -> Term:
@@ -486,16 +524,7 @@ def taylor_diff(term: Term, wrt: Term, n: int, callback: Callback | None = None)
     w = _check(term, wrt, n)
     if n == 0:
         return term
-    tape = term.tape
-    base = tape.orders[term.index]
     try:
-        with tape.transaction(callback):
-            taylor = _Taylor(tape, w)
-            taylor.run(term.index, n, base)
-            tape._tag(base + n)
-            d = taylor.materialize(taylor.get(term.index, n), float(math.factorial(n)))
-            if d is None:
-                raise _Zero
-            return d
+        return Term(term.tape, _build(term, w, n, range(n, n + 1), callback)[0])
     except _Zero:
-        return tape.zero
+        return term.tape.zero

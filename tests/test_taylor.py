@@ -6,6 +6,7 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import sympy
 
@@ -130,6 +131,66 @@ def test_the_fast_paths_build_exactly_the_folded_nodes(name):
     start = len(tape)
     taylor_graph(z, x, 8)
     assert _unfolded(tape, start) == []
+
+
+def _unused(tape, start, outputs):
+    """Appended nodes that no output needs (walked down from the outputs)."""
+    needed, stack = set(), [t.index for t in outputs]
+    while stack:
+        i = stack.pop()
+        if i >= start and i not in needed:
+            needed.add(i)
+            stack.extend(tape.nodes[i].args)
+    return [(i, tape.nodes[i]) for i in range(start, len(tape)) if i not in needed]
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS) + sorted(ARITHMETIC) + sorted(BUILTINS))
+def test_every_appended_node_is_needed(name):
+    # A rule's g = f'(u) is read in canonical form (cos' = -sin as sin, 2·x as x): what the rule
+    # built beyond it, and the constant 1 handed in as `derived`, must not stay on the tape.
+    if name in FUNCTIONS:
+        tape, z, x = FUNCTIONS[name]()
+    else:
+        tape = Tape()
+        x, y = tape.var("x", 0.6), tape.var("y", 1.3)
+        z = ARITHMETIC[name](x, y) if name in ARITHMETIC else BUILTINS[name](0.5 + x * x / 3)
+    start = len(tape)
+    seen = []
+    outputs = taylor_graph(z, x, 8, callback=seen.append)
+    assert _unused(tape, start, outputs) == []
+    assert [t.index for t in seen] == list(range(start, len(tape)))  # told of each kept node once
+    for i in range(start, len(tape)):  # and the renumbered nodes are still interned
+        assert tape._intern_node(tape.nodes[i]) == i
+
+
+def test_sin_derivatives_are_the_four_nodes_at_any_order():
+    # k!·(1/k!) in floating point is not always 1; the scalars snap back, so no 1.0000000000000002·sin
+    tape = Tape()
+    x = tape.var("x", 0.4)
+    z = sin(x)
+    mark = len(tape)
+    ds = taylor_graph(z, x, 24)
+    assert len(tape) - mark == 3  # cos(x), -sin(x), -cos(x)
+    assert [d.to_sympy() for d in ds[:4]] == [sympy.cos(sympy.Symbol("x")), -sympy.sin(sympy.Symbol("x")),
+                                              -sympy.cos(sympy.Symbol("x")), sympy.sin(sympy.Symbol("x"))]
+    assert ds[23].eval() == math.sin(0.4)
+
+
+@pytest.mark.parametrize("build, point", [
+    (lambda x: x**1.5, 0.0), (lambda x: x**2.5, 0.0), (lambda x: x**-1.5, 0.0),
+    (lambda x: (2 * x - 1)**1.5, 0.5), (lambda x: x**0.5 * 3, 0.0), (lambda x: sin(x) + x**1.5, 0.0),
+])
+def test_fractional_powers_at_zero_agree_with_gen_graph(build, point):
+    # a**p with a linear in x: the chain p·a**(p-1), (p-1)·a**(p-2), ... gives the 0 and ±inf that
+    # gen_graph gives at a = 0, where p·y/a would be 0/0 = nan
+    tape = Tape()
+    x = tape.var("x", point)
+    z = build(x)
+    with np.errstate(all="ignore"):
+        ours = [d.eval() for d in taylor_graph(z, x, 6)]
+        reference = [d.eval() for d in _graph_derivatives(z, x, 6)]
+    assert not any(math.isnan(v) for v in reference)
+    assert ours == pytest.approx(reference, rel=1e-12)
 
 
 def test_integer_power_is_exact_at_zero():
@@ -266,8 +327,8 @@ def test_order_zero_and_argument_errors():
 # Targets from the issue: n=10 F1 <= 55, F3 <= 320, F4 <= 470, F5 <= 300;
 #                         n=20 F1 <= 105, F3 <= 1050, F4 <= 1650, F5 <= 1000.
 SIZES = {
-    ("F1", 10): 40, ("F3", 10): 268, ("F4", 10): 445, ("F5", 10): 152,
-    ("F1", 20): 88, ("F3", 20): 877, ("F4", 20): 1605, ("F5", 20): 407,
+    ("F1", 10): 38, ("F2", 10): 4, ("F3", 10): 267, ("F4", 10): 445, ("F5", 10): 152,
+    ("F1", 20): 81, ("F2", 20): 4, ("F3", 20): 876, ("F4", 20): 1605, ("F5", 20): 407,
 }
 TARGETS = {
     ("F1", 10): 55, ("F3", 10): 320, ("F4", 10): 470, ("F5", 10): 300,
@@ -281,7 +342,7 @@ def test_node_counts(name, n):
     mark = len(tape)
     taylor_graph(f, x, n)
     appended = len(tape) - mark
-    assert appended <= TARGETS[(name, n)]
+    assert appended <= TARGETS.get((name, n), appended)
     assert appended == SIZES[(name, n)]
 
 
