@@ -154,3 +154,30 @@ def test_terms_are_usable_as_dict_keys(tape):
     x, y = tape.var("x"), tape.var("y")
     d = {x: 1, y: 2}
     assert d[tape.vars["x"]] == 1 and d[tape[1]] == 2
+
+
+def test_quietly_keeps_only_what_the_roots_need_renumbered_and_interned(tape):
+    x = tape.var("x", 0.5)
+    heard = []
+
+    def build():
+        sin(x)  # needed by nothing
+        return [(exp(x) + 1).index]
+
+    with tape.transaction(lambda t: heard.append(t.index), order=3):
+        (root,) = tape._quietly(build)
+    assert [n.op for n in tape.nodes] == ["var", "fn", "const", "add"]  # sin(x) is gone
+    assert tape.nodes[1].payload is exp and root == 3 and heard == [1, 2, 3]
+    assert tape.orders == [0, 3, 3, 3]
+    assert (exp(x) + 1).index == root and len(tape) == 4  # equal nodes still intern to the kept ones
+    assert (exp(x) + 1).eval() == pytest.approx(np.exp(0.5) + 1)
+
+
+def test_quietly_never_drops_a_new_var(tape):
+    x = tape.var("x", 0.5)
+    def build():
+        sin(x), tape.var("y")
+        return []
+
+    tape._quietly(build)
+    assert [n.op for n in tape.nodes] == ["var", "fn", "var"] and tape.find_var("y") is not None
