@@ -4,8 +4,10 @@ Ours (repeated gen_graph; Taylor mode; NumPy and Numba backends) and, measured i
 SymPy (diff + lambdify(cse=True)) and, when installed, SymEngine (lambdify, LLVM when
 available), JAX (nested grad + jit(vmap)) and PyTorch (nested autograd.grad with create_graph).
 
-Sizes: ours = nodes appended after f is built (all orders up to n); SymPy = count_ops of the
-n-th derivative and of its cse form; SymEngine = count_ops; JAX = jaxpr equations; PyTorch =
+Sizes: ours = nodes appended after f is built (all orders up to n), and "ops" = the operations
+the n-th derivative alone evaluates (its program's nodes other than vars and constants, f's own
+included: the measure SymPy's cse count is); SymPy = count_ops of the n-th derivative and of its
+cse form; SymEngine = count_ops; JAX = jaxpr equations; PyTorch =
 autograd graph nodes reachable from the n-th derivative. Times are medians of --repeats runs
 (more for what is quick: builds of ours and SymEngine at least BUILD_RUNS, evaluations up to 25
 after a warm-up call), garbage collector paused as in timeit; every build starts from a built
@@ -38,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from functions import FUNCTIONS, TEXT, written_with  # noqa: E402
 
 import subgraph_ad as sad  # noqa: E402
+from subgraph_ad.tape import dependencies  # noqa: E402
 from subgraph_ad.taylor import taylor_graph  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -93,7 +96,8 @@ def ours(name: str, n: int, method: str, repeats: int, backends: list[str]) -> d
 
     # f on a fresh tape each time, untimed: the peers' timings start from a built expression too
     build_time, (size, tape, x, d) = median_time(build, max(repeats, BUILD_RUNS), FUNCTIONS[name])
-    row: dict[str, Any] = {"size": size, "build": build_time}
+    ops = sum(tape.nodes[i].op not in ("var", "const") for i in dependencies(tape, [d.index]))
+    row: dict[str, Any] = {"size": size, "ops": ops, "build": build_time}
     others = [v for v in tape.vars.values() if v != x]
     args = [points_for(name)] + [v.value for v in others]
     for backend in backends:
@@ -300,7 +304,7 @@ def _fmt(value: float | None, unit: str = "ms") -> str:
 def summary(results: dict[str, Any], n: int) -> str:
     """The Markdown table at order n: sizes, build and eval times, ratios ours / best peer."""
     lines = [f"### order n = {n}, {results['points']:,} points, medians of {results['repeats']} runs (times in ms)", "",
-             "| F | ours taylor: nodes / build / eval numpy / eval numba | ours gen_graph: nodes / build | "
+             "| F | ours taylor: nodes (ops) / build / eval numpy / eval numba | ours gen_graph: nodes / build | "
              "SymPy: ops (cse) / build / eval | SymEngine: ops / build / eval | JAX: eqns / build / eval | "
              "PyTorch: nodes / eval | best peer size, build, eval | ours/best: size, build, eval (numpy, numba) |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -333,7 +337,7 @@ def summary(results: dict[str, Any], n: int) -> str:
             ratio = (f"{t['size'] / best[0]:.2f}, {t['build'] / best[1]:.2f}, {t['eval_numpy'] / best[2]:.2f}"
                      + (f" / {numba / best[2]:.2f}" if numba else ""))
         lines.append(
-            f"| {name} | {t['size']} / {_fmt(t['build'])} / {_fmt(t['eval_numpy'])} / {_fmt(numba)} | "
+            f"| {name} | {t['size']} ({t['ops']}) / {_fmt(t['build'])} / {_fmt(t['eval_numpy'])} / {_fmt(numba)} | "
             f"{g['size']} / {_fmt(g['build'])} | {cell['sympy']} | {cell['symengine']} | {cell['jax']} | "
             f"{cell['torch']} | {best[0]}, {_fmt(best[1])}, {_fmt(best[2])} | {ratio} |")
     fit = results.get("fit", {})

@@ -192,6 +192,9 @@ class _Taylor:
         """Σ terms as one lazy value: equal Terms merge, the most common |scalar| is factored out,
         so only terms with a different scalar need a scale node. (Plain loops: it runs once
         per coefficient.)"""
+        if len(terms) == 1:  # a unary node of a linear u, a product by a constant, ...
+            term = terms[0]
+            return term if term is None or term[0] != 0.0 else None
         merged: dict[Optional[int], float] = {}
         for term in terms:
             if term is not None:

@@ -20,6 +20,7 @@ def test_quick_benchmark_writes_results_with_our_sizes(tmp_path):
     assert sorted(orders, key=int) == ["1", "5", "10"]
     # Taylor-mode sizes are pinned in test_taylor.py; n = 10 must be the same here
     assert orders["10"]["taylor"]["size"] == 38
+    assert orders["10"]["taylor"]["ops"] == 31  # the 10th derivative alone, f's exp included
     assert orders["10"]["graph"]["size"] == 68
     sympy_row = orders["10"]["sympy"]
     assert sympy_row["size_cse"] <= sympy_row["size"] and sympy_row["eval"] > 0
