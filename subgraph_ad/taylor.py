@@ -87,6 +87,8 @@ class _Taylor:
         self.kinds: dict[tuple[int, int], int] = {}
         self.uses: dict[tuple[int, int], int] = {}
         self.terms: dict[tuple[int, int], list[Product]] = {}  # the products a coefficient sums
+        #: whether the build may have left nodes no result needs: a sum that cancelled, u = b·log(a)
+        self.leftovers = False
 
     # -- helpers ------------------------------------------------------------------------------
     def degree(self, i: int) -> int:
@@ -203,7 +205,9 @@ class _Taylor:
         counts: dict[float, int] = {}
         negative = True
         for t, c in merged.items():
-            if c != 0.0:
+            if c == 0.0 and t is not None:
+                self.leftovers = True  # t's node may be needed by nothing else
+            elif c != 0.0:
                 items.append((c, t))
                 negative = negative and c < 0
                 if t is not None:
@@ -267,6 +271,7 @@ class _Taylor:
         if c == 1.0:
             return self.term(t)
         if c == -1.0:
+            self.leftovers |= self.tape.nodes[t].op == "sub"  # -(a - b) folds to b - a
             return -self.term(t)
         return self.term(self.scale(c, t))
 
@@ -284,15 +289,15 @@ class _Taylor:
         -sin, the constant 1 handed in as ``derived``) leaves the tape again."""
         found: list = []
 
-        def build() -> list[int]:
+        def build() -> tuple[list[int], bool]:
             u, g = self.rule(i)
             value = None if g is None else self.canon((1.0, g.index))
             if value is None:
                 found[:] = [u, None, 1.0]
-                return [u]
+                return [u], True
             c, t = value
             found[:] = [u, g.index, 1.0] if t is None else [u, t, c]
-            return [u, found[1]]
+            return [u, found[1]], True
 
         mark = len(self.tape.nodes)
         roots = self.tape._quietly(build)
@@ -310,12 +315,14 @@ class _Taylor:
             return u, node.payload.derivative(self.term(u), y, tape.const(1.0))
         a, b = (self.term(k) for k in node.args)
         if self.depends(b.index):
+            self.leftovers = True  # its coefficients may all come out as numbers
             return (b * log(a)).index, y
         # g = p·a**(p−1) is exact at a = 0 (0 or ±inf, as gen_graph gives), and for a whole p ends
         # at p = 0. For a fractional p it starts a chain a**(p−k), one power per order, cheap only
         # when a is linear in wrt (u_j = 0 for j >= 2); otherwise g = p·y/a closes on y itself.
-        if _whole(tape.nodes[b.index]) or self.degree(a.index) == 1:
-            return a.index, b * a ** (b - 1.0)
+        p = tape.nodes[b.index]
+        if _whole(p) or self.degree(a.index) == 1:
+            return a.index, b * a ** (p.payload - 1.0 if p.op == "const" else b - 1.0)
         return a.index, b * y / a
 
     # -- the recurrences ----------------------------------------------------------------------
@@ -413,8 +420,8 @@ class _Taylor:
             inverse = self.inverses[den] = self.tape._fold("div", (self.constant(1.0), den))
         return c, inverse if t is None else self.tape._fold("mul", (t, inverse))
 
-    def plan(self, root: int, n: int) -> list[tuple[int, int]]:
-        """Every coefficient orders 1..n of root need, in an order that computes each after its
+    def plan(self, root: int, wanted: range) -> list[tuple[int, int]]:
+        """Every coefficient the wanted orders of root need, in an order that computes each after its
         needs (iterative depth-first). On the way back up, each coefficient's kind is settled
         from its needs' kinds, only the products whose factors are both non-zero are kept (most
         are zero where a factor is x, whose x_k = 0 for k >= 2), and the products that use each
@@ -423,7 +430,7 @@ class _Taylor:
         state: dict[tuple[int, int], int] = {}
         kinds, terms, uses, forms = self.kinds, self.terms, self.uses, self.forms
         nodes, deg = self.tape.nodes, self.deg
-        stack = [(root, k) for k in range(min(n, self.degree(root)), 0, -1)]
+        stack = [(root, k) for k in reversed(wanted) if k <= self.degree(root)]
         while stack:
             key = stack[-1]
             seen = state.get(key)
@@ -468,11 +475,12 @@ class _Taylor:
             kinds[key] = 2 if best and form[0] in ("div", "root") else best
         return order
 
-    def run(self, root: int, n: int, base_order: int) -> None:
-        """Fill coef[(root, 1..n)] and everything they need, iteratively (no recursion).
-        Runs inside the caller's transaction, which undoes it all and restores the order tag."""
+    def run(self, root: int, wanted: range, base_order: int) -> None:
+        """Fill coef[(root, k)] for the wanted orders k and everything they need, iteratively (no
+        recursion). Runs inside the caller's transaction, which undoes it all and restores the
+        order tag."""
         self.tape._tag(base_order + 1)
-        order = self.plan(root, n)
+        order = self.plan(root, wanted)
         for i, k in order:
             self.tape._tag(base_order + k)
             self.coef[(i, k)] = self.canon(self.compute(i, k))
@@ -486,16 +494,16 @@ def _check(term: Term, wrt: Term, n: int) -> int:
     return term.tape.check_var(wrt, "wrt").index
 
 
-def _build(term: Term, w: int, n: int, wanted: range, callback: Callback | None) -> list[int]:
+def _build(term: Term, w: int, wanted: range, callback: Callback | None) -> list[int]:
     """The derivatives of the ``wanted`` orders (indices; the tape's 0 for a zero one), in one
     transaction. Only the nodes they need stay: a coefficient that a sum cancelled, or u = b·log(a)
     of a ** b whose coefficients all came out as numbers, leaves the tape again."""
     tape = term.tape
     base = tape.orders[term.index]
 
-    def build() -> list[int]:
+    def build() -> tuple[list[int], bool]:
         taylor = _Taylor(tape, w)
-        taylor.run(term.index, n, base)
+        taylor.run(term.index, wanted, base)
         out = []
         for k in wanted:
             tape._tag(base + k)
@@ -503,7 +511,7 @@ def _build(term: Term, w: int, n: int, wanted: range, callback: Callback | None)
             if d is None and len(wanted) == 1:
                 raise _Zero  # taylor_diff: append nothing at all
             out.append(tape.zero.index if d is None else d.index)
-        return out
+        return out, taylor.leftovers
 
     with tape.transaction(callback):
         return tape._quietly(build)
@@ -519,7 +527,7 @@ def taylor_graph(term: Term, wrt: Term, n: int, callback: Callback | None = None
     w = _check(term, wrt, n)
     if n == 0:
         return []
-    return [Term(term.tape, i) for i in _build(term, w, n, range(1, n + 1), callback)]
+    return [Term(term.tape, i) for i in _build(term, w, range(1, n + 1), callback)]
 
 
 def taylor_diff(term: Term, wrt: Term, n: int, callback: Callback | None = None) -> Term:
@@ -528,6 +536,6 @@ def taylor_diff(term: Term, wrt: Term, n: int, callback: Callback | None = None)
     if n == 0:
         return term
     try:
-        return Term(term.tape, _build(term, w, n, range(n, n + 1), callback)[0])
+        return Term(term.tape, _build(term, w, range(n, n + 1), callback)[0])
     except _Zero:
         return term.tape.zero

@@ -162,7 +162,7 @@ def test_quietly_keeps_only_what_the_roots_need_renumbered_and_interned(tape):
 
     def build():
         sin(x)  # needed by nothing
-        return [(exp(x) + 1).index]
+        return [(exp(x) + 1).index], True
 
     with tape.transaction(lambda t: heard.append(t.index), order=3):
         (root,) = tape._quietly(build)
@@ -177,7 +177,7 @@ def test_quietly_never_drops_a_new_var(tape):
     x = tape.var("x", 0.5)
     def build():
         sin(x), tape.var("y")
-        return []
+        return [], True
 
     tape._quietly(build)
     assert [n.op for n in tape.nodes] == ["var", "fn", "var"] and tape.find_var("y") is not None
