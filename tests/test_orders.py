@@ -1,7 +1,6 @@
 """diff and derivatives: SymPy-style arguments, every method giving equal values, the orders of
 a Taylor run, and method="auto" building whichever way appends fewer nodes."""
 
-import math
 import sys
 from pathlib import Path
 
