@@ -316,9 +316,10 @@ class Tape:
     def _quietly(self, build: Callable[[], tuple[list[int], bool]]) -> list[int]:
         """Package-internal: run ``build``, which returns root indices and whether it may have left
         nodes they do not need; keep only the nodes it appended that the roots need, renumbered
-        in order, and return the roots' new indices. The listener hears only the kept nodes. Taylor mode builds g = f′(u) with a function's own
-        rule and keeps just g's canonical part: not the −sin(u) it reads as sin(u), nor the
-        constant 1 handed in as ``derived``, which would stay on the tape unused."""
+        in order, and return the roots' new indices. The listener hears only the kept nodes.
+        Taylor mode builds g = f′(u) with a function's own rule and keeps just g's canonical part:
+        not the −sin(u) it reads as sin(u), nor the constant 1 handed in as ``derived``, which
+        would stay on the tape unused."""
         mark, journal_mark = len(self.nodes), len(self._journal)
         listener, self._listener = self._listener, None
         try:

@@ -87,7 +87,8 @@ class _Taylor:
         self.kinds: dict[tuple[int, int], int] = {}
         self.uses: dict[tuple[int, int], int] = {}
         self.terms: dict[tuple[int, int], list[Product]] = {}  # the products a coefficient sums
-        #: whether the build may have left nodes no result needs: a sum that cancelled, u = b·log(a)
+        #: whether the build may have left nodes no result needs (a sum that cancelled,
+        #: u = b·log(a), a negated difference): then a last pass drops them
         self.leftovers = False
 
     # -- helpers ------------------------------------------------------------------------------
@@ -421,8 +422,8 @@ class _Taylor:
         return c, inverse if t is None else self.tape._fold("mul", (t, inverse))
 
     def plan(self, root: int, wanted: range) -> list[tuple[int, int]]:
-        """Every coefficient the wanted orders of root need, in an order that computes each after its
-        needs (iterative depth-first). On the way back up, each coefficient's kind is settled
+        """Every coefficient the wanted orders of root need, in an order that computes each after
+        its needs (iterative depth-first). On the way back up, each coefficient's kind is settled
         from its needs' kinds, only the products whose factors are both non-zero are kept (most
         are zero where a factor is x, whose x_k = 0 for k >= 2), and the products that use each
         Term coefficient are counted. The hot loop of a build: helpers are inlined."""
