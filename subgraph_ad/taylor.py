@@ -495,9 +495,10 @@ def _check(term: Term, wrt: Term, n: int) -> int:
     return term.tape.check_var(wrt, "wrt").index
 
 
-def _build(term: Term, w: int, wanted: range, callback: Callback | None) -> list[int]:
+def _build(term: Term, w: int, wanted: range, callback: Callback | None,
+           alone: bool = False) -> list[int]:
     """The derivatives of the ``wanted`` orders (indices; the tape's 0 for a zero one), in one
-    transaction. Only the nodes they need stay: a coefficient that a sum cancelled, or u = b·log(a)
+    transaction; ``alone`` (one order, ``taylor_diff``): a zero one appends nothing at all. Only the nodes they need stay: a coefficient that a sum cancelled, or u = b·log(a)
     of a ** b whose coefficients all came out as numbers, leaves the tape again."""
     tape = term.tape
     base = tape.orders[term.index]
@@ -509,8 +510,8 @@ def _build(term: Term, w: int, wanted: range, callback: Callback | None) -> list
         for k in wanted:
             tape._tag(base + k)
             d = taylor.materialize(taylor.get(term.index, k), float(math.factorial(k)))
-            if d is None and len(wanted) == 1:
-                raise _Zero  # taylor_diff: append nothing at all
+            if d is None and alone:
+                raise _Zero
             out.append(tape.zero.index if d is None else d.index)
         return out, taylor.leftovers
 
@@ -537,6 +538,6 @@ def taylor_diff(term: Term, wrt: Term, n: int, callback: Callback | None = None)
     if n == 0:
         return term
     try:
-        return Term(term.tape, _build(term, w, range(n, n + 1), callback)[0])
+        return Term(term.tape, _build(term, w, range(n, n + 1), callback, alone=True)[0])
     except _Zero:
         return term.tape.zero

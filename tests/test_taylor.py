@@ -290,6 +290,14 @@ def test_structural_zero_appends_nothing():
     assert len(tape) == size + 2  # only x*x and x*x*y; the dead coefficients were rolled back
 
 
+def test_a_zero_first_derivative_is_the_tapes_zero():
+    tape = Tape()
+    x, y = tape.var("x", 0.5), tape.var("y", 2.0)
+    z = y * y
+    assert taylor_graph(z, x, 1) == [tape.zero]
+    assert [s.term for s in sad.derivatives(z, x, method="taylor")] == [tape.zero]
+
+
 def test_order_tags_and_callback():
     tape = Tape()
     x = tape.var("x", 0.3)
