@@ -40,9 +40,8 @@ from .render import (
     describe,
     dot_source,
     find_program,
-    prefix_ids,
     run_graphviz,
-    svg_element,
+    svg_text,
 )
 from .orders import derivatives as derivative_steps
 from .tape import Tape, Term, dependencies
@@ -111,11 +110,14 @@ _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 def notation(names: Sequence[str], plain: bool = False) -> str:
-    """Leibniz notation for differentiating f by ``names`` in turn.
+    """Leibniz notation for differentiating f by ``names`` in turn (none: f itself).
 
-    >>> notation(["x", "x", "x"]), notation(["x", "y"]), notation(["x", "x"], plain=True)
-    ('d³f/dx³', 'd²f/dxdy', 'd^2f/dx^2')
+    >>> notation(["x", "x", "x"]), notation(["x", "y"]), notation(["x", "x"], plain=True), notation([])
+    ('d³f/dx³', 'd²f/dxdy', 'd^2f/dx^2', 'f')
     """
+    if not names:
+        return "f"
+
     def power(n: int) -> str:
         if n == 1:
             return ""
@@ -201,10 +203,18 @@ def record(term: Term, wrts: Sequence[Term], per: str = "node", include_unused: 
 
 
 # -- drawing ---------------------------------------------------------------------------------------
+#: Prefix of the element ids of an animation's SVG, so a page can hold it next to other graphs.
+PREFIX = "sad_"
+
+
 def _final_dot(rec: Recording, options: dict[str, Any], **hooks: Any) -> str:
     terms = [Term(rec.tape, i) for i in rec.indices]
-    outputs = [rec.term, *rec.derivatives]
-    return dot_source(terms, outputs=outputs, **options, **hooks)[0]
+    return dot_source(terms, outputs=[rec.term, *rec.derivatives], **options, **hooks)
+
+
+def _final_svg(rec: Recording, options: dict[str, Any], **hooks: Any) -> str:
+    terms = [Term(rec.tape, i) for i in rec.indices]
+    return svg_text(terms, outputs=[rec.term, *rec.derivatives], id_prefix=PREFIX, **options, **hooks)
 
 
 def _edges(rec: Recording) -> list[tuple[int, int]]:
@@ -216,8 +226,8 @@ def _new_edges(rec: Recording, frame: Frame) -> list[str]:
 
 
 def _html(rec: Recording, options: dict[str, Any], interval: float, title: str) -> str:
-    prefix = "sad_"
-    svg = prefix_ids(svg_element(run_graphviz(_final_dot(rec, options, id_prefix=prefix), "svg")), prefix)
+    prefix = PREFIX
+    svg = _final_svg(rec, options)
     appear = {f"n{i}": a for i, a in rec.appear.items() if a > 0}
     appear.update({f"e{i}_{k}": rec.appear[i] for i, k in _edges(rec) if rec.appear[i] > 0})
     data = {
@@ -232,7 +242,7 @@ def _html(rec: Recording, options: dict[str, Any], interval: float, title: str) 
 
 
 def _animated_svg(rec: Recording, options: dict[str, Any], interval: float) -> str:
-    prefix = "sad_"
+    prefix = PREFIX
     new_at = {i: f for f, frame in enumerate(rec.frames) for i in frame.new}
     node_attrs = {}
     for i in rec.indices:
@@ -244,8 +254,7 @@ def _animated_svg(rec: Recording, options: dict[str, Any], interval: float) -> s
         if classes:
             node_attrs[i] = {"class": " ".join(classes)}
     edge_attrs = {(i, k): {"class": f"{prefix}f{rec.appear[i]}"} for i, k in _edges(rec) if rec.appear[i] > 0}
-    source = _final_dot(rec, options, id_prefix=prefix, node_attrs=node_attrs, edge_attrs=edge_attrs)
-    svg = prefix_ids(svg_element(run_graphviz(source, "svg")), prefix)
+    svg = _final_svg(rec, options, node_attrs=node_attrs, edge_attrs=edge_attrs)
 
     last = len(rec.frames) - 1
     cycle = last * interval + HOLD

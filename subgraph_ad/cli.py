@@ -18,7 +18,6 @@ tape: 3 nodes for f, 10 in all
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import math
 import os
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import subgraph_ad as sad
+from subgraph_ad.animate import notation
 from subgraph_ad.testing import check_against_sympy
 
 PROG = "subgraph-ad"
@@ -45,25 +45,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 # -- small helpers ---------------------------------------------------------------------------------
-_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def leibniz(names: Sequence[str]) -> str:
-    """``["x", "x", "y"]`` -> ``d³f/dx²dy``; ``[]`` -> ``f``.
-
-    >>> leibniz(["x", "x", "y"]), leibniz([])
-    ('d³f/dx²dy', 'f')
-    """
-    if not names:
-        return "f"
-
-    def power(n: int) -> str:
-        return str(n).translate(_SUPERSCRIPT) if n > 1 else ""
-
-    runs = [(name, len(list(group))) for name, group in itertools.groupby(names)]
-    return f"d{power(len(names))}f/" + "".join(f"d{name}{power(n)}" for name, n in runs)
-
-
 def number(value: Any) -> Any:
     """A value for JSON: a float, or the strings "nan", "inf", "-inf" that JSON has no numbers for."""
     value = float(value)
@@ -186,7 +167,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     animations: list[sad.Animation] = []
     if args.animate:  # one recording, written in each format asked for
         animations = sad.animate(f, wrts, None, args.animate, per=args.per, rankdir=args.rankdir,
-                                 precision=args.precision, title=f"{leibniz(names)} of {args.expr}",
+                                 precision=args.precision, title=f"{notation(names)} of {args.expr}",
                                  max_nodes=None if args.max_nodes == 0 else args.max_nodes,
                                  progress=progress_printer(wants_progress(args)), method=args.method)
         derivatives, new_nodes = list(animations[0].derivatives), list(animations[0].added)
@@ -200,7 +181,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.sympy:
         check = check_against_sympy(f, *wrts, derivative=derivatives[-1])  # as built above
     rows = [("f", [], f.eval(), None)] + [
-        (leibniz(names[:k]), names[:k], d.eval(), new_nodes[k - 1]) for k, d in enumerate(derivatives, 1)
+        (notation(names[:k]), names[:k], d.eval(), new_nodes[k - 1]) for k, d in enumerate(derivatives, 1)
     ]
     at = {name: var.value for name, var in known.items()}
     if args.json:
@@ -209,7 +190,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
             "f": str(f.to_sympy()),
             "point": {k: number(v) for k, v in at.items()},
             "wrt": names,
-            "value": number(derivatives[-1].eval()),
+            "value": number(rows[-1][2]),
             "derivatives": [{"derivative": label, "wrt": wrt, "value": number(value),
                              **({"new_nodes": n} if n is not None else {})}
                             for label, wrt, value, n in rows],
@@ -235,7 +216,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         print(f"tape: {f_nodes} nodes for f, {len(tape)} in all")
         if check is not None:
             print(f"SymPy form of {rows[-1][0]}: {derivatives[-1].to_sympy()}")
-            counts = {s: sum(c.status == s for c in check.points) for s in ("pass", "fail", "inconclusive")}
+            counts = check.counts
             print(f"check against SymPy: {check.status} (symbolic {check.symbolic}; points "
                   f"{counts['pass']} pass, {counts['fail']} fail, {counts['inconclusive']} inconclusive)")
         if args.svg:
@@ -272,15 +253,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
     print(f"{'order':>5}  {'derivative':<14} {'status':<13} {'symbolic':<10} {'pass':>4} {'fail':>4} {'inconcl.':>8}")
     statuses = []
     for k in range(1, len(wrts) + 1):
-        label = leibniz(names[:k])
+        label = notation(names[:k])
         if say:
             say(f"checking {label} ({k} of {len(wrts)})")
         report = check_against_sympy(f, *wrts[:k], points=args.points, seed=args.seed, low=args.low,
                                      high=args.high, method=args.method)
-        counts = [sum(c.status == s for c in report.points) for s in ("pass", "fail", "inconclusive")]
+        counts = report.counts
         statuses.append(report.status)
         print(f"{k:>5}  {label:<14} {report.status:<13} {report.symbolic:<10} "
-              f"{counts[0]:>4} {counts[1]:>4} {counts[2]:>8}")
+              f"{counts['pass']:>4} {counts['fail']:>4} {counts['inconclusive']:>8}")
     failed = statuses.count("fail")
     summary = {s: statuses.count(s) for s in ("pass", "fail", "inconclusive") if statuses.count(s)}
     print("result: " + ", ".join(f"{n} {s}" for s, n in summary.items()))

@@ -8,8 +8,8 @@ call does no per-node Python dispatch. Two backends run that program:
   (liveness over the straight-line order), and every ufunc writes with ``out=``: no allocation
   per node, and a block's working set stays in cache. Blocks are shared out over the cores
   (NumPy releases the GIL inside a ufunc).
-- ``"numba"``: the same statements as scalar code inside one parallel loop over the points,
-  compiled by Numba (``pip install 'subgraph_ad[numba]'``). Without Numba, or for a user
+- ``"numba"``: the same statements as scalar code inside one loop over the points (run on
+  slices of them by every core), compiled by Numba (``pip install 'subgraph_ad[numba]'``). Without Numba, or for a user
   ``UnaryFn`` whose ``f`` Numba cannot compile, it warns (``BackendWarning``) and uses
   ``"numpy"``: results are the same, only speed differs. An input passed as one number stays
   one number (no array of copies); the kernel for all-array inputs is compiled by ``lambdify``,
@@ -171,7 +171,7 @@ def expression_source(program: Program, numba: bool = False,
         lines.append(f"    return ({', '.join(outs)},)")
         return "\n".join(lines) + "\n", namespace
     out_args = [f"o{k}" for k in range(len(outs))]
-    lines = [f"def _f({', '.join(ins + out_args)}):", f"    for _p in _prange({out_args[0]}.shape[0]):"]
+    lines = [f"def _f({', '.join(ins + out_args)}):", f"    for _p in range({out_args[0]}.shape[0]):"]
     lines += [f"        a{k} = v{k}" + ("" if k < len(scalars) and scalars[k] else "[_p]")
               for k in range(program.n_inputs)]
     lines += [f"        {b}" for b in body]
@@ -294,25 +294,15 @@ def block_source(program: Program, scalars: tuple[bool, ...] = ()) -> tuple[str,
     return "\n".join(head + [f"        {b}" for b in body]) + "\n", namespace, count
 
 
-def generate_source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) -> tuple[str, dict[str, Any]]:
-    """Python source of ``_f(*inputs)`` (one assignment per node) and the namespace it needs."""
-    return expression_source(build_program(tape, inputs, outputs))
-
-
 def _exec(source: str, namespace: dict[str, Any], label: str) -> Callable[..., Any]:
     exec(compile(source, f"<subgraph_ad.lambdify:{label}>", "exec"), namespace)  # our own code
     return namespace["_f"]
 
 
-def _numba_kernel(program: Program, scalars: tuple[bool, ...]) -> tuple[Callable[..., Any], str]:
-    """Compile the loop with Numba, eagerly (so compile errors surface here, not at call time),
-    for inputs that are arrays or, where ``scalars`` says so, single numbers."""
+@functools.cache
+def _numba_helpers() -> dict[str, Any]:
+    """The functions the Numba loop calls besides ``math``'s, jitted once per process."""
     import numba
-
-    source, namespace = expression_source(program, numba=True, scalars=scalars)
-    for name, value in list(namespace.items()):
-        if name.startswith("_fn"):
-            namespace[name] = numba.njit(value)
 
     @numba.njit(error_model="numpy")
     def _sigmoid(v: float) -> float:
@@ -329,15 +319,26 @@ def _numba_kernel(program: Program, scalars: tuple[bool, ...]) -> tuple[Callable
     def _sqrt(v: float) -> float:
         return np.sqrt(v)
 
-    namespace.update(_math=math, _prange=range, _sigmoid=_sigmoid,
-                     _log=_log, _sqrt=_sqrt)
+    return {"_math": math, "_sigmoid": _sigmoid, "_log": _log, "_sqrt": _sqrt}
+
+
+def _numba_kernel(program: Program, scalars: tuple[bool, ...]) -> Callable[..., Any]:
+    """Compile the loop with Numba, eagerly (so compile errors surface here, not at call time),
+    for inputs that are arrays or, where ``scalars`` says so, single numbers."""
+    import numba
+
+    source, namespace = expression_source(program, numba=True, scalars=scalars)
+    for name, value in list(namespace.items()):
+        if name.startswith("_fn"):
+            namespace[name] = numba.njit(value)
+    namespace.update(_numba_helpers())
     py = _exec(source, namespace, "numba")
     array = numba.float64[::1]
     ins = [numba.float64 if scalar else array for scalar in scalars]
     signature = numba.void(*ins, *([array] * len(program.outputs)))
     # nogil: Compiled runs slices of the points on several threads (Numba's own parallel=True
     # costs ~6 ms per call to start its pool: more than a whole evaluation here)
-    return numba.njit(signature, nogil=True, error_model="numpy", cache=False)(py), source
+    return numba.njit(signature, nogil=True, error_model="numpy", cache=False)(py)
 
 
 #: Runs the program over points a..b of the inputs into the same points of the outputs.
@@ -359,18 +360,19 @@ class Compiled:
         if not (isinstance(block, int) and block > 0):
             raise ValueError(f"lambdify block must be a positive int, got {block!r}")
         self.program, self.names, self.single = program, names, single
-        self.block, self.parallel, self.requested = block, parallel, backend
+        self.block, self.parallel = block, parallel
         source, namespace = expression_source(program)
         self._scalar = _exec(source, namespace, "scalar")
         self.source = source
-        self._blocks: dict[tuple[bool, ...], tuple[Callable[..., None], int]] = {}
-        self.block_source = block_source(program)[0]
+        arrays_only = (False,) * program.n_inputs
+        self.block_source, namespace, registers = block_source(program, arrays_only)
+        self._blocks: dict[tuple[bool, ...], tuple[Callable[..., None], int]] = {
+            arrays_only: (_exec(self.block_source, namespace, "block"), registers)}
         self.backend = "numpy"
         self._kernels: dict[tuple[bool, ...], Callable[..., Any]] = {}
         if backend == "numba":
             try:
-                arrays_only = (False,) * program.n_inputs
-                self._kernels[arrays_only], self.numba_source = _numba_kernel(program, arrays_only)
+                self._kernels[arrays_only] = _numba_kernel(program, arrays_only)
                 self.backend = "numba"
             except ImportError:
                 warnings.warn("lambdify(backend='numba'): Numba is not installed "
@@ -408,7 +410,7 @@ class Compiled:
     def _kernel(self, scalars: tuple[bool, ...]) -> Callable[..., Any]:
         """The Numba kernel for this pattern of scalar and array inputs, compiled once."""
         if scalars not in self._kernels:
-            self._kernels[scalars] = _numba_kernel(self.program, scalars)[0]
+            self._kernels[scalars] = _numba_kernel(self.program, scalars)
         return self._kernels[scalars]
 
     def _arrays(self, arrays: list[np.ndarray], shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:

@@ -10,6 +10,7 @@ between the two (``method="auto"``).
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, Callable, Iterator, NamedTuple
 
@@ -111,13 +112,7 @@ def _runs(z: Term, args: tuple[Any, ...], method: str) -> list[tuple[Term, int]]
         z.tape.check_var(w, "wrt")
     if method not in ("auto", "graph", "taylor"):
         raise ValueError(f"diff(): method must be 'auto', 'graph' or 'taylor', got {method!r}")
-    runs: list[tuple[Term, int]] = []
-    for w in wrts:
-        if runs and runs[-1][0] == w:
-            runs[-1] = (w, runs[-1][1] + 1)
-        else:
-            runs.append((w, 1))
-    return runs
+    return [(w, len(list(run))) for w, run in itertools.groupby(wrts)]
 
 
 def diff(z: Term, *args: Any, method: str = "auto", callback: Callback | None = None) -> Term:

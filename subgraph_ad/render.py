@@ -195,8 +195,8 @@ def dot_source(
     node_attrs: Mapping[int, Mapping[str, str]] | None = None,
     edge_attrs: Mapping[tuple[int, int], Mapping[str, str]] | None = None,
     graph_attrs: Mapping[str, str] | None = None,
-) -> tuple[str, list[int]]:
-    """DOT source and the drawn node indices; ``to_dot`` plus hooks the animations use.
+) -> str:
+    """DOT source; ``to_dot`` plus hooks the animations use.
 
     ``node_attrs[i]`` and ``edge_attrs[(head, k)]`` (edge into ``head`` from its k-th operand)
     override the computed attributes of that node or edge.
@@ -260,7 +260,7 @@ def dot_source(
             attrs.update(edge_attrs.get((i, k), {}))
             lines.append(f"  n{a} -> n{i} [{_attrs(attrs)}];")
     lines.append("}")
-    return "\n".join(lines) + "\n", indices
+    return "\n".join(lines) + "\n"
 
 
 def to_dot(obj: Drawable, **options: Any) -> str:
@@ -280,7 +280,7 @@ def to_dot(obj: Drawable, **options: Any) -> str:
       n0 -> n2 [id="e2_0", headlabel="a"];
       n1 -> n2 [id="e2_1", headlabel="b"];
     """
-    return dot_source(obj, **options)[0]
+    return dot_source(obj, **options)
 
 
 # -- running Graphviz --------------------------------------------------------------------------

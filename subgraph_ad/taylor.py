@@ -84,7 +84,6 @@ class _Taylor:
         self.scaled: dict[tuple[float, int], int] = {}
         self.aliases: dict[int, Optional[int]] = {}
         self.forms: dict[int, Form] = {}
-        self.kinds: dict[tuple[int, int], int] = {}
         self.uses: dict[tuple[int, int], int] = {}
         self.terms: dict[tuple[int, int], list[Product]] = {}  # the products a coefficient sums
         #: whether the build may have left nodes no result needs (a sum that cancelled,
@@ -103,12 +102,13 @@ class _Taylor:
         for j in range(len(deg), i + 1):
             node = nodes[j]
             op, args = node.op, node.args
+            top = max((deg[a] for a in args), default=0)
             if op in ("var", "const"):
                 d = int(j == self.wrt)
-            elif max(deg[a] for a in args) == 0:
+            elif top == 0:
                 d = 0
             elif op in ("add", "sub", "neg"):
-                d = max(deg[a] for a in args)
+                d = top
             elif op == "mul":
                 d = min(deg[args[0]] + deg[args[1]], UNBOUNDED)
             elif op == "div" and deg[args[1]] == 0:
@@ -175,7 +175,7 @@ class _Taylor:
         shared = self.scaled.get((abs(c), t)) if abs(c) != 1.0 else None
         return (times * c, t) if shared is None else (times * math.copysign(1.0, c), shared)
 
-    def product(self, ka: tuple[int, int], kb: tuple[int, int], factor: float = 1.0) -> Lazy:
+    def product(self, ka: tuple[int, int], kb: tuple[int, int], factor: float) -> Lazy:
         """factor · coefficient ka · coefficient kb; scalars multiply in Python, one node at most."""
         a, b = self.get(*ka), self.get(*kb)  # canonical already
         if a is None or b is None:
@@ -261,7 +261,7 @@ class _Taylor:
                 self.scaled[key] = self.tape._intern_node(Node("mul", (self.constant(c), t)))
         return self.scaled[key]
 
-    def materialize(self, value: Lazy, factor: float = 1.0) -> Optional[Term]:
+    def materialize(self, value: Lazy, factor: float) -> Optional[Term]:
         """factor·value as a Term (one scale node at most), or None for zero."""
         if value is None:
             return None
@@ -288,23 +288,24 @@ class _Taylor:
         split off (``canon``), so products read g's own coefficients: cos' = -sin uses those of
         sin, not a forwarding series of its own; what the rule built and g does not need (that
         -sin, the constant 1 handed in as ``derived``) leaves the tape again."""
-        found: list = []
+        scalar = [1.0]  # c, set by build()
 
         def build() -> tuple[list[int], bool]:
             u, g = self.rule(i)
             value = None if g is None else self.canon((1.0, g.index))
             if value is None:
-                found[:] = [u, None, 1.0]
                 return [u], True
             c, t = value
-            found[:] = [u, g.index, 1.0] if t is None else [u, t, c]
-            return [u, found[1]], True
+            if t is None:
+                return [u, g.index], True
+            scalar[0] = c
+            return [u, t], True
 
         mark = len(self.tape.nodes)
         roots = self.tape._quietly(build)
         del self.deg[mark:]  # the trimmed nodes were renumbered
         self.aliases = {k: v for k, v in self.aliases.items() if k < mark and (v is None or v < mark)}
-        return roots[0], roots[1] if len(roots) > 1 else None, found[2]
+        return roots[0], roots[1] if len(roots) > 1 else None, scalar[0]
 
     def rule(self, i: int) -> tuple[int, Optional[Term]]:
         """(u, g) with dy = g·du for a fn or pow node y, g built by the node's own rule."""
@@ -382,7 +383,7 @@ class _Taylor:
         return self.base[i]
 
     def compute(self, i: int, k: int) -> Lazy:
-        form = self.form(i)
+        form = self.forms[i]  # settled by the plan
         kind = form[0]
         if kind == "var":
             return (1.0, None) if k == 1 else None
@@ -429,7 +430,8 @@ class _Taylor:
         Term coefficient are counted. The hot loop of a build: helpers are inlined."""
         order: list[tuple[int, int]] = []
         state: dict[tuple[int, int], int] = {}
-        kinds, terms, uses, forms = self.kinds, self.terms, self.uses, self.forms
+        kinds: dict[tuple[int, int], int] = {}  # 0 zero, 1 a plain number, 2 a Term
+        terms, uses, forms = self.terms, self.uses, self.forms
         nodes, deg = self.tape.nodes, self.deg
         stack = [(root, k) for k in reversed(wanted) if k <= self.degree(root)]
         while stack:

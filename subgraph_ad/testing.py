@@ -46,9 +46,14 @@ class Report:
     points: list[PointCheck] = field(default_factory=list)
     reference: Any = None
 
+    @property
+    def counts(self) -> dict[str, int]:
+        """How many points passed, failed and were inconclusive."""
+        return {s: sum(p.status == s for p in self.points) for s in ("pass", "fail", "inconclusive")}
+
     def __str__(self) -> str:
         order = "".join(f"d{w}" for w in self.wrt)
-        counts = {s: sum(p.status == s for p in self.points) for s in ("pass", "fail", "inconclusive")}
+        counts = self.counts
         return (f"{self.status:12s} d/{order} of {self.expression}: symbolic {self.symbolic}, "
                 f"points {counts['pass']} pass / {counts['fail']} fail / {counts['inconclusive']} inconclusive")
 
