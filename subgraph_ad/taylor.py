@@ -39,6 +39,7 @@ import math
 from typing import Optional
 
 from .functions import SinFn, Sqrt, log
+from .horner import horner
 from .tape import Callback, Node, Tape, Term
 
 #: A coefficient value c·T held as (c, index of T); index None means the plain number c.
@@ -504,6 +505,7 @@ def _build(term: Term, w: int, wanted: range, callback: Callback | None,
     of a ** b whose coefficients all came out as numbers, leaves the tape again."""
     tape = term.tape
     base = tape.orders[term.index]
+    mark = len(tape)
 
     def build() -> tuple[list[int], bool]:
         taylor = _Taylor(tape, w)
@@ -515,6 +517,9 @@ def _build(term: Term, w: int, wanted: range, callback: Callback | None,
             if d is None and alone:
                 raise _Zero
             out.append(tape.zero.index if d is None else d.index)
+        if alone:  # the n-th derivative alone: its closed form may be smaller than the recurrence
+            length = len(tape)  # whichever is not kept leaves the tape again
+            return [horner(tape, out[0], mark, w)], taylor.leftovers or len(tape) > length
         return out, taylor.leftovers
 
     with tape.transaction(callback):
@@ -542,4 +547,5 @@ def taylor_diff(term: Term, wrt: Term, n: int, callback: Callback | None = None)
     try:
         return Term(term.tape, _build(term, w, range(n, n + 1), callback, alone=True)[0])
     except _Zero:
-        return term.tape.zero
+        with term.tape.transaction(callback):  # the callback hears of the 0 if it is new
+            return term.tape.zero

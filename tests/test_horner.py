@@ -1,0 +1,152 @@
+"""Closed forms of the n-th derivative alone (``taylor_diff``, ``diff``): values against SymPy,
+sizes against SymPy's own cse form and against the recurrence, the cases where the expansion
+gives up, and the monomial encoding."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy
+
+from subgraph_ad import Tape, cos, exp, log, sin, sqrt, tanh, taylor_graph
+from subgraph_ad import horner, taylor
+from subgraph_ad.horner import WIDTH, _Expansion
+from subgraph_ad.tape import dependencies
+from subgraph_ad.taylor import taylor_diff
+from conftest import close, sympy_value
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from functions import FUNCTIONS  # noqa: E402  (the benchmark's F1–F5)
+
+CASES = {  # closed forms of every shape: polynomial, Laurent (1/x^k), products of functions
+    "x^3*exp(2x)": lambda x, y: x**3 * exp(2 * x),
+    "log(x)": lambda x, y: log(x),
+    "sqrt(x)": lambda x, y: sqrt(x),
+    "(1+x)^6 + x*y": lambda x, y: (1 + x) ** 6 + x * y,
+    "exp(-x^2/2)*sin(y)": lambda x, y: exp(-x * x / 2) * sin(y),
+    "1/(x*x)": lambda x, y: 1 / (x * x),
+    "sin(x)*cos(x)": lambda x, y: sin(x) * cos(x),
+    "y*log(x)+sqrt(y*log(x))": lambda x, y: y * log(x) + sqrt(y * log(x)),
+    "tanh(x)^2": lambda x, y: tanh(x) ** 2,
+}
+POINTS = [(1.15, 0.7), (1.9, 2.2)]
+
+
+def _ops(tape, root):
+    """Operations evaluating root takes (vars and constants are not operations): SymPy's count_ops
+    after cse counts the same thing."""
+    return sum(tape.nodes[i].op not in ("var", "const") for i in dependencies(tape, [root]))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("n", [2, 5, 9])
+def test_nth_derivative_alone_matches_sympy(name, n):
+    tape = Tape()
+    x, y = tape.var("x", 1.0), tape.var("y", 1.0)
+    f = CASES[name](x, y)
+    d = taylor_diff(f, x, n)
+    expected = sympy.diff(f.to_sympy(), sympy.Symbol("x"), n)
+    for px, py in POINTS:
+        assert close(d.eval({x: px, y: py}), sympy_value(expected, x=px, y=py), rtol=1e-11), (name, n, px)
+
+
+@pytest.mark.parametrize("name", ["F1", "F5"])
+def test_closed_forms_are_smaller_than_sympys_cse_form_and_the_recurrence(name):
+    # SymPy simplifies the 10th derivative of F1/F5 to a closed form; ours must need fewer
+    # operations than that form after cse (counted here, in the same run), and than Taylor
+    # mode's recurrence for the same order.
+    tape, f, x = FUNCTIONS[name]()
+    d = taylor_diff(f, x, 10)
+    others = {sympy.Symbol(v.name): v.value for v in tape.vars.values() if v != x}
+    expr = sympy.diff(f.to_sympy(), sympy.Symbol(x.name), 10).subs(others)
+    replacements, reduced = sympy.cse(expr)
+    sympy_ops = sum(sympy.count_ops(e) for _, e in replacements) + sympy.count_ops(reduced[0])
+    tape2, f2, x2 = FUNCTIONS[name]()
+    recurrence = taylor_graph(f2, x2, 10)[-1]
+    assert _ops(tape, d.index) < sympy_ops
+    assert 2 * _ops(tape, d.index) < _ops(tape2, recurrence.index)
+    point = {x: 1.3}
+    assert close(d.eval(point), recurrence.eval({x2: 1.3}), rtol=1e-12)
+
+
+def test_the_gaussian_closed_form_is_a_polynomial_in_horner_form():
+    tape = Tape()
+    x = tape.var("x", 0.5)
+    d = exp(-x**2 / 2).diff(x, 6, method="taylor")
+    X = sympy.Symbol("x")
+    assert d.to_sympy() == (((X**2 - 15) * X**2 + 45) * X**2 - 15) * sympy.exp(-X**2 / 2)
+
+
+@pytest.mark.parametrize("name", ["F3", "F4"])
+def test_where_the_expansion_cannot_pay_the_recurrence_stays(name, monkeypatch):
+    # sums of products of sin, cos, exp, 1/(1+x^2) (F3) and of three nested tanh (F4) expand to
+    # more terms than the recurrence has nodes: the n-th derivative is the recurrence's, node
+    # for node, and nothing the attempt built is left on the tape
+    tape, f, x = FUNCTIONS[name]()
+    start = len(tape)
+    d = taylor_diff(f, x, 10)
+    monkeypatch.setattr(taylor, "horner", lambda tape, root, mark, wrt: root)
+    tape2, f2, x2 = FUNCTIONS[name]()
+    recurrence = taylor_diff(f2, x2, 10)
+    assert tape.nodes == tape2.nodes and d.index == recurrence.index
+
+
+def test_an_ill_conditioned_closed_form_is_not_kept(monkeypatch):
+    # tanh^(9) is a polynomial in tanh(x) of 6 terms (far fewer nodes than the recurrence), but its
+    # terms reach 10^7 where its value is 10^4: evaluated near x = 1.9 it would lose 4 digits
+    tape = Tape()
+    x = tape.var("x", 0.5)
+    d = taylor_diff(tanh(x) ** 2, x, 9)
+    monkeypatch.setattr(horner, "LOSS", 1e300)
+    tape2 = Tape()
+    x2 = tape2.var("x", 0.5)
+    closed = taylor_diff(tanh(x2) ** 2, x2, 9)
+    assert len(tape2) < len(tape)
+    X = sympy.Symbol("x")
+    exact = sympy_value(sympy.diff(sympy.tanh(X) ** 2, X, 9), x=1.9)
+    assert abs(d.eval({x: 1.9}) - exact) < 1e-12 * abs(exact)
+    assert abs(closed.eval({x2: 1.9}) - exact) > 1e-11 * abs(exact)  # what the check prevents
+
+
+def test_every_appended_node_is_needed_and_announced_once():
+    for name in sorted(CASES):
+        tape = Tape()
+        x, y = tape.var("x", 1.0), tape.var("y", 1.0)
+        f = CASES[name](x, y)
+        start, seen = len(tape), []
+        d = taylor_diff(f, x, 7, callback=seen.append)
+        needed = [i for i in dependencies(tape, [d.index]) if i >= start]
+        assert needed == list(range(start, len(tape))), name
+        assert [t.index for t in seen] == list(range(start, len(tape))), name
+        for i in range(start, len(tape)):  # renumbered nodes are still interned
+            assert tape._intern_node(tape.nodes[i]) == i
+
+
+def test_huge_powers_stay_exact():
+    # x ** (64·64·64·64) = x ** 2**24: past the expansion's degree bound, so it stays an atom;
+    # (x ** 64) ** 64 is expanded to one monomial x ** 4096
+    tape = Tape()
+    x = tape.var("x", 1.0)
+    for f, e in (((x**64) ** 64, 4096), ((((x**64) ** 64) ** 64) ** 64, 2**24)):
+        d = taylor_diff(f * x, x, 2)  # (e + 1)·e·x**(e − 1)
+        assert d.eval() == (e + 1) * e
+
+
+def test_monomials_decode_with_negative_and_large_exponents():
+    expansion = _Expansion(Tape(), 10)
+    expansion.atoms = [5, 9, 2]
+    r = 1 << WIDTH
+    assert expansion.monomial(3 - 7 * r + r * r) == ((2, 1), (5, 3), (9, -7))
+    assert expansion.monomial(-(2**20) * r * r) == ((2, -(2**20)),)
+    assert expansion.monomial(0) == ()
+
+
+def test_the_closed_form_is_evaluated_on_arrays():
+    tape = Tape()
+    x = tape.var("x", 0.0)
+    d = exp(-x * x / 2).diff(x, 8)
+    pts = np.linspace(-2.0, 2.0, 7)
+    X = sympy.Symbol("x")
+    expected = sympy.lambdify(X, sympy.diff(sympy.exp(-X * X / 2), X, 8))(pts)
+    np.testing.assert_allclose(d.eval({x: pts}), expected, rtol=1e-12, atol=1e-12)
