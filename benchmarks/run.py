@@ -1,21 +1,23 @@
 """Benchmark: size, build, compile and evaluation time of the n-th derivative of F1–F5.
 
-Ours (repeated gen_graph; Taylor mode; NumPy and Numba backends) and, measured in the same run,
-SymPy (diff + lambdify(cse=True)) and, when installed, SymEngine (lambdify, LLVM when
-available), JAX (nested grad + jit(vmap)) and PyTorch (nested autograd.grad with create_graph).
+Ours (repeated gen_graph; Taylor mode for all orders; ``diff`` for the n-th alone, with NumPy and
+Numba backends) and, measured in the same run, SymPy (diff + lambdify(cse=True)) and, when
+installed, SymEngine (lambdify, LLVM when available), JAX (nested grad + jit(vmap)) and PyTorch
+(nested autograd.grad with create_graph).
 
-Sizes: ours = nodes appended after f is built (all orders up to n), and "ops" = the operations
-the n-th derivative alone evaluates (its program's nodes other than vars and constants, f's own
-included: the measure SymPy's cse count is); SymPy = count_ops of the n-th derivative and of its
-cse form; SymEngine = count_ops; JAX = jaxpr equations; PyTorch =
-autograd graph nodes reachable from the n-th derivative. Times are medians of --repeats runs
-(more for what is quick: builds of ours and SymEngine at least BUILD_RUNS, evaluations up to 25
-after a warm-up call), garbage collector paused as in timeit; every build starts from a built
-expression (ours: f on a fresh tape, made untimed before each run). Evaluation is on 100,000
-points in [-2, 2] (F5: w1 in [1.1, 3], where log(w1) > 0).
+Sizes: ours = nodes appended after f is built (Taylor: all orders up to n; diff: the n-th alone),
+and "ops" = the operations the n-th derivative evaluates (its program's nodes other than vars and
+constants, f's own included: the measure SymPy's cse count is); SymPy = count_ops of the n-th
+derivative and of its cse form; SymEngine = count_ops; JAX = jaxpr equations; PyTorch = autograd
+graph nodes reachable from the n-th derivative. Times are medians of --repeats runs (more for
+what is quick: builds of ours and SymEngine at least BUILD_RUNS), garbage collector paused as in
+timeit; every build starts from a built expression (ours: f on a fresh tape, made untimed before
+each run). Evaluation is on 100,000 points in [-2, 2] (F5: w1 in [1.1, 3], where log(w1) > 0),
+every tool's compiled function called in turn, round after round (up to 25 rounds), so that the
+VM's slow spells hit all of them alike; the median of each is quoted.
 A peer whose build + compile times 4 (its growth per order) passes --cap seconds is not run at
 higher orders of that function, PyTorch not past n = 6 and JAX not past n = 8 (memory); the
-JSON records them as skipped. Writes benchmarks/results/bench.json and sizes.png.
+JSON records them as skipped. Writes benchmarks/results/bench.json, table.md and sizes.png.
 
     python benchmarks/run.py [--quick] [--repeats 3] [--cap 30] [--functions F1,F3] [--out DIR]
 """
@@ -72,22 +74,43 @@ def median_time(fn: Callable[..., Any], repeats: int, setup: Callable[[], tuple]
     return statistics.median(times), result
 
 
-def eval_median(fn: Callable[[], Any], repeats: int) -> float:
-    """Median time of an evaluation after one untimed warm-up call: at least ``repeats`` runs,
-    and more (up to 25) when a run is short, so that a sub-millisecond evaluation's median is
-    not at the mercy of a few slow runs on a shared VM (it is for every tool alike)."""
-    t0 = time.perf_counter()
-    fn()
-    first = time.perf_counter() - t0
-    return median_time(fn, max(repeats, min(25, int(0.05 / max(first, 1e-9)))))[0]
+def interleaved(evaluators: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """Median time of each evaluator, after one untimed warm-up call each, timed in rounds that
+    call every evaluator once: at least ``repeats`` rounds, more (up to 25) while a round is
+    short. Timing one tool after another instead would let the VM's noise (10–40 % between
+    minutes) decide ratios such as F5's NumPy against SymPy."""
+    first = 0.0
+    for fn in evaluators.values():
+        t0 = time.perf_counter()
+        fn()
+        first += time.perf_counter() - t0
+    rounds = max(repeats, min(25, int(0.5 / max(first, 1e-9))))
+    times: dict[str, list[float]] = {key: [] for key in evaluators}
+    for _ in range(rounds):
+        for key, fn in evaluators.items():
+            gc.disable()
+            try:
+                t0 = time.perf_counter()
+                fn()
+                times[key].append(time.perf_counter() - t0)
+            finally:
+                gc.enable()
+    return {key: statistics.median(ts) for key, ts in times.items()}
 
 
 # -- ours -----------------------------------------------------------------------------------------
-def ours(name: str, n: int, method: str, repeats: int, backends: list[str]) -> dict[str, Any]:
+Evaluators = dict[str, Callable[[], Any]]
+
+
+def ours(name: str, n: int, method: str, repeats: int, backends: list[str]) -> tuple[dict[str, Any], Evaluators]:
+    """One of our ways: "taylor" (all orders 1..n, as the size targets count them), "diff" (the
+    n-th alone, what a user compiles: ``f.diff(x, n)``) or "graph" (n gen_graph passes)."""
     def build(tape: Any, f: Any, x: Any) -> tuple[int, Any, Any, Any]:
         mark = len(tape)
         if method == "taylor":
-            d = taylor_graph(f, x, n)[-1]  # all orders 1..n, as the size targets count them
+            d = taylor_graph(f, x, n)[-1]
+        elif method == "diff":
+            d = f.diff(x, n)
         else:
             d = f
             for _ in range(n):
@@ -100,16 +123,16 @@ def ours(name: str, n: int, method: str, repeats: int, backends: list[str]) -> d
     row: dict[str, Any] = {"size": size, "ops": ops, "build": build_time}
     others = [v for v in tape.vars.values() if v != x]
     args = [points_for(name)] + [v.value for v in others]
+    evaluators: Evaluators = {}
     for backend in backends:
         compile_time, g = median_time(lambda: sad.lambdify([x] + others, d, backend=backend), 1 if backend == "numba" else repeats)
-        eval_time = eval_median(lambda: g(*args), repeats)
         row[f"compile_{backend}"] = compile_time
-        row[f"eval_{backend}"] = eval_time
-    return row
+        evaluators[backend] = lambda g=g: g(*args)
+    return row, evaluators
 
 
 # -- peers ----------------------------------------------------------------------------------------
-def sympy_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
+def sympy_peer(name: str, n: int, repeats: int) -> tuple[dict[str, Any], Callable[[], Any]]:
     import sympy
 
     tape, f, x = FUNCTIONS[name]()
@@ -130,13 +153,15 @@ def sympy_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
     cse_ops = sum(sympy.count_ops(e) for _, e in replacements) + sympy.count_ops(reduced[0])
     compile_time, g = median_time(lambda: sympy.lambdify([X], d, "numpy", cse=True), 1)
     pts = points_for(name)
-    with np.errstate(all="ignore"):
-        eval_time = eval_median(lambda: g(pts), repeats)
+
+    def evaluate() -> Any:
+        with np.errstate(all="ignore"):
+            return g(pts)
     return {"size": int(sympy.count_ops(d)), "size_cse": int(cse_ops), "build": build_time,
-            "compile": compile_time, "eval": eval_time}
+            "compile": compile_time}, evaluate
 
 
-def symengine_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
+def symengine_peer(name: str, n: int, repeats: int) -> tuple[dict[str, Any], Callable[[], Any]]:
     import symengine as se
 
     tape, f, x = FUNCTIONS[name]()
@@ -148,16 +173,18 @@ def symengine_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
     backend = "llvm" if getattr(se, "have_llvm", False) else "lambda"
     compile_time, g = median_time(lambda: se.lambdify([X], [d], backend=backend, cse=True), 1)
     pts = points_for(name)
-    with np.errstate(all="ignore"):
-        eval_time = eval_median(lambda: g(pts), repeats)
-    return {"size": int(se.count_ops(d)), "build": build_time, "compile": compile_time, "eval": eval_time,
-            "backend": backend}
+
+    def evaluate() -> Any:
+        with np.errstate(all="ignore"):
+            return g(pts)
+    return {"size": int(se.count_ops(d)), "build": build_time, "compile": compile_time,
+            "backend": backend}, evaluate
 
 
 JAX_FNS: dict[str, Callable[..., Any]] = {}
 
 
-def jax_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
+def jax_peer(name: str, n: int, repeats: int) -> tuple[dict[str, Any], Callable[[], Any]]:
     import jax
     import jax.numpy as jnp
 
@@ -174,11 +201,10 @@ def jax_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
     build_time, (d, eqns) = median_time(build, 1 if n > 5 else repeats)
     pts = jnp.asarray(points_for(name))
     compile_time, g = median_time(lambda: jax.jit(jax.vmap(d)).lower(pts).compile(), 1)
-    eval_time = eval_median(lambda: g(pts).block_until_ready(), repeats)
-    return {"size": eqns, "build": build_time, "compile": compile_time, "eval": eval_time}
+    return {"size": eqns, "build": build_time, "compile": compile_time}, lambda: g(pts).block_until_ready()
 
 
-def torch_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
+def torch_peer(name: str, n: int, repeats: int) -> tuple[dict[str, Any], Callable[[], Any]]:
     import torch
 
     torch.set_default_dtype(torch.float64)
@@ -200,8 +226,8 @@ def torch_peer(name: str, n: int, repeats: int) -> dict[str, Any]:
             continue
         seen.add(node)
         stack.extend(nxt for nxt, _ in node.next_functions)
-    eval_time = eval_median(lambda: run(POINTS), repeats)  # define-by-run: build + eval at once
-    return {"size": len(seen), "build": build_time, "compile": 0.0, "eval": eval_time}
+    # define-by-run: its evaluation is a build and an evaluation at once
+    return {"size": len(seen), "build": build_time, "compile": 0.0}, lambda: run(POINTS)
 
 
 PEERS = {"sympy": sympy_peer, "symengine": symengine_peer, "jax": jax_peer, "torch": torch_peer}
@@ -241,9 +267,14 @@ def main() -> int:
         rows: dict[str, Any] = {}
         capped: dict[str, int] = {}
         for n in orders + ([20] if not args.quick else []):
-            row: dict[str, Any] = {"taylor": ours(name, n, "taylor", args.repeats, backends)}
+            row: dict[str, Any] = {}
+            evaluators: Evaluators = {}
+            row["taylor"], _ = ours(name, n, "taylor", args.repeats, [])
+            row["diff"], found = ours(name, n, "diff", args.repeats, backends)
+            evaluators.update({("diff", f"eval_{b}"): fn for b, fn in found.items()})
             if n <= 12:
-                row["graph"] = ours(name, n, "graph", args.repeats, ["numpy"])
+                row["graph"], found = ours(name, n, "graph", args.repeats, ["numpy"])
+                evaluators[("graph", "eval_numpy")] = found["numpy"]
                 for peer in peers:
                     if n > MAX_ORDER.get(peer, 99):
                         row[peer] = {"skipped": f"orders above {MAX_ORDER[peer]} not run (memory)"}
@@ -252,18 +283,22 @@ def main() -> int:
                         row[peer] = {"skipped": f"build would pass {args.cap} s after n = {capped[peer]}"}
                         continue
                     try:
-                        row[peer] = PEERS[peer](name, n, args.repeats)
+                        row[peer], evaluators[(peer, "eval")] = PEERS[peer](name, n, args.repeats)
                     except Exception as error:  # a peer failing is a result, not a crash
                         row[peer] = {"error": f"{type(error).__name__}: {error}"[:200]}
                         capped[peer] = n
                         continue
                     if (row[peer]["build"] + row[peer].get("compile", 0.0)) * GROWTH > args.cap:
                         capped[peer] = n
+            for (tool, field), seconds in interleaved(evaluators, args.repeats).items():
+                row[tool][field] = seconds
+            del evaluators  # PyTorch's and JAX's buffers go before the next order
             rows[str(n)] = row
-            t = row["taylor"]
-            print(f"{name} n={n:2d} taylor {t['size']:5d} nodes build {t['build'] * 1e3:7.2f} ms "
-                  f"eval numpy {t['eval_numpy'] * 1e3:6.2f} ms"
-                  + (f" numba {t['eval_numba'] * 1e3:6.2f} ms" if "eval_numba" in t else "")
+            t, d = row["taylor"], row["diff"]
+            print(f"{name} n={n:2d} taylor {t['size']:5d} nodes build {t['build'] * 1e3:7.2f} ms | "
+                  f"diff {d['size']:5d} nodes ({d['ops']} ops) build {d['build'] * 1e3:7.2f} ms "
+                  f"eval numpy {d['eval_numpy'] * 1e3:6.2f} ms"
+                  + (f" numba {d['eval_numba'] * 1e3:6.2f} ms" if "eval_numba" in d else "")
                   + f"   [{time.perf_counter() - started:5.0f} s]", flush=True)
         results["functions"][name] = {"text": TEXT[name], "orders": rows}
     results["fit"] = fit_exponents(results)
@@ -303,16 +338,17 @@ def _fmt(value: float | None, unit: str = "ms") -> str:
 
 def summary(results: dict[str, Any], n: int) -> str:
     """The Markdown table at order n: sizes, build and eval times, ratios ours / best peer."""
-    lines = [f"### order n = {n}, {results['points']:,} points, medians of {results['repeats']} runs (times in ms)", "",
-             "| F | ours taylor: nodes (ops) / build / eval numpy / eval numba | ours gen_graph: nodes / build | "
-             "SymPy: ops (cse) / build / eval | SymEngine: ops / build / eval | JAX: eqns / build / eval | "
-             "PyTorch: nodes / eval | best peer size, build, eval | ours/best: size, build, eval (numpy, numba) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [f"### order n = {n}, {results['points']:,} points, medians (times in ms)", "",
+             "| F | ours Taylor, all orders: nodes / build | ours diff, n-th alone: nodes (ops) / build / "
+             "eval numpy / eval numba | ours gen_graph: nodes / build | SymPy: ops (cse) / build / eval | "
+             "SymEngine: ops / build / eval | JAX: eqns / build / eval | PyTorch: nodes / eval | "
+             "best peer: size, build, eval | ours/best: ops, build (all orders, n-th alone), eval (numpy, numba) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for name, data in results["functions"].items():
         row = data["orders"].get(str(n))
         if row is None:
             continue
-        t, g = row["taylor"], row["graph"]
+        t, d, g = row["taylor"], row["diff"], row["graph"]
         cell = {}
         sizes, builds, evals = [], [], []
         for peer in PEERS:
@@ -320,8 +356,7 @@ def summary(results: dict[str, Any], n: int) -> str:
             if not p or "size" not in p:
                 cell[peer] = "–" if not p else ("skipped" if "skipped" in p else "error")
                 continue
-            size = p.get("size_cse", p["size"])
-            sizes.append(size)
+            sizes.append(p.get("size_cse", p["size"]))
             builds.append(p["build"])
             evals.append(p["eval"])
             if peer == "sympy":
@@ -330,18 +365,19 @@ def summary(results: dict[str, Any], n: int) -> str:
                 cell[peer] = f"{p['size']} / {_fmt(p['eval'])}"
             else:
                 cell[peer] = f"{p['size']} / {_fmt(p['build'])} / {_fmt(p['eval'])}"
-        best = (min(sizes) if sizes else None, min(builds) if builds else None, min(evals) if evals else None)
-        numba = t.get("eval_numba")
-        ratio = "–"
+        numba = d.get("eval_numba")
+        best, ratio = "–", "–"
         if sizes:
-            ratio = (f"{t['size'] / best[0]:.2f}, {t['build'] / best[1]:.2f}, {t['eval_numpy'] / best[2]:.2f}"
-                     + (f" / {numba / best[2]:.2f}" if numba else ""))
+            size, build, ev = min(sizes), min(builds), min(evals)
+            best = f"{size}, {_fmt(build)}, {_fmt(ev)}"
+            ratio = (f"{d['ops'] / size:.2f}, {t['build'] / build:.2f} / {d['build'] / build:.2f}, "
+                     f"{d['eval_numpy'] / ev:.2f}" + (f" / {numba / ev:.2f}" if numba else ""))
         lines.append(
-            f"| {name} | {t['size']} ({t['ops']}) / {_fmt(t['build'])} / {_fmt(t['eval_numpy'])} / {_fmt(numba)} | "
-            f"{g['size']} / {_fmt(g['build'])} | {cell['sympy']} | {cell['symengine']} | {cell['jax']} | "
-            f"{cell['torch']} | {best[0]}, {_fmt(best[1])}, {_fmt(best[2])} | {ratio} |")
+            f"| {name} | {t['size']} / {_fmt(t['build'])} | {d['size']} ({d['ops']}) / {_fmt(d['build'])} / "
+            f"{_fmt(d['eval_numpy'])} / {_fmt(numba)} | {g['size']} / {_fmt(g['build'])} | {cell['sympy']} | "
+            f"{cell['symengine']} | {cell['jax']} | {cell['torch']} | {best} | {ratio} |")
     fit = results.get("fit", {})
-    lines += ["", "Fitted growth exponent of Taylor-mode size (log size vs log n, n = 4..20): "
+    lines += ["", "Fitted growth exponent of Taylor-mode size, all orders (log size vs log n, n = 4..20): "
               + ", ".join(f"{k} {v:.2f}" for k, v in fit.items())]
     return "\n".join(lines) + "\n"
 
@@ -355,7 +391,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
     names = list(results["functions"])
     fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3.4), sharey=True)
     axes = np.atleast_1d(axes)
-    series = [("taylor", "ours, Taylor", "size"), ("graph", "ours, gen_graph", "size"),
+    series = [("taylor", "ours, Taylor (all orders)", "size"), ("diff", "ours, diff (n-th, ops)", "ops"),
+              ("graph", "ours, gen_graph", "size"),
               ("sympy", "SymPy (cse)", "size_cse"), ("symengine", "SymEngine", "size"),
               ("jax", "JAX eqns", "size"), ("torch", "PyTorch nodes", "size")]
     for ax, name in zip(axes, names):

@@ -160,6 +160,8 @@ def expression_source(program: Program, numba: bool = False,
                 namespace[f"_fn{dest}"] = value
         elif op == "neg":
             expr = f"-{a[0]}"
+        elif op == "pow" and numba and args[1][0] == "c" and float(args[1][1]).is_integer():
+            expr = f"{a[0]} ** {int(args[1][1])}"  # an int power: multiplications, not a pow() call
         elif op == "pow":
             expr = f"{a[0]} ** {a[1]}" if numba else f"_np.power({a[0]}, {a[1]})"
         else:

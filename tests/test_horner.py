@@ -84,7 +84,6 @@ def test_where_the_expansion_cannot_pay_the_recurrence_stays(name, monkeypatch):
     # more terms than the recurrence has nodes: the n-th derivative is the recurrence's, node
     # for node, and nothing the attempt built is left on the tape
     tape, f, x = FUNCTIONS[name]()
-    start = len(tape)
     d = taylor_diff(f, x, 10)
     monkeypatch.setattr(taylor, "horner", lambda tape, root, mark, wrt: root)
     tape2, f2, x2 = FUNCTIONS[name]()
