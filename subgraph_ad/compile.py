@@ -161,7 +161,10 @@ def expression_source(program: Program, numba: bool = False,
         elif op == "neg":
             expr = f"-{a[0]}"
         elif op == "pow" and numba and args[1][0] == "c" and float(args[1][1]).is_integer():
-            expr = f"{a[0]} ** {int(args[1][1])}"  # an int power: multiplications, not a pow() call
+            # an int power: multiplications, not a pow() call; a negative one as 1/(x ** k),
+            # since Numba's int power raises for 0 ** -k where 1/0 gives inf
+            e = int(args[1][1])
+            expr = f"{a[0]} ** {e}" if e >= 0 else f"1.0 / ({a[0]} ** {-e})"
         elif op == "pow":
             expr = f"{a[0]} ** {a[1]}" if numba else f"_np.power({a[0]}, {a[1]})"
         else:
