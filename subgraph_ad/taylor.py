@@ -501,8 +501,10 @@ def _check(term: Term, wrt: Term, n: int) -> int:
 def _build(term: Term, w: int, wanted: range, callback: Callback | None,
            alone: bool = False) -> list[int]:
     """The derivatives of the ``wanted`` orders (indices; the tape's 0 for a zero one), in one
-    transaction; ``alone`` (one order, ``taylor_diff``): a zero one appends nothing at all. Only the nodes they need stay: a coefficient that a sum cancelled, or u = b·log(a)
-    of a ** b whose coefficients all came out as numbers, leaves the tape again."""
+    transaction; ``alone`` (one order, ``taylor_diff``): a zero one appends nothing at all, and
+    the closed form may replace the recurrence's result. Only the nodes they need stay: a
+    coefficient that a sum cancelled, u = b·log(a) of a ** b whose coefficients all came out as
+    numbers, or whichever of the two forms was not kept, leaves the tape again."""
     tape = term.tape
     base = tape.orders[term.index]
     mark = len(tape)
@@ -540,7 +542,9 @@ def taylor_graph(term: Term, wrt: Term, n: int, callback: Callback | None = None
 
 
 def taylor_diff(term: Term, wrt: Term, n: int, callback: Callback | None = None) -> Term:
-    """The n-th derivative alone; a structural zero appends nothing and returns the tape's 0."""
+    """The n-th derivative alone: only the coefficients order n needs, and its closed form instead
+    when that is smaller and as accurate (``horner``). A structural zero appends nothing and
+    returns the tape's 0."""
     w = _check(term, wrt, n)
     if n == 0:
         return term
