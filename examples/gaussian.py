@@ -37,6 +37,15 @@ assert abs(sixth.eval() - d.eval()) <= 1e-12 * abs(d.eval())
 print(f"Taylor mode builds all 6 orders in {len(taylor_tape) - start} nodes (same values); "
       f"f.diff(x, n) picks it when it appends fewer nodes (from order {AUTO_TAYLOR_SURE} on, always)")
 
+alone_tape = sad.Tape()
+a = alone_tape.var("x", 0.5)
+h = sad.exp(-a**2 / 2)
+start = len(alone_tape)
+closed = h.diff(a, 6, method="taylor")  # the 6th alone: its closed form, in Horner form
+report = check_against_sympy(h, a, 6, derivative=closed)
+assert report.status == "pass", report
+print(f"the 6th alone, f.diff(x, 6): {len(alone_tape) - start} nodes, {closed.to_sympy()}   SymPy check {report.status}")
+
 out = Path("out")
 out.mkdir(exist_ok=True)
 try:

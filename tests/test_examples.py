@@ -29,3 +29,5 @@ def test_gaussian_demo_prints_six_checked_orders(tmp_path):
     assert all(r[-1] == "pass" for r in rows[:6])
     # 4th derivative of exp(-x^2/2) is (x^4 - 6x^2 + 3) exp(-x^2/2): at 0.5 that is 1.37890141028843
     assert float(rows[3][1]) == pytest.approx((0.5**4 - 6 * 0.25 + 3) * 2.718281828459045 ** (-0.125), rel=1e-12)
+    closed = next(line for line in out.splitlines() if line.startswith("the 6th alone"))
+    assert closed.endswith("SymPy check pass") and "(x**2*(x**2*(x**2 - 15) + 45) - 15)*exp(-x**2/2)" in closed
