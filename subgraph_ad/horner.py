@@ -177,13 +177,13 @@ def _split(poly: Poly) -> tuple[Monomial, Poly]:
 def _monomial(tape: Tape, m: Monomial) -> int:
     """a₁^e₁·a₂^e₂⋯ as nodes; interning finds the powers f already has (x**2) and Taylor mode's
     reciprocals (1/b)."""
-    fold, one = tape._fold, tape.const(1.0).index
+    fold = tape._fold
     acc: Optional[int] = None
     for atom, e in m:
         if e == 1:
             node = atom
         elif e == -1:
-            node = fold("div", (one, atom))
+            node = fold("div", (tape.const(1.0).index, atom))
         else:
             node = fold("pow", (atom, tape.const(float(e)).index))
         acc = node if acc is None else fold("mul", (acc, node))
