@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import subgraph_ad as sad
-from subgraph_ad.orders import AUTO_TAYLOR_SURE
+from subgraph_ad.ad.diff import AUTO_TAYLOR_SURE
 from subgraph_ad.testing import check_against_sympy
 
 tape = sad.Tape()

@@ -1,10 +1,10 @@
 """subgraph_ad: higher-order derivatives as derivative subgraphs on a shared tape."""
 
 from . import testing
-from .animate import Animation, animate
-from .compile import lambdify
-from .derive import gen_graph
-from .functions import (
+from .viz.animate import Animation, animate
+from .compile.lambdify import lambdify
+from .ad.forward import gen_graph
+from .functions.base import (
     FUNCTIONS,
     SinFn,
     UnaryFn,
@@ -18,13 +18,13 @@ from .functions import (
     tan,
     tanh,
 )
-from .numeric import Grad
-from .orders import Step, derivatives, diff
-from .parse import ParseError, parse
-from .render import GraphTooLarge, GraphvizError, GraphvizNotFound
-from .sympy_bridge import SympyConversionError
-from .taylor import taylor_graph
-from .tape import LimitError, Node, Tape, Term
+from .numeric.modes import Grad
+from .ad.diff import Step, derivatives, diff
+from .interop.parse import ParseError, parse
+from .viz.render import GraphTooLarge, GraphvizError, GraphvizNotFound
+from .interop.sympy_bridge import SympyConversionError
+from .ad.taylor.build import taylor_graph
+from .core.tape import LimitError, Node, Tape, Term
 
 __version__ = "0.1.0"
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import subgraph_ad as sad
-from subgraph_ad.animate import notation
+from subgraph_ad.viz.animate import notation
 from subgraph_ad.testing import check_against_sympy
 
 PROG = "subgraph-ad"

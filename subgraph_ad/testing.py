@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import sympy
 
-from .orders import parse_diff_args
-from .tape import Term, dependencies
+from .ad.diff import parse_diff_args
+from .core.tape import Term, dependencies
 
 #: Relative tolerance: high-order derivatives lose a few digits to rounding, never 7.
 RTOL = 1e-7

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from .functions import log
-from .tape import Callback, Node, Tape, Term, dependencies
+from ..functions.base import log
+from ..core.tape import Callback, Node, Tape, Term, dependencies
 
 D = Optional[Term]  # a derivative: a Term, or None for a structural zero
 

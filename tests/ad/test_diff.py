@@ -11,7 +11,7 @@ import subgraph_ad as sad
 from subgraph_ad import Tape, exp, log, sin, tan, tanh
 from conftest import close, sympy_value
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from functions import FUNCTIONS  # noqa: E402  (the benchmark's F1–F5)
 
 X, Y = sympy.symbols("x y")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Union
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .functions import UnaryFn
+    from ..functions.base import UnaryFn
 
 Number = Union[int, float]
 Callback = Callable[["Term"], None]
@@ -377,19 +377,19 @@ class Tape:
     # -- bridges (implemented in the layers above) -----------------------------------------
     def to_dot(self, **options: Any) -> str:
         """DOT source of every node on the tape."""
-        from .render import to_dot
+        from ..viz.render import to_dot
 
         return to_dot(self, **options)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """Jupyter shows a tape as the SVG of all its nodes."""
-        from .render import repr_mimebundle
+        from ..viz.render import repr_mimebundle
 
         return repr_mimebundle(self)
 
     def from_sympy(self, expr: Any) -> Term:
         """Build a SymPy expression on this tape; vars are reused or created by name."""
-        from .sympy_bridge import from_sympy
+        from ..interop.sympy_bridge import from_sympy
 
         return from_sympy(expr, self)
 
@@ -505,57 +505,57 @@ class Term:
 
     def eval(self, values: dict | None = None) -> Any:
         """Value at the current var values, or at temporary ``values`` ({var: value})."""
-        from .numeric import evaluate
+        from ..numeric.modes import evaluate
 
         return evaluate(self, values)
 
     def derive(self, wrt: Term, values: dict | None = None) -> Any:
         """Forward mode: the numeric dz/d(wrt) in one tangent sweep."""
-        from .numeric import derive
+        from ..numeric.modes import derive
 
         return derive(self, wrt, values)
 
     def grad(self, values: dict | None = None) -> Any:
         """Reverse mode: every partial derivative in one backward sweep, as a Grad."""
-        from .numeric import grad
+        from ..numeric.modes import grad
 
         return grad(self, values)
 
     # -- derivative subgraphs ---------------------------------------------------------------------
     def gen_graph(self, wrt: Term, callback: Callback | None = None) -> Term:
         """Append the nodes of d(self)/d(wrt) to the tape and return that Term."""
-        from .derive import gen_graph
+        from ..ad.forward import gen_graph
 
         return gen_graph(self, wrt, callback)
 
     def diff(self, *args: Any, method: str = "auto", callback: Callback | None = None) -> Term:
         """SymPy-style repeated differentiation: ``z.diff(x, 3)``, ``z.diff(x, 2, y)``."""
-        from .orders import diff
+        from ..ad.diff import diff
 
         return diff(self, *args, method=method, callback=callback)
 
     # -- bridges ------------------------------------------------------------------------------------
     def to_sympy(self) -> Any:
         """The SymPy expression of this term; vars become ``sympy.Symbol(name)``."""
-        from .sympy_bridge import to_sympy
+        from ..interop.sympy_bridge import to_sympy
 
         return to_sympy(self)
 
     def to_dot(self, **options: Any) -> str:
         """DOT source of the nodes this term depends on."""
-        from .render import to_dot
+        from ..viz.render import to_dot
 
         return to_dot(self, **options)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """Jupyter shows a term as the SVG of the nodes it depends on."""
-        from .render import repr_mimebundle
+        from ..viz.render import repr_mimebundle
 
         return repr_mimebundle(self)
 
     def render(self, path: str, **options: Any) -> str:
         """Write the graph to ``path``; the format comes from the suffix (svg, png, pdf, dot)."""
-        from .render import render
+        from ..viz.render import render
 
         return render(self, path, **options)
 

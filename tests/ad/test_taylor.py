@@ -15,7 +15,7 @@ from subgraph_ad import Tape, UnaryFn, cos, exp, log, sigmoid, sin, sqrt, tan, t
 from subgraph_ad.testing import assert_matches_sympy
 from conftest import Softplus, close, sympy_value
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from functions import FUNCTIONS  # noqa: E402  (the benchmark's F1–F5)
 
 POINTS = [1.15, 1.45, 1.9]  # > 1, where every F (F5: log(w1) > 0) is real

@@ -12,9 +12,9 @@ from PIL import Image
 
 import subgraph_ad as sad
 from subgraph_ad import Tape, exp, sin
-from subgraph_ad.render import run_graphviz
+from subgraph_ad.viz.render import run_graphviz
 
-anim = importlib.import_module("subgraph_ad.animate")  # `sad.animate` is the function
+anim = importlib.import_module("subgraph_ad.viz.animate")  # `sad.animate` is the function
 SVG = "{http://www.w3.org/2000/svg}"
 
 
@@ -45,7 +45,7 @@ def test_record_per_node_has_one_frame_per_used_new_node():
     # a node never appears before its operands, and f's nodes are there from the first frame
     for i in rec.indices:
         assert all(rec.appear[a] <= rec.appear[i] for a in tape.nodes[i].args)
-    assert all(rec.appear[i] == 0 for i in sad.tape.dependencies(tape, [f.index]))
+    assert all(rec.appear[i] == 0 for i in sad.core.tape.dependencies(tape, [f.index]))
     for fr in rec.frames[1:]:
         assert fr.caption.startswith(f"{anim.notation(['x'] * fr.pass_no)} (pass {fr.pass_no} of 4) · new node {fr.new[0]}")
 
@@ -217,7 +217,7 @@ def test_demo_writes_the_gaussian_graph_and_animation(tmp_path):
     import sys
     from pathlib import Path
 
-    script = Path(__file__).parent.parent / "examples" / "gaussian.py"
+    script = Path(__file__).parents[2] / "examples" / "gaussian.py"
     done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     svg, page = tmp_path / "out" / "gaussian.svg", tmp_path / "out" / "gaussian.html"

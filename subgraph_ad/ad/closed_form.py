@@ -23,8 +23,8 @@ from typing import Optional
 
 import numpy as np
 
-from .numeric import values_of
-from .tape import Tape, Term, dependencies
+from ..numeric.modes import values_of
+from ..core.tape import Tape, Term, dependencies
 
 #: a monomial: (atom index, non-zero exponent) pairs, by atom index
 Monomial = tuple[tuple[int, int], ...]

@@ -10,13 +10,14 @@ import pytest
 import sympy
 
 from subgraph_ad import Tape, cos, exp, log, sin, sqrt, tanh, taylor_graph
-from subgraph_ad import horner, taylor
-from subgraph_ad.horner import WIDTH, _Expansion
-from subgraph_ad.tape import dependencies
-from subgraph_ad.taylor import taylor_diff
+from subgraph_ad.ad import closed_form as horner
+from subgraph_ad.ad.taylor import build as taylor
+from subgraph_ad.ad.closed_form import WIDTH, _Expansion
+from subgraph_ad.core.tape import dependencies
+from subgraph_ad.ad.taylor.build import taylor_diff
 from conftest import close, sympy_value
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from functions import FUNCTIONS  # noqa: E402  (the benchmark's F1–F5)
 
 CASES = {  # closed forms of every shape: polynomial, Laurent (1/x^k), products of functions

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .tape import Term
+from ..core.tape import Term
 
 
 class UnaryFn:

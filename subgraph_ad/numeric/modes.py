@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .tape import ARITH, Tape, Term, dependencies
+from ..core.tape import ARITH, Tape, Term, dependencies
 
 Values = Mapping[Any, Any]
 

@@ -14,9 +14,9 @@ import itertools
 import math
 from typing import Any, Callable, Iterator, NamedTuple
 
-from .derive import gen_graph
-from .tape import Callback, LimitError, Tape, Term
-from .taylor import taylor_diff, taylor_graph
+from .forward import gen_graph
+from ..core.tape import Callback, LimitError, Tape, Term
+from .taylor.build import taylor_diff, taylor_graph
 
 
 def parse_diff_args(args: tuple[Any, ...]) -> list[Term]:

@@ -31,8 +31,8 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 
 import numpy as np
 
-from .numeric import values_of
-from .tape import Tape, Term, dependencies
+from ..numeric.modes import values_of
+from ..core.tape import Tape, Term, dependencies
 
 #: Default cap on drawn nodes. ``dot``'s layout time grows much faster than linearly (seconds at
 #: a few hundred nodes, minutes near a thousand); pass ``max_nodes=None`` to lift it.

@@ -11,9 +11,9 @@ import pytest
 
 import subgraph_ad as sad
 from subgraph_ad import Tape, exp, lambdify, log, sigmoid, sin, sqrt, tan, tanh
-from subgraph_ad.compile import BackendWarning, block_source, build_program
+from subgraph_ad.compile.lambdify import BackendWarning, block_source, build_program
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from functions import FUNCTIONS  # noqa: E402
 from conftest import Softplus  # noqa: E402
 

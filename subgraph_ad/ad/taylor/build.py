@@ -38,9 +38,9 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from .functions import SinFn, Sqrt, log
-from .horner import horner
-from .tape import Callback, Node, Tape, Term
+from ...functions.base import SinFn, Sqrt, log
+from ..closed_form import horner
+from ...core.tape import Callback, Node, Tape, Term
 
 #: A coefficient value c·T held as (c, index of T); index None means the plain number c.
 Lazy = Optional[tuple[float, Optional[int]]]

@@ -7,7 +7,7 @@ exp(-x**2/2)*sin(y)
 >>> sad.parse("__import__('os')")
 Traceback (most recent call last):
 ...
-subgraph_ad.parse.ParseError: column 1: a call of __import__ is not allowed (known functions: cos, exp, log, sigmoid, sin, sqrt, tan, tanh)
+subgraph_ad.interop.parse.ParseError: column 1: a call of __import__ is not allowed (known functions: cos, exp, log, sigmoid, sin, sqrt, tan, tanh)
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import ast
 import math
 from typing import Mapping
 
-from .functions import FUNCTIONS, UnaryFn
-from .tape import Tape, Term
+from ..functions.base import FUNCTIONS, UnaryFn
+from ..core.tape import Tape, Term
 
 MAX_LENGTH = 20_000
 MAX_DEPTH = 200

@@ -43,8 +43,8 @@ from .render import (
     run_graphviz,
     svg_text,
 )
-from .orders import derivatives as derivative_steps
-from .tape import Tape, Term, dependencies
+from ..ad.diff import derivatives as derivative_steps
+from ..core.tape import Tape, Term, dependencies
 
 FORMATS = ("html", "svg", "gif")
 PER = ("node", "pass")
