@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from functions import FUNCTIONS, TEXT, written_with  # noqa: E402
 
 import subgraph_ad as sad  # noqa: E402
-from subgraph_ad.core.tape import dependencies  # noqa: E402
+from subgraph_ad.core import dependencies  # noqa: E402
 from subgraph_ad.ad.taylor.build import taylor_graph  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"

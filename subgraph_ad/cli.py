@@ -9,9 +9,9 @@ are one line on stderr and a non-zero exit, never a traceback: 1 for a failed ru
 f = x**3   at x = 2
 order  derivative                      value  new nodes
     0  f                                   8          -
-    1  df/dx                              12          4
-    2  d²f/dx²                            12          3
-tape: 3 nodes for f, 10 in all
+    1  df/dx                              12          3
+    2  d²f/dx²                            12          2
+tape: 3 nodes for f, 8 in all
 0
 """
 

@@ -19,7 +19,7 @@ import numpy as np
 import sympy
 
 from .ad.diff import parse_diff_args
-from .core.tape import Term, dependencies
+from .core import Term, dependencies
 
 #: Relative tolerance: high-order derivatives lose a few digits to rounding, never 7.
 RTOL = 1e-7

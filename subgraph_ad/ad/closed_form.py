@@ -24,7 +24,7 @@ from typing import Optional
 import numpy as np
 
 from ..numeric.modes import values_of
-from ..core.tape import Tape, Term, dependencies
+from ..core import Tape, Term, dependencies
 
 #: a monomial: (atom index, non-zero exponent) pairs, by atom index
 Monomial = tuple[tuple[int, int], ...]
@@ -177,7 +177,7 @@ def _split(poly: Poly) -> tuple[Monomial, Poly]:
 def _monomial(tape: Tape, m: Monomial) -> int:
     """a₁^e₁·a₂^e₂⋯ as nodes; interning finds the powers f already has (x**2) and Taylor mode's
     reciprocals (1/b)."""
-    fold = tape._fold
+    fold = tape.append
     acc: Optional[int] = None
     for atom, e in m:
         if e == 1:
@@ -195,7 +195,7 @@ def _emit(tape: Tape, poly: Poly) -> int:
     """Nested Horner form, iteratively: split off the monomial all terms share, else split the
     terms by the (atom, sign of its power) most of them contain: P = A + B, where A then shares
     a power of that atom. For a polynomial in x that is c₀ + x·(c₁ + x·(c₂ + ⋯))."""
-    fold = tape._fold
+    fold = tape.append
     out: list[int] = []
     todo: list[tuple[str, object]] = [("poly", poly)]
     while todo:

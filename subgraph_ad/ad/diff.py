@@ -15,7 +15,7 @@ import math
 from typing import Any, Callable, Iterator, NamedTuple
 
 from .forward import gen_graph
-from ..core.tape import Callback, LimitError, Tape, Term
+from ..core import Callback, LimitError, Tape, Term
 from .taylor.build import taylor_diff, taylor_graph
 
 

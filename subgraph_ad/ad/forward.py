@@ -1,8 +1,10 @@
-"""Derivative subgraphs: ``gen_graph`` appends the nodes of dz/dx to the tape (``orders`` repeats it).
+"""Derivative subgraphs: ``gen_graph`` appends the nodes of dz/dx to the tape.
 
 One forward pass in tape order over the nodes z depends on. Each node's derivative is built
-by a rule written with Terms (so it can be differentiated again), memoised per node on the
-tape, and ``None`` stands for a structural zero that every rule short-circuits on.
+by the rule of its op in ``RULES``, written with Terms (so it can be differentiated again);
+a function node's row asks the function for its local derivative (``differentiate``).
+Derivatives are memoised per node on the tape, and ``None`` stands for a structural zero that
+every rule short-circuits on.
 
 >>> from subgraph_ad import Tape, sin
 >>> tape = Tape(); x = tape.var("x", 0.5); y = tape.var("y", 4.2)
@@ -14,8 +16,8 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from ..functions.base import log
-from ..core.tape import Callback, Node, Tape, Term, dependencies
+from ..core import Callback, Tape, Term, dependencies
+from ..functions import differentiate, log
 
 D = Optional[Term]  # a derivative: a Term, or None for a structural zero
 
@@ -49,7 +51,8 @@ def _div_rule(a: Term, b: Term, out: Term, da: D, db: D) -> D:
     return None if num is None else num / b
 
 
-#: The arithmetic rules: (operands, output, operand derivatives) -> derivative.
+#: The forward rules, one per op: (operands, output, operand derivatives) -> derivative.
+#: ``fn`` rows receive the function first.
 RULES: dict[str, Callable[..., D]] = {
     "add": lambda a, b, out, da, db: add(da, db),
     "sub": lambda a, b, out, da, db: sub(da, db),
@@ -57,15 +60,8 @@ RULES: dict[str, Callable[..., D]] = {
     "div": _div_rule,
     "pow": _pow_rule,
     "neg": lambda a, out, da: None if da is None else -da,
+    "fn": differentiate,
 }
-
-
-def _derivative(tape: Tape, index: int, node: Node, d: dict[int, D]) -> D:
-    if node.op == "fn":
-        (a,) = node.args
-        return node.payload.derivative(Term(tape, a), Term(tape, index), d[a])
-    operands = [Term(tape, a) for a in node.args]
-    return RULES[node.op](*operands, Term(tape, index), *(d[a] for a in node.args))
 
 
 def derivative_order(term: Term) -> int:
@@ -83,28 +79,32 @@ def gen_graph(z: Term, wrt: Term, callback: Callback | None = None) -> Term:
     tape = z.tape
     w = tape.check_var(wrt, "wrt").index
     with tape.transaction(callback, order=derivative_order(z) + 1):
-        result = _forward(tape, z.index, w)
-        return Term(tape, result) if result is not None else tape.zero
+        (result,) = tape.pruned(lambda: [_forward(tape, z.index, w)])
+        return Term(tape, result) if result >= 0 else tape.zero
 
 
-def _forward(tape: Tape, root: int, w: int) -> int | None:
+def _forward(tape: Tape, root: int, w: int) -> int:
+    """The pass itself: the index of d(root)/dw, or -1 for a structural zero."""
     cache = tape.deriv_cache
     order = dependencies(tape, [root], stop=lambda i: (i, w) in cache)
     d: dict[int, D] = {}
+    nodes = tape.nodes
     for i in order:
         key = (i, w)
         if key in cache:
             known = cache[key]
             d[i] = None if known is None else Term(tape, known)
             continue
-        node = tape.nodes[i]
+        node = nodes[i]
         if node.op == "var":
             result: D = tape.const(1.0) if i == w else None
         elif node.op == "const":
             result = None
         else:
-            result = _derivative(tape, i, node, d)
+            operands = [Term(tape, a) for a in node.args]
+            extra = (node.payload,) if node.op == "fn" else ()
+            result = RULES[node.op](*extra, *operands, Term(tape, i), *(d[a] for a in node.args))
         d[i] = result
         tape.remember(i, w, None if result is None else result.index)
     final = d[root]
-    return None if final is None else final.index
+    return -1 if final is None else final.index

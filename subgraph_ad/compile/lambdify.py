@@ -42,8 +42,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..functions.base import Exp, Log, Sigmoid, SinFn, Sqrt, Tan, Tanh, UnaryFn
-from ..core.tape import Tape, Term, dependencies
+from ..functions import Exp, Log, Sigmoid, SinFn, Sqrt, Tan, Tanh, UnaryFn
+from ..core import Tape, Term, dependencies
 
 #: Points per block of the NumPy backend: 16384 float64 = 128 KiB per register (measured best).
 BLOCK = 16384

@@ -1,1 +1,10 @@
-"""core"""
+"""The core: op records, the tape with its builder and scopes, Terms, folding and graph walks.
+It imports nothing from the layers above."""
+
+from .graph import appended, dependencies
+from .ops import FUNCTION, LEAVES, OPS, Node, Op
+from .tape import Callback, LimitError, Tape, Trial
+from .term import Term
+
+__all__ = ["Callback", "FUNCTION", "LEAVES", "LimitError", "Node", "OPS", "Op", "Tape", "Term", "Trial",
+           "appended", "dependencies"]

@@ -1,7 +1,10 @@
-"""UnaryFn, the one extension point for functions, and the built-ins written with it.
+"""UnaryFn, the one extension point for functions, and the registry the parser and bridges read.
 
-A function states only its value, its numeric derivative and its *local* derivative subgraph;
-the engine applies the chain rule. Built-ins use exactly the API a user subclass does.
+A function states its value ``f``, its numeric derivative ``grad`` and its *local* derivative
+``fdiff``: f′ as a Term built from the node's input and output. The engines apply the chain rule
+(forward subgraphs, Taylor mode, numeric modes) and the backends read the function's own
+lowering (``ufuncs`` for NumPy, ``scalar`` for Numba, ``to_sympy``), never its class, so a user's
+function gets every path a built-in gets. The built-ins are written through this same door.
 
 >>> import subgraph_ad as sad
 >>> round(sad.sin(0.5), 6)
@@ -13,54 +16,53 @@ the engine applies the chain rule. Built-ins use exactly the API a user subclass
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from ..core.tape import Term
+from ..core.term import Term
 
 
 class UnaryFn:
     """Base class of pluggable one-argument functions.
 
-    Subclasses set ``name`` and implement ``f`` (value) and ``grad`` (f' as a value); they
-    implement ``gen_graph(input, output, derived)`` to make the function differentiable
-    symbolically: it returns the Term of d(output) given the Term ``derived`` = d(input), or
-    None for zero. Rules may use ``output`` itself (``exp' = output``), which reuses nodes.
-    Optional ``to_sympy(arg)`` gives the SymPy form.
+    Subclasses set ``name`` and implement ``f`` (value), ``grad`` (f′ as a value) and, to be
+    differentiable symbolically, ``fdiff(input, output)``: f′(input) as a Term (or None for a
+    structural zero), which may reuse ``output`` itself (``exp′ = output``). Code written for the
+    rustograd-style rule ``gen_graph(input, output, derived)`` (the chain rule applied by the
+    function) keeps working: override ``gen_graph`` instead of ``fdiff``.
+
+    Optional lowering: ``ufuncs`` (NumPy), ``scalar`` (Numba), ``to_sympy(arg)`` (SymPy).
     """
 
     name: str = "fn"
+    #: NumPy lowering: ufunc-like callables applied in turn as ``u(value, out=buffer)`` that compute
+    #: f in place with no temporaries (sigmoid: negative, logaddexp(0, ·), negative, exp); empty:
+    #: the backend calls ``f``.
+    ufuncs: tuple[Callable[..., Any], ...] = ()
+    #: Numba lowering: a function of one float that Numba compiles (``math.exp``, or a plain
+    #: Python function as a ``staticmethod``); None: ``f`` itself is compiled.
+    scalar: Callable[[float], float] | None = None
 
     def f(self, v: Any) -> Any:
         """The value; must work elementwise on floats and NumPy arrays."""
         raise NotImplementedError(f"UnaryFn {self.name!r} does not define f(v)")
 
     def grad(self, v: Any) -> Any:
-        """f'(v) as a value; used by forward and reverse numeric modes."""
+        """f′(v) as a value; used by the numeric forward and reverse modes."""
         raise NotImplementedError(f"UnaryFn {self.name!r} does not define grad(v)")
 
-    def gen_graph(self, input: Term, output: Term, derived: Term) -> Term | None:
-        """The derivative subgraph d(output) = f'(input) * derived, built from Terms."""
+    def fdiff(self, input: Term, output: Term) -> Term | None:
+        """The local derivative f′(input) as a Term of the same tape, or None for zero."""
         raise NotImplementedError(
-            f"UnaryFn {self.name!r} has no gen_graph rule, so it cannot be differentiated "
-            "symbolically (eval, derive and grad still work); define gen_graph(input, output, derived)"
+            f"UnaryFn {self.name!r} has no symbolic derivative, so it cannot be differentiated "
+            "symbolically (eval, derive and grad still work); define fdiff(input, output), or a "
+            "rustograd-style gen_graph(input, output, derived)"
         )
 
-    def derivative(self, input: Term, output: Term, derived: Term | None) -> Term | None:
-        """``gen_graph`` as the engines call it (gen_graph and Taylor mode alike): a structural
-        zero short-circuits, and a rule returning anything but a Term of this tape or None is a
-        TypeError naming the function."""
-        if derived is None:
-            return None
-        result = self.gen_graph(input, output, derived)
-        if result is not None and not (isinstance(result, Term) and result.tape is output.tape):
-            raise TypeError(
-                f"gen_graph rule of UnaryFn {self.name!r} returned {type(result).__name__} {result!r}; "
-                "expected a Term of the same tape or None"
-            )
-        return result
+    def gen_graph(self, input: Term, output: Term, derived: Term) -> Term | None:
+        """d(output) given ``derived`` = d(input): the chain rule over ``fdiff``."""
+        return chain(self.fdiff(input, output), derived)
 
     def __call__(self, arg: Any) -> Any:
         """On a Term: append a node. On a number or array: the plain value."""
@@ -76,183 +78,56 @@ class UnaryFn:
         return f"<UnaryFn {self.name}>"
 
 
-@dataclass(frozen=True, repr=False)
-class Exp(UnaryFn):
-    """exp; its derivative is its own output, so every order reuses one node."""
-
-    name = "exp"
-
-    def f(self, v: Any) -> Any:
-        return np.exp(v)
-
-    def grad(self, v: Any) -> Any:
-        return np.exp(v)
-
-    def gen_graph(self, input: Term, output: Term, derived: Term) -> Term:
-        return output * derived
-
-    def to_sympy(self, arg: Any) -> Any:
-        import sympy
-
-        return sympy.exp(arg)
+def chain(local: Term | None, derived: Term | None) -> Term | None:
+    """f′ · d(input), the chain rule. A reciprocal f′ = c / v is written as the quotient
+    (c · d(input)) / v: the quotient rule reuses that node as its own output at the next order,
+    where a product with 1/v would differentiate the reciprocal again."""
+    if local is None or derived is None:
+        return None
+    node = local.node
+    if node.op == "div" and local.tape.nodes[node.args[0]].op == "const":
+        numerator, denominator = (Term(local.tape, a) for a in node.args)
+        return (numerator * derived) / denominator
+    return local * derived
 
 
-@dataclass(frozen=True, repr=False)
-class Log(UnaryFn):
-    """Natural log; nan for negative input, as in NumPy."""
-
-    name = "log"
-
-    def f(self, v: Any) -> Any:
-        return np.log(v)
-
-    def grad(self, v: Any) -> Any:
-        return 1.0 / v
-
-    def gen_graph(self, input: Term, output: Term, derived: Term) -> Term:
-        return derived / input
-
-    def to_sympy(self, arg: Any) -> Any:
-        import sympy
-
-        return sympy.log(arg)
+def _checked(fn: UnaryFn, result: Any, output: Term, rule: str) -> Term | None:
+    if result is not None and not (isinstance(result, Term) and result.tape is output.tape):
+        raise TypeError(
+            f"{rule} rule of UnaryFn {fn.name!r} returned {type(result).__name__} {result!r}; "
+            "expected a Term of the same tape or None"
+        )
+    return result
 
 
-_SIN_NAMES = ("sin", "cos", "-sin", "-cos")
-_SIN_VALUES = (np.sin, np.cos, lambda v: -np.sin(v), lambda v: -np.cos(v))
+def _overrides(fn: UnaryFn, method: str) -> bool:
+    return getattr(type(fn), method) is not getattr(UnaryFn, method)
 
 
-@dataclass(frozen=True, repr=False)
-class SinFn(UnaryFn):
-    """The family sin, cos, -sin, -cos as one function with an order state ``n`` (mod 4).
-
-    Its derivative is the next member, so the 100th derivative of sin is one node away.
-    """
-
-    n: int = 0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "n", self.n % 4)
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return _SIN_NAMES[self.n]
-
-    def f(self, v: Any) -> Any:
-        return _SIN_VALUES[self.n](v)
-
-    def grad(self, v: Any) -> Any:
-        return _SIN_VALUES[(self.n + 1) % 4](v)
-
-    def gen_graph(self, input: Term, output: Term, derived: Term) -> Term:
-        return SinFn(self.n + 1)(input) * derived
-
-    def to_sympy(self, arg: Any) -> Any:
-        import sympy
-
-        base = sympy.sin(arg) if self.n % 2 == 0 else sympy.cos(arg)
-        return -base if self.n >= 2 else base
+def differentiate(fn: UnaryFn, input: Term, output: Term, derived: Term | None) -> Term | None:
+    """d(output) as the forward engines call it: a structural zero short-circuits, a user's own
+    ``gen_graph`` rule is honoured, and a rule returning anything but a Term of this tape or None
+    is a TypeError naming the function."""
+    if derived is None:
+        return None
+    if _overrides(fn, "gen_graph") or not _overrides(fn, "fdiff"):
+        return _checked(fn, fn.gen_graph(input, output, derived), output, "gen_graph")
+    return chain(local_derivative(fn, input, output), derived)
 
 
-@dataclass(frozen=True, repr=False)
-class Tan(UnaryFn):
-    """tan; tan' = 1 + tan², written with the output node."""
+def local_derivative(fn: UnaryFn, input: Term, output: Term) -> Term | None:
+    """f′(input) as a Term, for the engines that need f′ itself (Taylor mode). A function with
+    only a rustograd-style ``gen_graph`` is asked for d(output) with d(input) = 1; the caller
+    drops what that leaves unused."""
+    if _overrides(fn, "fdiff"):
+        return _checked(fn, fn.fdiff(input, output), output, "fdiff")
+    if _overrides(fn, "gen_graph"):
+        return _checked(fn, fn.gen_graph(input, output, output.tape.const(1.0)), output, "gen_graph")
+    return fn.fdiff(input, output)  # raises NotImplementedError naming the function
 
-    name = "tan"
-
-    def f(self, v: Any) -> Any:
-        return np.tan(v)
-
-    def grad(self, v: Any) -> Any:
-        return 1.0 + np.tan(v) ** 2
-
-    def gen_graph(self, input: Term, output: Term, derived: Term) -> Term:
-        return (1.0 + output * output) * derived
-
-    def to_sympy(self, arg: Any) -> Any:
-        import sympy
-
-        return sympy.tan(arg)
-
-
-@dataclass(frozen=True, repr=False)
-class Sqrt(UnaryFn):
-    """sqrt; sqrt' = 1/(2 sqrt), written with the output node."""
-
-    name = "sqrt"
-
-    def f(self, v: Any) -> Any:
-        return np.sqrt(v)
-
-    def grad(self, v: Any) -> Any:
-        return 0.5 / np.sqrt(v)
-
-    def gen_graph(self, input: Term, output: Term, derived: Term) -> Term:
-        return 0.5 * derived / output
-
-    def to_sympy(self, arg: Any) -> Any:
-        import sympy
-
-        return sympy.sqrt(arg)
-
-
-@dataclass(frozen=True, repr=False)
-class Tanh(UnaryFn):
-    """tanh; tanh' = 1 - tanh², so its derivatives are polynomials in the output."""
-
-    name = "tanh"
-
-    def f(self, v: Any) -> Any:
-        return np.tanh(v)
-
-    def grad(self, v: Any) -> Any:
-        return 1.0 - np.tanh(v) ** 2
-
-    def gen_graph(self, input: Term, output: Term, derived: Term) -> Term:
-        return (1.0 - output * output) * derived
-
-    def to_sympy(self, arg: Any) -> Any:
-        import sympy
-
-        return sympy.tanh(arg)
-
-
-@dataclass(frozen=True, repr=False)
-class Sigmoid(UnaryFn):
-    """The logistic function; σ' = σ(1 - σ), a polynomial in the output."""
-
-    name = "sigmoid"
-
-    def f(self, v: Any) -> Any:
-        # exp(-logaddexp(0, -v)) == 1 / (1 + exp(-v)) without overflow for large -v
-        return np.exp(-np.logaddexp(0.0, -v))
-
-    def grad(self, v: Any) -> Any:
-        s = self.f(v)
-        return s * (1.0 - s)
-
-    def gen_graph(self, input: Term, output: Term, derived: Term) -> Term:
-        return output * (1.0 - output) * derived
-
-    def to_sympy(self, arg: Any) -> Any:
-        import sympy
-
-        return 1 / (1 + sympy.exp(-arg))
-
-
-exp = Exp()
-log = Log()
-sin = SinFn(0)
-cos = SinFn(1)
-tan = Tan()
-sqrt = Sqrt()
-tanh = Tanh()
-sigmoid = Sigmoid()
 
 #: Functions known to the parser and the SymPy bridge, by name. Add yours with ``register``.
-FUNCTIONS: dict[str, UnaryFn] = {
-    fn.name: fn for fn in (exp, log, sin, cos, tan, sqrt, tanh, sigmoid)
-}
+FUNCTIONS: dict[str, UnaryFn] = {}
 
 
 def register(fn: UnaryFn) -> UnaryFn:

@@ -16,8 +16,8 @@ import ast
 import math
 from typing import Mapping
 
-from ..functions.base import FUNCTIONS, UnaryFn
-from ..core.tape import Tape, Term
+from ..functions import FUNCTIONS, UnaryFn
+from ..core import Tape, Term
 
 MAX_LENGTH = 20_000
 MAX_DEPTH = 200

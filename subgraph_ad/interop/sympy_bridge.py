@@ -19,8 +19,8 @@ from typing import Any
 
 import sympy
 
-from ..functions.base import FUNCTIONS, UnaryFn
-from ..core.tape import Tape, Term, dependencies
+from ..functions import FUNCTIONS, UnaryFn
+from ..core import Tape, Term, dependencies
 
 
 class SympyConversionError(ValueError):

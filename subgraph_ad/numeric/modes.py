@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from ..core.tape import ARITH, Tape, Term, dependencies
+from ..core import OPS, Tape, Term, dependencies
 
 Values = Mapping[Any, Any]
 
@@ -58,7 +58,7 @@ def _node_value(tape: Tape, i: int, vals: dict[int, Any], bound: dict[int, Any])
         return np.float64(node.payload)
     if node.op == "fn":
         return node.payload.f(vals[node.args[0]])
-    return ARITH[node.op](*(vals[a] for a in node.args))
+    return OPS[node.op].value(*(vals[a] for a in node.args))
 
 
 def values_of(tape: Tape, roots: list[int], values: Values | None) -> dict[int, Any]:

@@ -19,7 +19,7 @@ one. So a node sits at the same place from the frame it appears in to the last f
 >>> [d.eval() for d in rec.derivatives] == [exp(-x * x).diff(x).eval(), exp(-x * x).diff(x, 2).eval()]
 True
 >>> rec.frames[1].caption
-'df/dx (pass 1 of 2) · new node 8: constant -2.0 · 1 of 3 in this pass'
+'df/dx (pass 1 of 2) · new node 5: constant -2.0 · 1 of 3 in this pass'
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from .render import (
     svg_text,
 )
 from ..ad.diff import derivatives as derivative_steps
-from ..core.tape import Tape, Term, dependencies
+from ..core import Tape, Term, dependencies
 
 FORMATS = ("html", "svg", "gif")
 PER = ("node", "pass")

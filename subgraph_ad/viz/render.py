@@ -32,7 +32,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 import numpy as np
 
 from ..numeric.modes import values_of
-from ..core.tape import Tape, Term, dependencies
+from ..core import Tape, Term, dependencies
 
 #: Default cap on drawn nodes. ``dot``'s layout time grows much faster than linearly (seconds at
 #: a few hundred nodes, minutes near a thousand); pass ``max_nodes=None`` to lift it.
@@ -119,7 +119,7 @@ def describe(tape: Tape, index: int, with_order: bool = True) -> str:
 
     >>> tape = Tape(); x = tape.var("x")
     >>> describe(tape, (x * x).gen_graph(x).index)
-    'node 4: mul × (order 1)'
+    'node 3: mul × (order 1)'
     """
     node = tape.nodes[index]
     kind = {"var": "var", "const": "constant", "fn": "function"}.get(node.op, node.op)

@@ -13,7 +13,7 @@ from subgraph_ad import Tape, cos, exp, log, sin, sqrt, tanh, taylor_graph
 from subgraph_ad.ad import closed_form as horner
 from subgraph_ad.ad.taylor import build as taylor
 from subgraph_ad.ad.closed_form import WIDTH, _Expansion
-from subgraph_ad.core.tape import dependencies
+from subgraph_ad.core import dependencies
 from subgraph_ad.ad.taylor.build import taylor_diff
 from conftest import close, sympy_value
 
@@ -120,7 +120,7 @@ def test_every_appended_node_is_needed_and_announced_once():
         assert needed == list(range(start, len(tape))), name
         assert [t.index for t in seen] == list(range(start, len(tape))), name
         for i in range(start, len(tape)):  # renumbered nodes are still interned
-            assert tape._intern_node(tape.nodes[i]) == i
+            assert tape.intern(tape.nodes[i]) == i
 
 
 def test_huge_powers_stay_exact():

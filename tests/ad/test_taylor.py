@@ -115,7 +115,7 @@ def _unfolded(tape, start):
         node = tape.nodes[i]
         if node.op in ("add", "sub", "mul", "div", "neg", "pow"):
             length = len(tape)
-            if tape._fold(node.op, node.args) != i or len(tape) != length:
+            if tape.append(node.op, node.args) != i or len(tape) != length:
                 found.append((i, node))
             tape._rollback(length, len(tape._journal))
     return found
@@ -163,7 +163,7 @@ def test_every_appended_node_is_needed(name):
     assert _unused(tape, start, outputs) == []
     assert [t.index for t in seen] == list(range(start, len(tape)))  # told of each kept node once
     for i in range(start, len(tape)):  # and the renumbered nodes are still interned
-        assert tape._intern_node(tape.nodes[i]) == i
+        assert tape.intern(tape.nodes[i]) == i
 
 
 def test_sin_derivatives_are_the_four_nodes_at_any_order():

@@ -156,16 +156,16 @@ def test_terms_are_usable_as_dict_keys(tape):
     assert d[tape.vars["x"]] == 1 and d[tape[1]] == 2
 
 
-def test_quietly_keeps_only_what_the_roots_need_renumbered_and_interned(tape):
+def test_pruned_keeps_only_what_the_roots_need_renumbered_and_interned(tape):
     x = tape.var("x", 0.5)
     heard = []
 
     def build():
         sin(x)  # needed by nothing
-        return [(exp(x) + 1).index], True
+        return [(exp(x) + 1).index]
 
     with tape.transaction(lambda t: heard.append(t.index), order=3):
-        (root,) = tape._quietly(build)
+        (root,) = tape.pruned(build)
     assert [n.op for n in tape.nodes] == ["var", "fn", "const", "add"]  # sin(x) is gone
     assert tape.nodes[1].payload is exp and root == 3 and heard == [1, 2, 3]
     assert tape.orders == [0, 3, 3, 3]
@@ -173,11 +173,41 @@ def test_quietly_keeps_only_what_the_roots_need_renumbered_and_interned(tape):
     assert (exp(x) + 1).eval() == pytest.approx(np.exp(0.5) + 1)
 
 
-def test_quietly_never_drops_a_new_var(tape):
+def test_pruned_never_drops_a_new_var(tape):
     x = tape.var("x", 0.5)
-    def build():
-        sin(x), tape.var("y")
-        return [], True
 
-    tape._quietly(build)
-    assert [n.op for n in tape.nodes] == ["var", "fn", "var"] and tape.find_var("y") is not None
+    def build():
+        sin(x), tape.var("y", 2.5)
+        return []
+
+    tape.pruned(build)
+    assert [n.op for n in tape.nodes] == ["var", "var"]
+    assert tape.find_var("y").value == 2.5 and tape.find_var("y").index == 1
+
+
+def test_pruned_moves_memo_entries_with_their_nodes(tape):
+    x = tape.var("x", 0.5)
+
+    def build():
+        junk = sin(x)
+        kept = exp(x)
+        tape.remember(junk.index, x.index, junk.index)
+        tape.remember(kept.index, x.index, kept.index)
+        return [kept.index]
+
+    (root,) = tape.pruned(build)
+    assert tape.deriv_cache == {(root, x.index): root} and tape.nodes[root].payload is exp
+
+
+def test_trial_always_rolls_back_and_counts(tape):
+    x = tape.var("x", 0.5)
+    heard = []
+    with tape.transaction(heard.append):
+        with tape.trial() as trial:
+            sin(x) * x
+        assert trial.appended == 2 and len(tape) == 1 and heard == []
+        with pytest.raises(ValueError):
+            with tape.trial() as trial:
+                exp(x)
+                raise ValueError("stop")
+        assert trial.appended == 1 and len(tape) == 1

@@ -45,7 +45,7 @@ def test_record_per_node_has_one_frame_per_used_new_node():
     # a node never appears before its operands, and f's nodes are there from the first frame
     for i in rec.indices:
         assert all(rec.appear[a] <= rec.appear[i] for a in tape.nodes[i].args)
-    assert all(rec.appear[i] == 0 for i in sad.core.tape.dependencies(tape, [f.index]))
+    assert all(rec.appear[i] == 0 for i in sad.core.dependencies(tape, [f.index]))
     for fr in rec.frames[1:]:
         assert fr.caption.startswith(f"{anim.notation(['x'] * fr.pass_no)} (pass {fr.pass_no} of 4) · new node {fr.new[0]}")
 

@@ -38,9 +38,9 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from ...functions.base import SinFn, Sqrt, log
+from ...functions import SinFn, Sqrt, local_derivative, log
 from ..closed_form import horner
-from ...core.tape import Callback, Node, Tape, Term
+from ...core import Callback, Node, Tape, Term
 
 #: A coefficient value c·T held as (c, index of T); index None means the plain number c.
 Lazy = Optional[tuple[float, Optional[int]]]
@@ -190,7 +190,7 @@ class _Taylor:
         ca, ta = self.operand(ca, ta, ka)
         cb, tb = self.operand(cb, tb, kb)
         # canonical factors: no folding rule applies, only _fold's operand order (lower index first)
-        return ca * cb, self.tape._intern_node(Node("mul", (ta, tb) if ta < tb else (tb, ta)))
+        return ca * cb, self.tape.intern(Node("mul", (ta, tb) if ta < tb else (tb, ta)))
 
     def total(self, terms: list[Lazy]) -> Lazy:
         """Σ terms as one lazy value: equal Terms merge, the most common |scalar| is factored out,
@@ -237,7 +237,7 @@ class _Taylor:
             else:
                 node = self.scale(abs(r), t)
             (pos if r > 0 else neg).append(node)
-        fold = self.tape._fold  # by index: no Term per step
+        fold = self.tape.append  # by index: no Term per step
         acc = pos[0] if pos else fold("neg", (neg.pop(0),))
         for node in pos[1:]:
             acc = fold("add", (acc, node))
@@ -257,9 +257,9 @@ class _Taylor:
         if key not in self.scaled:
             nodes = self.tape.nodes
             if nodes[t].op == "mul" and nodes[nodes[t].args[0]].op == "const":  # a shared c'·T
-                self.scaled[key] = self.tape._fold("mul", (self.constant(c), t))
+                self.scaled[key] = self.tape.append("mul", (self.constant(c), t))
             else:  # t canonical: no constant factor, no sign, so no folding rule applies
-                self.scaled[key] = self.tape._intern_node(Node("mul", (self.constant(c), t)))
+                self.scaled[key] = self.tape.intern(Node("mul", (self.constant(c), t)))
         return self.scaled[key]
 
     def materialize(self, value: Lazy, factor: float) -> Optional[Term]:
@@ -291,19 +291,19 @@ class _Taylor:
         -sin, the constant 1 handed in as ``derived``) leaves the tape again."""
         scalar = [1.0]  # c, set by build()
 
-        def build() -> tuple[list[int], bool]:
+        def build() -> list[int]:
             u, g = self.rule(i)
             value = None if g is None else self.canon((1.0, g.index))
             if value is None:
-                return [u], True
+                return [u]
             c, t = value
             if t is None:
-                return [u, g.index], True
+                return [u, g.index]
             scalar[0] = c
-            return [u, t], True
+            return [u, t]
 
         mark = len(self.tape.nodes)
-        roots = self.tape._quietly(build)
+        roots = self.tape.pruned(build)
         del self.deg[mark:]  # the trimmed nodes were renumbered
         self.aliases = {k: v for k, v in self.aliases.items() if k < mark and (v is None or v < mark)}
         return roots[0], roots[1] if len(roots) > 1 else None, scalar[0]
@@ -315,7 +315,7 @@ class _Taylor:
         y = self.term(i)
         if node.op == "fn":
             u = node.args[0]
-            return u, node.payload.derivative(self.term(u), y, tape.const(1.0))
+            return u, local_derivative(node.payload, self.term(u), y)
         a, b = (self.term(k) for k in node.args)
         if self.depends(b.index):
             self.leftovers = True  # its coefficients may all come out as numbers
@@ -420,8 +420,8 @@ class _Taylor:
         c, t = num
         inverse = self.inverses.get(den)
         if inverse is None:
-            inverse = self.inverses[den] = self.tape._fold("div", (self.constant(1.0), den))
-        return c, inverse if t is None else self.tape._fold("mul", (t, inverse))
+            inverse = self.inverses[den] = self.tape.append("div", (self.constant(1.0), den))
+        return c, inverse if t is None else self.tape.append("mul", (t, inverse))
 
     def plan(self, root: int, wanted: range) -> list[tuple[int, int]]:
         """Every coefficient the wanted orders of root need, in an order that computes each after
@@ -483,10 +483,10 @@ class _Taylor:
         """Fill coef[(root, k)] for the wanted orders k and everything they need, iteratively (no
         recursion). Runs inside the caller's transaction, which undoes it all and restores the
         order tag."""
-        self.tape._tag(base_order + 1)
+        self.tape.tag(base_order + 1)
         order = self.plan(root, wanted)
         for i, k in order:
-            self.tape._tag(base_order + k)
+            self.tape.tag(base_order + k)
             self.coef[(i, k)] = self.canon(self.compute(i, k))
 
 
@@ -509,23 +509,22 @@ def _build(term: Term, w: int, wanted: range, callback: Callback | None,
     base = tape.orders[term.index]
     mark = len(tape)
 
-    def build() -> tuple[list[int], bool]:
+    def build() -> list[int]:
         taylor = _Taylor(tape, w)
         taylor.run(term.index, wanted, base)
         out = []
         for k in wanted:
-            tape._tag(base + k)
+            tape.tag(base + k)
             d = taylor.materialize(taylor.get(term.index, k), float(math.factorial(k)))
             if d is None and alone:
                 raise _Zero
             out.append(tape.zero.index if d is None else d.index)
         if alone:  # the n-th derivative alone: its closed form may be smaller than the recurrence
-            length = len(tape)  # whichever is not kept leaves the tape again
-            return [horner(tape, out[0], mark, w)], taylor.leftovers or len(tape) > length
-        return out, taylor.leftovers
+            return [horner(tape, out[0], mark, w)]  # whichever form is not kept leaves the tape
+        return out
 
     with tape.transaction(callback):
-        return tape._quietly(build)
+        return tape.pruned(build)
 
 
 def taylor_graph(term: Term, wrt: Term, n: int, callback: Callback | None = None) -> list[Term]:

@@ -1,0 +1,63 @@
+"""Walks over the node list: what a set of roots depends on, and how much of it is new.
+
+Operands always precede their node on the tape, so one downward scan over a byte array marks
+everything a root needs: no recursion, no visited set, results in tape (topological) order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from .tape import Tape
+
+
+def dependencies(tape: Tape, roots: list[int], stop: Callable[[int], bool] | None = None) -> list[int]:
+    """Indices of every node the roots depend on (roots included), in ascending (topological) order.
+
+    ``stop(i)`` true means node i is needed but its operands are not.
+
+    >>> from subgraph_ad import Tape
+    >>> tape = Tape(); x = tape.var("x"); y = tape.var("y")
+    >>> dependencies(tape, [(x * 2).index])
+    [0, 2, 3]
+    """
+    if not roots:
+        return []
+    top = max(roots)
+    needed = bytearray(top + 1)
+    for r in roots:
+        needed[r] = 1
+    nodes = tape.nodes
+    out = []
+    for i in range(top, -1, -1):
+        if needed[i]:
+            out.append(i)
+            if stop is None or not stop(i):
+                for a in nodes[i].args:
+                    needed[a] = 1
+    out.reverse()
+    return out
+
+
+def appended(tape: Tape, root: int, mark: int) -> int:
+    """How many of the nodes from ``mark`` on the root needs."""
+    return sum(1 for i in dependencies(tape, [root], stop=lambda i: i < mark) if i >= mark)
+
+
+def live_since(tape: Tape, mark: int, roots: list[int]) -> bytearray:
+    """Which of the nodes appended since ``mark`` the roots need (a var always counts)."""
+    nodes = tape.nodes
+    live = bytearray(len(nodes) - mark)
+    for r in roots:
+        if r >= mark:
+            live[r - mark] = 1
+    for index in range(len(nodes) - 1, mark - 1, -1):
+        node = nodes[index]
+        if node.op == "var":
+            live[index - mark] = 1
+        if live[index - mark]:
+            for a in node.args:
+                if a >= mark:
+                    live[a - mark] = 1
+    return live

@@ -1,0 +1,125 @@
+"""Term: a handle ``(tape, index)`` on one node. Arithmetic on Terms appends nodes.
+
+The core knows only arithmetic and structure. The convenience methods of the layers above
+(``eval``, ``gen_graph``, ``diff``, ``grad``, ``to_sympy``, ``render``, …) are attached by
+``subgraph_ad.methods`` when the package is imported, so this module imports nothing above it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Union
+
+import numpy as np
+
+from .ops import Node
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from .tape import Tape
+
+Operand = Union["Term", int, float]
+
+
+class Term:
+    """A handle on one node of a tape: ``(tape, index)``. Arithmetic appends nodes."""
+
+    __slots__ = ("tape", "index")
+    __array_ufunc__ = None  # let NumPy scalars defer to our reflected operators
+
+    def __init__(self, tape: Tape, index: int) -> None:
+        self.tape = tape
+        self.index = index
+
+    @property
+    def node(self) -> Node:
+        return self.tape.nodes[self.index]
+
+    @property
+    def op(self) -> str:
+        return self.node.op
+
+    @property
+    def name(self) -> str | None:
+        """The name of a var, else None."""
+        node = self.node
+        return node.payload if node.op == "var" else None
+
+    def __repr__(self) -> str:
+        node = self.node
+        what = f"{node.op} {node.payload!r}" if node.op in ("var", "const") else node.op
+        if node.op == "fn":
+            what = f"fn {node.payload.name}"
+        return f"Term({self.index}: {what})"
+
+    def __hash__(self) -> int:
+        return hash((id(self.tape), self.index))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Term) and other.tape is self.tape and other.index == self.index
+
+    # -- arithmetic ---------------------------------------------------------------------------
+    def _lift(self, other: Operand) -> Term:
+        if isinstance(other, Term):
+            if other.tape is not self.tape:
+                raise ValueError(
+                    f"cannot combine terms of two different tapes: {self!r} on {self.tape!r} "
+                    f"and {other!r} on {other.tape!r}"
+                )
+            return other
+        if isinstance(other, (int, float, np.integer, np.floating)) and not isinstance(other, bool):
+            return self.tape.const(other)
+        raise TypeError(
+            f"cannot combine a Term with {type(other).__name__} {other!r}; expected a Term, int or float"
+        )
+
+    def _binary(self, op: str, other: Operand, reflected: bool = False) -> Term:
+        try:
+            rhs = self._lift(other)
+        except TypeError:
+            return NotImplemented  # type: ignore[return-value]
+        return self.tape.op(op, rhs, self) if reflected else self.tape.op(op, self, rhs)
+
+    def __add__(self, o: Operand) -> Term:
+        return self._binary("add", o)
+
+    def __radd__(self, o: Operand) -> Term:
+        return self._binary("add", o, True)
+
+    def __sub__(self, o: Operand) -> Term:
+        return self._binary("sub", o)
+
+    def __rsub__(self, o: Operand) -> Term:
+        return self._binary("sub", o, True)
+
+    def __mul__(self, o: Operand) -> Term:
+        return self._binary("mul", o)
+
+    def __rmul__(self, o: Operand) -> Term:
+        return self._binary("mul", o, True)
+
+    def __truediv__(self, o: Operand) -> Term:
+        return self._binary("div", o)
+
+    def __rtruediv__(self, o: Operand) -> Term:
+        return self._binary("div", o, True)
+
+    def __pow__(self, o: Operand) -> Term:
+        return self._binary("pow", o)
+
+    def __rpow__(self, o: Operand) -> Term:
+        return self._binary("pow", o, True)
+
+    def __neg__(self) -> Term:
+        return self.tape.op("neg", self)
+
+    def __pos__(self) -> Term:
+        return self
+
+    # -- values -----------------------------------------------------------------------------
+    def set(self, value: Any) -> None:
+        """Change a var's current value; later evaluations use it."""
+        self.tape.set_value(self, value)
+
+    @property
+    def value(self) -> Any:
+        """A var's current value."""
+        return self.tape.value_of(self)

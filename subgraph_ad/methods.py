@@ -1,0 +1,50 @@
+"""The convenience methods of Term and Tape, attached here from the layers that implement them.
+
+The core's Term knows arithmetic and structure only; ``z.eval()``, ``z.gen_graph(x)``,
+``z.diff(x, 3)``, ``z.grad()``, ``z.to_sympy()``, ``z.render(path)`` and the Jupyter display
+are the functions of the upper layers, made methods by this one module so that the core never
+imports upward. SymPy loads on the first SymPy call, not here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .ad.diff import diff
+from .ad.forward import gen_graph
+from .core import Tape, Term
+from .numeric.modes import derive, evaluate, grad
+from .viz.render import render, repr_mimebundle, to_dot
+
+
+def to_sympy(term: Term) -> Any:
+    """The SymPy expression of this term; vars become ``sympy.Symbol(name)``."""
+    from .interop.sympy_bridge import to_sympy as convert
+
+    return convert(term)
+
+
+def from_sympy(tape: Tape, expr: Any) -> Term:
+    """Build a SymPy expression on this tape; vars are reused or created by name."""
+    from .interop.sympy_bridge import from_sympy as convert
+
+    return convert(expr, tape)
+
+
+def _repr_mimebundle_(obj: Any, include: Any = None, exclude: Any = None) -> dict[str, str]:
+    """Jupyter shows a term (or a tape) as the SVG of the nodes it depends on."""
+    return repr_mimebundle(obj)
+
+
+Term.eval = evaluate  # type: ignore[attr-defined]
+Term.derive = derive  # type: ignore[attr-defined]
+Term.grad = grad  # type: ignore[attr-defined]
+Term.gen_graph = gen_graph  # type: ignore[attr-defined]
+Term.diff = diff  # type: ignore[attr-defined]
+Term.to_sympy = to_sympy  # type: ignore[attr-defined]
+Term.to_dot = to_dot  # type: ignore[attr-defined]
+Term.render = render  # type: ignore[attr-defined]
+Term._repr_mimebundle_ = _repr_mimebundle_  # type: ignore[attr-defined]
+Tape.to_dot = to_dot  # type: ignore[attr-defined]
+Tape.from_sympy = from_sympy  # type: ignore[attr-defined]
+Tape._repr_mimebundle_ = _repr_mimebundle_  # type: ignore[attr-defined]
