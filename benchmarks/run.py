@@ -43,7 +43,7 @@ from functions import FUNCTIONS, TEXT, written_with  # noqa: E402
 
 import subgraph_ad as sad  # noqa: E402
 from subgraph_ad.core import dependencies  # noqa: E402
-from subgraph_ad.ad.taylor.build import taylor_graph  # noqa: E402
+from subgraph_ad.ad.taylor import taylor_graph  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 POINTS = 100_000

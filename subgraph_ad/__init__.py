@@ -3,7 +3,7 @@
 from . import methods  # noqa: F401  (Term and Tape methods of the layers above the core)
 from .ad.diff import Step, derivatives, diff
 from .ad.forward import gen_graph
-from .ad.taylor.build import taylor_graph
+from .ad.taylor import taylor_graph
 from .compile.lambdify import lambdify
 from .core import LimitError, Node, Tape, Term
 from .functions import FUNCTIONS, SinFn, UnaryFn, cos, exp, log, register, sigmoid, sin, sqrt, tan, tanh

@@ -3,7 +3,7 @@
 Taylor mode computes order k from the orders before it, which keeps *all* orders up to n small,
 but the n-th derivative alone often has a short closed form: exp(−x²/2)'s is a polynomial of
 degree n in x times exp(−x²/2), 10 operations at n = 10 against the recurrence's 28.
-``horner`` expands a derivative into a sum of monomials c·a₁^e₁·a₂^e₂⋯ over its *atoms* (vars,
+``closed_form`` expands a derivative into a sum of monomials c·a₁^e₁·a₂^e₂⋯ over its *atoms* (vars,
 function nodes, divisions by a sum, non-integer powers; whole exponents, negative ones too), then
 writes that sum back in nested Horner form, factoring out what its terms share. It is kept when
 it needs fewer nodes and evaluates as accurately (an expanded sum can cancel where the recurrence
@@ -19,12 +19,12 @@ has nodes, so where nothing can be gained (nested tanh) it costs a fraction of t
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
 from ..numeric.modes import values_of
-from ..core import Tape, Term, dependencies
+from ..core import Tape, Term, appended, dependencies
 
 #: a monomial: (atom index, non-zero exponent) pairs, by atom index
 Monomial = tuple[tuple[int, int], ...]
@@ -40,12 +40,10 @@ MAX_DEGREE = 1 << 20
 #: A closed form is kept only if, on the probe points, its terms' magnitudes stay within this
 #: factor of the largest value it takes (cancellation then costs at most 5 bits, relative to scale)
 LOSS = 32.0
-#: where that is checked: the var's current value v, and 33 points across v ± 4·(1 + |v|)
+#: where that is checked: 33 points of the var across [-4, 4], the other vars at fixed generic
+#: values (positive, so that logs and roots of them are real)
 PROBES = np.linspace(-4.0, 4.0, 33)
-
-
-class _TooBig(Exception):
-    """Internal: the expansion has outgrown the graph it would replace."""
+OTHERS = (0.7, 1.3, 0.45, 1.9, 0.85)
 
 
 class _Expansion:
@@ -58,6 +56,7 @@ class _Expansion:
         self.limit = size // 4 + 2
         self.budget = 4 * size + 64
         self.work = 0
+        self.over = False  # the expansion has outgrown the graph it would replace
         self.atoms: list[int] = []  # slot -> node index
 
     def atom(self, i: int) -> dict[int, float]:
@@ -73,7 +72,8 @@ class _Expansion:
     def mul(self, p: dict[int, float], q: dict[int, float]) -> dict[int, float]:
         self.work += len(p) * len(q)
         if self.work > self.budget:
-            raise _TooBig
+            self.over = True
+            return {}
         out: dict[int, float] = {}
         get = out.get
         for m1, c1 in p.items():
@@ -84,7 +84,8 @@ class _Expansion:
     def checked(self, p: dict[int, float]) -> dict[int, float]:
         p = {m: c for m, c in p.items() if c != 0.0}
         if len(p) > self.limit:
-            raise _TooBig
+            self.over = True
+            return {}
         return p
 
     def power(self, p: dict[int, float], e: int) -> Optional[dict[int, float]]:
@@ -99,8 +100,9 @@ class _Expansion:
             out = self.mul(out, p)
         return out
 
-    def expand(self, root: int) -> Poly:
-        """The polynomial of root over its atoms (iterative, in tape order)."""
+    def expand(self, root: int) -> Optional[Poly]:
+        """The polynomial of root over its atoms (iterative, in tape order), or None when it
+        outgrows its budget."""
         nodes = self.tape.nodes
         polys: dict[int, dict[int, float]] = {}
         degree: dict[int, int] = {}  # a bound on the largest |exponent| of each polynomial
@@ -109,29 +111,14 @@ class _Expansion:
             op, args = node.op, node.args
             p: Optional[dict[int, float]] = None
             d = 0
-            if op in ("var", "fn"):
-                pass
-            elif op == "const":
+            if op == "const":
                 p = {0: node.payload} if node.payload != 0.0 else {}
-            elif op in ("add", "sub"):
-                p = self.add(polys[args[0]], polys[args[1]], 1.0 if op == "add" else -1.0)
-                d = max(degree[args[0]], degree[args[1]])
-            elif op == "neg":
-                p, d = {m: -c for m, c in polys[args[0]].items()}, degree[args[0]]
-            elif op == "mul":
-                p, d = self.mul(polys[args[0]], polys[args[1]]), degree[args[0]] + degree[args[1]]
-            elif op == "div":
-                inverse = self.power(polys[args[1]], -1) if polys[args[1]] else None
-                if inverse is not None:
-                    p, d = self.mul(polys[args[0]], inverse), degree[args[0]] + degree[args[1]]
-            elif op == "pow":
-                e = nodes[args[1]]
-                if e.op == "const" and float(e.payload).is_integer() and abs(e.payload) <= MAX_EXPONENT:
-                    p, d = self.power(polys[args[0]], int(e.payload)), degree[args[0]] * abs(int(e.payload))
+            elif op in EXPAND:
+                p, d = EXPAND[op](self, [polys[a] for a in args], [degree[a] for a in args], args)
             if p is None:
                 p, d = self.atom(i), 1
-            if d > MAX_DEGREE:
-                raise _TooBig
+            if d > MAX_DEGREE or self.over:
+                return None
             polys[i], degree[i] = p, d
         return {self.monomial(m): c for m, c in polys[root].items()}
 
@@ -149,6 +136,32 @@ class _Expansion:
             m = (m - e) >> WIDTH
             slot += 1
         return tuple(sorted(out))
+
+
+def _div(e: _Expansion, p: list[dict[int, float]], d: list[int], args: tuple[int, ...]) -> tuple:
+    inverse = e.power(p[1], -1) if p[1] else None
+    return (None, 0) if inverse is None else (e.mul(p[0], inverse), d[0] + d[1])
+
+
+def _pow(e: _Expansion, p: list[dict[int, float]], d: list[int], args: tuple[int, ...]) -> tuple:
+    exponent = e.tape.nodes[args[1]]
+    if exponent.op == "const" and float(exponent.payload).is_integer() and abs(exponent.payload) <= MAX_EXPONENT:
+        k = int(exponent.payload)
+        return e.power(p[0], k), d[0] * abs(k)
+    return None, 0
+
+
+#: How each op combines its operands' polynomials: (expansion, operand polynomials, their degree
+#: bounds, operand indices) -> (polynomial or None for an atom, degree bound). Vars and function
+#: nodes are atoms.
+EXPAND = {
+    "add": lambda e, p, d, args: (e.add(p[0], p[1], 1.0), max(d)),
+    "sub": lambda e, p, d, args: (e.add(p[0], p[1], -1.0), max(d)),
+    "neg": lambda e, p, d, args: ({m: -c for m, c in p[0].items()}, d[0]),
+    "mul": lambda e, p, d, args: (e.mul(p[0], p[1]), d[0] + d[1]),
+    "div": _div,
+    "pow": _pow,
+}
 
 
 def _times(a: Monomial, b: Monomial) -> Monomial:
@@ -233,24 +246,17 @@ def _emit(tape: Tape, poly: Poly) -> int:
     return out[0]
 
 
-def appended(tape: Tape, root: int, mark: int) -> int:
-    """How many nodes from ``mark`` on the root needs."""
-    return sum(1 for i in dependencies(tape, [root], stop=lambda i: i < mark) if i >= mark)
-
-
 def _conditioned(tape: Tape, poly: Poly, wrt: int) -> bool:
     """Whether the expanded sum can be evaluated without losing more than a few digits to
     cancellation. A recurrence's intermediate values stay of the size of the result; an expanded
     sum's terms may not: tanh⁽⁹⁾ is a polynomial in tanh(x) whose terms reach 10⁷ where the
-    value is 10⁴. So the terms and the sum are evaluated on probe points of wrt (the other vars
-    at their current values), and the largest term sum must stay within ``LOSS`` of the largest
-    value. Points where the function is not finite (log of a negative) do not count."""
-    center = np.asarray(tape.current_values()[wrt], dtype=float)
-    center = float(np.mean(center)) if np.all(np.isfinite(center)) else 0.0
-    probes = center + (1.0 + abs(center)) * PROBES
+    value is 10⁴. So the terms and the sum are evaluated on probe points (``probe_values``), and
+    the largest term sum must stay within ``LOSS`` of the largest value. Points where the
+    function is not finite (log of a negative) do not count."""
     atoms = sorted({a for m in poly for a, _ in m})
+    probes = PROBES
     try:
-        vals = values_of(tape, atoms, {Term(tape, wrt): probes})
+        vals = values_of(tape, atoms, probe_values(tape, wrt))
     except Exception:  # a user function that refuses these points: keep the recurrence
         return False
     total, absolute = np.zeros_like(probes), np.zeros_like(probes)
@@ -266,15 +272,24 @@ def _conditioned(tape: Tape, poly: Poly, wrt: int) -> bool:
     return bool(absolute[finite].max() <= LOSS * np.abs(total[finite]).max())
 
 
-def horner(tape: Tape, root: int, mark: int, wrt: int) -> int:
+def probe_values(tape: Tape, wrt: int) -> dict[Term, Any]:
+    """The fixed points where a closed form is checked: wrt at ``PROBES``, every other var at
+    ``OTHERS[k]`` by its creation order k (cycling). Fixed, so that the form ``diff`` returns
+    depends only on the expression, the var and the order, never on current values."""
+    values: dict[Term, Any] = {}
+    for k, var in enumerate(tape.vars.values()):
+        values[var] = PROBES if var.index == wrt else OTHERS[k % len(OTHERS)]
+    return values
+
+
+def closed_form(tape: Tape, root: int, mark: int, wrt: int) -> int:
     """root, or its Horner form when that needs fewer of the nodes appended since ``mark`` and
-    is as accurate (``_conditioned``). The caller trims what the returned root does not need."""
+    is as accurate (``_conditioned``). The caller prunes what the returned root does not need."""
     size = appended(tape, root, mark)
     if size < 3:
         return root
-    try:
-        poly = _Expansion(tape, size).expand(root)
-    except _TooBig:
+    poly = _Expansion(tape, size).expand(root)
+    if poly is None:
         return root
     new = _emit(tape, poly)
     return new if appended(tape, new, mark) < size and _conditioned(tape, poly, wrt) else root

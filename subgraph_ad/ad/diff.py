@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, NamedTuple
 
 from .forward import gen_graph
 from ..core import Callback, LimitError, Tape, Term
-from .taylor.build import taylor_diff, taylor_graph
+from .taylor import taylor_diff, taylor_graph
 
 
 def parse_diff_args(args: tuple[Any, ...]) -> list[Term]:
@@ -48,26 +48,15 @@ AUTO_TAYLOR_FROM = 3
 AUTO_TAYLOR_SURE = 8
 
 
-class _Measured(Exception):
-    """Internal: carries a trial build's size out of the transaction that undoes it."""
-
-
-def _ignore(term: Term) -> None:
-    """The listener of a trial build: its nodes are rolled back, nobody is told of them."""
-
-
-def _appends(tape: Tape, build: Callable[[], Any]) -> float:
-    """How many nodes ``build()`` appends, measured and then rolled back (infinitely many if it
-    passes the tape's ``max_nodes``: then the other way is taken, and may fit)."""
-    mark = len(tape)
+def _size(tape: Tape, build: Callable[[], Any]) -> float:
+    """How many nodes ``build()`` appends, measured on trial (rolled back); infinitely many if it
+    passes the tape's ``max_nodes``: then the other way is taken, and may fit."""
     try:
-        with tape.transaction(_ignore):
+        with tape.trial() as trial:
             build()
-            raise _Measured(len(tape) - mark)
-    except _Measured as measured:
-        return measured.args[0]
     except LimitError:
         return math.inf
+    return trial.appended
 
 
 def _graph_run(z: Term, w: Term, count: int, callback: Callback | None = None) -> Iterator[Term]:
@@ -82,27 +71,25 @@ def _build_run(tape: Tape, method: str, count: int, taylor: Callable[[Callback |
     """Build a run of ``count`` repeats of one var in Taylor mode (``taylor(callback)``) or by
     gen_graph passes (``graph(callback)``) as ``method`` says: (Taylor mode?, what it returned).
 
-    ``"auto"`` at 3–7 repeats measures the gen_graph run on trial (rolled back), then builds in
-    Taylor mode and keeps that unless it appended more (or passed ``max_nodes``), in which case
-    it is undone and the gen_graph run is built. The callback sees only the nodes kept.
+    ``"auto"`` at 3–7 repeats measures both on trial and builds the one that appends fewer nodes
+    (Taylor mode on a tie). The callback sees only the nodes kept.
     """
     if method != "auto" or not AUTO_TAYLOR_FROM <= count < AUTO_TAYLOR_SURE:
         in_taylor = method == "taylor" or (method == "auto" and count >= AUTO_TAYLOR_SURE)
-        return in_taylor, (taylor if in_taylor else graph)(callback)
-    limit = _appends(tape, lambda: graph(None))
-    kept: list[Term] = []
-    mark = len(tape)
-    try:
-        with tape.transaction(kept.append):
-            result = taylor(None)
-            if len(tape) - mark > limit:
-                raise _Measured(len(tape) - mark)
-    except (_Measured, LimitError):
-        return False, graph(callback)
-    if callback is not None:
-        for term in kept:
-            callback(term)
-    return True, result
+    else:
+        in_taylor = _size(tape, lambda: taylor(None)) <= _size(tape, lambda: graph(None))
+    return in_taylor, (taylor if in_taylor else graph)(callback)
+
+
+#: How ``diff``, ``derivatives`` and ``animate`` build: see ``diff``.
+METHODS = ("auto", "graph", "taylor")
+
+
+def check_method(method: Any) -> str:
+    """``method`` if it names one of ``METHODS``, else a ValueError saying which exist."""
+    if method not in METHODS:
+        raise ValueError(f"method must be 'auto', 'graph' or 'taylor', got {method!r}")
+    return method
 
 
 def _runs(z: Term, args: tuple[Any, ...], method: str) -> list[tuple[Term, int]]:
@@ -110,8 +97,7 @@ def _runs(z: Term, args: tuple[Any, ...], method: str) -> list[tuple[Term, int]]
     wrts = parse_diff_args(args)
     for w in wrts:
         z.tape.check_var(w, "wrt")
-    if method not in ("auto", "graph", "taylor"):
-        raise ValueError(f"diff(): method must be 'auto', 'graph' or 'taylor', got {method!r}")
+    check_method(method)
     return [(w, len(list(run))) for w, run in itertools.groupby(wrts)]
 
 

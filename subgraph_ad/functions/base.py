@@ -43,6 +43,10 @@ class UnaryFn:
     #: Numba lowering: a function of one float that Numba compiles (``math.exp``, or a plain
     #: Python function as a ``staticmethod``); None: ``f`` itself is compiled.
     scalar: Callable[[float], float] | None = None
+    #: Facts that give Taylor mode a shorter recurrence: f(u) = u ** power (sqrt: 0.5), and
+    #: f(u) = −g(u) for the function ``negative_of`` (−sin of sin), whose coefficients it reuses.
+    power: float | None = None
+    negative_of: UnaryFn | None = None
 
     def f(self, v: Any) -> Any:
         """The value; must work elementwise on floats and NumPy arrays."""

@@ -68,6 +68,7 @@ class Sqrt(UnaryFn):
     """sqrt; sqrt′ = 1/(2 sqrt), written with the output node."""
 
     name = "sqrt"
+    power = 0.5
     ufuncs = (np.sqrt,)
     scalar = np.sqrt
 

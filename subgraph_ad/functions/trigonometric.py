@@ -50,6 +50,10 @@ class SinFn(UnaryFn):
     def scalar(self) -> Callable[[float], float]:  # type: ignore[override]
         return _SCALARS[self.n]
 
+    @property
+    def negative_of(self) -> UnaryFn | None:  # type: ignore[override]
+        return SinFn(self.n - 2) if self.n >= 2 else None
+
     def f(self, v: Any) -> Any:
         return _VALUES[self.n](v)
 

@@ -20,7 +20,7 @@ from typing import Any
 import sympy
 
 from ..functions import FUNCTIONS, UnaryFn
-from ..core import Tape, Term, dependencies
+from ..core import OPS, Tape, Term, dependencies
 
 
 class SympyConversionError(ValueError):
@@ -44,15 +44,6 @@ def fn_to_sympy(fn: UnaryFn, arg: sympy.Expr) -> sympy.Expr:
     return hook(arg) if hook is not None else sympy.Function(fn.name)(arg)
 
 
-_BINARY = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b,
-    "pow": lambda a, b: a**b,
-}
-
-
 def to_sympy(term: Term) -> sympy.Expr:
     """The SymPy expression of ``term``."""
     tape = term.tape
@@ -65,10 +56,8 @@ def to_sympy(term: Term) -> sympy.Expr:
             out[i] = _const_to_sympy(node.payload)
         elif node.op == "fn":
             out[i] = fn_to_sympy(node.payload, out[node.args[0]])
-        elif node.op == "neg":
-            out[i] = -out[node.args[0]]
-        else:
-            out[i] = _BINARY[node.op](*(out[a] for a in node.args))
+        else:  # SymPy implements the Python operators of the op registry
+            out[i] = OPS[node.op].apply(*(out[a] for a in node.args))
     return out[term.index]
 
 

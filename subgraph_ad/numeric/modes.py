@@ -12,7 +12,7 @@ follow IEEE/NumPy semantics (log(-1) is nan, 1/0 is inf) and never raise; NumPy 
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -58,7 +58,7 @@ def _node_value(tape: Tape, i: int, vals: dict[int, Any], bound: dict[int, Any])
         return np.float64(node.payload)
     if node.op == "fn":
         return node.payload.f(vals[node.args[0]])
-    return OPS[node.op].value(*(vals[a] for a in node.args))
+    return OPS[node.op].value(*(vals[a] for a in node.args))  # the op registry's NumPy semantics
 
 
 def values_of(tape: Tape, roots: list[int], values: Values | None) -> dict[int, Any]:
@@ -78,26 +78,31 @@ def evaluate(term: Term, values: Values | None = None) -> Any:
     return _scalar(values_of(term.tape, [term.index], values)[term.index])
 
 
+def _pow_partials(a: Any, b: Any, out: Any, exponent_is_constant: bool) -> tuple[Any, Any]:
+    # the log term is skipped for a constant exponent (it would be 0 * log(a) = nan for a <= 0)
+    return b * a ** (b - 1.0), None if exponent_is_constant else out * np.log(a)
+
+
+#: The local partial derivatives of each op with respect to its operands, as values:
+#: (operand values, output value, whether the last operand is a constant) -> partials;
+#: None for a partial that is structurally zero. ``fn`` rows receive the function first.
+PARTIALS: dict[str, Callable[..., tuple[Any, ...]]] = {
+    "add": lambda a, b, out, const: (1.0, 1.0),
+    "sub": lambda a, b, out, const: (1.0, -1.0),
+    "mul": lambda a, b, out, const: (b, a),
+    "div": lambda a, b, out, const: (1.0 / b, -out / b),
+    "pow": _pow_partials,
+    "neg": lambda a, out, const: (-1.0,),
+    "fn": lambda fn, a, out, const: (fn.grad(a),),
+}
+
+
 def _partials(tape: Tape, i: int, vals: dict[int, Any]) -> tuple[Any, ...]:
     """Local partial derivatives of node i with respect to each of its operands."""
     node = tape.nodes[i]
-    op, args, out = node.op, node.args, vals[i]
-    if op == "fn":
-        return (node.payload.grad(vals[args[0]]),)
-    if op == "neg":
-        return (-1.0,)
-    a, b = (vals[k] for k in args)
-    if op == "add":
-        return 1.0, 1.0
-    if op == "sub":
-        return 1.0, -1.0
-    if op == "mul":
-        return b, a
-    if op == "div":
-        return 1.0 / b, -out / b
-    # pow: skip the log term when the exponent is a constant (it would be 0 * log(a) = nan for a <= 0)
-    db = None if tape.nodes[args[1]].op == "const" else out * np.log(a)
-    return b * a ** (b - 1.0), db
+    extra = (node.payload,) if node.op == "fn" else ()
+    constant = tape.nodes[node.args[-1]].op == "const"
+    return PARTIALS[node.op](*extra, *(vals[a] for a in node.args), vals[i], constant)
 
 
 def derive(term: Term, wrt: Term, values: Values | None = None) -> Any:

@@ -1,1 +1,85 @@
-"""ad/taylor"""
+"""Taylor-mode derivative subgraphs: every derivative up to order n in O(S·n²) nodes.
+
+Repeated ``gen_graph`` differentiates the *derivative graph* again at each order. Taylor mode
+instead propagates the univariate Taylor coefficients y_k = y⁽ᵏ⁾/k! of every node of z along
+x ↦ x + t (``recurrences.py``: one recurrence per kind of node), requested on demand
+(``plan.py``: degree bounds, so only coefficients that can be non-zero are built), as lazy
+values whose 1/k, j and k! factors and signs are Python floats folded into the few constants
+that must exist (``coefficients.py``). The results are ordinary Terms on the same tape: they
+evaluate, compile, render and can be differentiated again.
+
+>>> from subgraph_ad import Tape, exp
+>>> tape = Tape(); x = tape.var("x", 0.5)
+>>> d = taylor_graph(exp(-x**2 / 2), x, 4)
+>>> [t.to_sympy() for t in d[:2]]
+[-x*exp(-x**2/2), x**2*exp(-x**2/2) - exp(-x**2/2)]
+>>> round(d[3].eval(), 6)
+1.378901
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from ...core import Callback, Term
+from ..closed_form import closed_form
+from .series import Series
+
+
+def _check(term: Term, wrt: Term, n: int) -> int:
+    if not isinstance(term, Term):
+        raise TypeError(f"taylor_graph differentiates a Term, got {type(term).__name__} {term!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"taylor_graph: the order n must be an int >= 0, got {n!r}")
+    return term.tape.check_var(wrt, "wrt").index
+
+
+def _build(term: Term, w: int, wanted: range, alone: bool = False) -> list[Optional[int]]:
+    """The derivatives of the ``wanted`` orders (indices; None for a structural zero), inside
+    the caller's transaction. ``alone`` (one order, ``taylor_diff``): the closed form may replace the
+    recurrence's result. Only the nodes the results need stay on the tape (``Tape.pruned``)."""
+    tape = term.tape
+    base, mark = tape.orders[term.index], len(tape)
+
+    def build() -> list[int]:
+        series = Series(tape, w)
+        series.run(term.index, wanted, base)
+        out = []
+        for k in wanted:
+            tape.tag(base + k)
+            d = series.arith.materialize(series.get(term.index, k), float(math.factorial(k)))
+            out.append(-1 if d is None else d.index)
+        if alone and out[0] >= 0:  # the n-th derivative alone: its closed form may be smaller
+            return [closed_form(tape, out[0], mark, w)]
+        return out
+
+    return [None if i < 0 else i for i in tape.pruned(build)]
+
+
+def taylor_graph(term: Term, wrt: Term, n: int, callback: Callback | None = None) -> list[Term]:
+    """Append the derivatives of orders 1..n of ``term`` in ``wrt``; returns them as Terms.
+
+    Each result equals ``term.diff(wrt, k)``; the tape's 0 marks a structurally zero one. Nodes
+    are tagged with the derivative order that first needed them (``tape.orders``); ``callback``
+    sees each appended Term. Transactional: if anything raises, the tape is left as it was.
+    """
+    w = _check(term, wrt, n)
+    if n == 0:
+        return []
+    tape = term.tape
+    with tape.transaction(callback):
+        return [tape.zero if i is None else Term(tape, i) for i in _build(term, w, range(1, n + 1))]
+
+
+def taylor_diff(term: Term, wrt: Term, n: int, callback: Callback | None = None) -> Term:
+    """The n-th derivative alone: only the coefficients order n needs, and its closed form instead
+    when that is smaller and as accurate (``closed_form``). A structural zero appends nothing and
+    returns the tape's 0."""
+    w = _check(term, wrt, n)
+    if n == 0:
+        return term
+    tape = term.tape
+    with tape.transaction(callback):
+        (index,) = _build(term, w, range(n, n + 1), alone=True)
+        return tape.zero if index is None else Term(tape, index)

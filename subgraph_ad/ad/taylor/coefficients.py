@@ -1,0 +1,192 @@
+"""Coefficient arithmetic: Taylor coefficients as lazy values c·T on the tape.
+
+A coefficient is ``(c, t)``: a Python float c times the node t (t None: the plain number c),
+or None for a structural zero. Signs, the 1/k, j and k! factors of the recurrences and the
+constant factors of nodes live in c, so they cost no nodes until a sum needs a constant it does
+not share with its other terms (``total``) or a result is written out (``materialize``).
+All nodes are built through the tape's public builder (``append``, ``intern``, ``constant``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Optional
+
+from ...core import Node, Tape, Term
+
+#: A coefficient value c·T held as (c, index of T); index None means the plain number c.
+Lazy = Optional[tuple[float, Optional[int]]]
+#: A coefficient named by (node, order).
+Key = tuple[int, int]
+
+
+def snap(c: float) -> float:
+    """Scalars are products of 1/k, j and k! in floating point, so k!·(1/k!) may come out as
+    1.0000000000000002. Within a few ulps of a whole number it is that number, and needs no
+    constant node of its own (what snapping changes is the rounding error itself)."""
+    r = round(c)
+    return float(r) if r != c and abs(c - r) <= 1e-15 * abs(c) else c  # 1e-15: about 4 ulps
+
+
+class Arithmetic:
+    """Sums, products, quotients and scaling of lazy coefficients, sharing the nodes they make.
+
+    ``negated(i)`` names the node that node i is the negative of (−sin(u) of sin(u)), or None;
+    ``uses`` counts, per coefficient, the products that read it (set by the plan).
+    """
+
+    def __init__(self, tape: Tape, negated: Callable[[int], Optional[int]]) -> None:
+        self.tape = tape
+        self.negated = negated
+        self.uses: dict[Key, int] = {}
+        self.constants: dict[float, int] = {}  # value (never 0) -> its node
+        self.inverses: dict[int, int] = {}  # node -> the node 1/node
+        self.scaled: dict[tuple[float, int], int] = {}  # (c, T) -> the node c·T
+
+    def canon(self, value: Lazy) -> Lazy:
+        """Move constant factors and signs of the Term into the scalar: -A, 3·A -> (c, A)."""
+        if value is None:
+            return None
+        c, t = value
+        nodes = self.tape.nodes
+        while t is not None:
+            node = nodes[t]
+            if node.op == "const":
+                return (c * node.payload, None) if c * node.payload != 0.0 else None
+            if node.op == "neg":
+                c, t = -c, node.args[0]
+            elif node.op == "fn" and self.negated(t) is not None:
+                c, t = -c, self.negated(t)
+            elif node.op == "mul" and nodes[node.args[0]].op == "const":
+                c, t = c * nodes[node.args[0]].payload, node.args[1]
+            else:
+                break
+        return c, t
+
+    def constant(self, c: float) -> int:
+        """The node of a non-zero constant, looked up once per value."""
+        node = self.constants.get(c)
+        if node is None:
+            node = self.constants[c] = self.tape.constant(c)
+        return node
+
+    def scale(self, c: float, t: int) -> int:
+        """The node c·T, made once per (c, T)."""
+        key = (c, t)
+        if key not in self.scaled:
+            nodes = self.tape.nodes
+            if nodes[t].op == "mul" and nodes[nodes[t].args[0]].op == "const":  # a shared c'·T
+                self.scaled[key] = self.tape.append("mul", (self.constant(c), t))
+            else:  # t canonical: no constant factor, no sign, so no folding rule applies
+                self.scaled[key] = self.tape.intern(Node("mul", (self.constant(c), t)))
+        return self.scaled[key]
+
+    def operand(self, c: float, t: int, key: Key) -> tuple[float, int]:
+        """A Term factor c·T of a product. One used in two or more products (counted by the plan)
+        becomes the shared node |c|·T, so the products' scalars agree and their sums need no
+        scale node per term; otherwise an existing shared node is reused."""
+        if abs(c) == 1.0:
+            return c, t
+        if self.uses.get(key, 0) >= 2:
+            return math.copysign(1.0, c), self.scale(abs(c), t)
+        return self.reuse(c, t)
+
+    def reuse(self, c: float, t: int, times: float = 1.0) -> tuple[float, int]:
+        """times·c·T as ±times·N when the shared node N = |c|·T already exists (keeps sums'
+        scalars equal)."""
+        shared = self.scaled.get((abs(c), t)) if abs(c) != 1.0 else None
+        return (times * c, t) if shared is None else (times * math.copysign(1.0, c), shared)
+
+    def product(self, a: Lazy, ka: Key, b: Lazy, kb: Key, factor: float) -> Lazy:
+        """factor · a · b for the canonical coefficients a (named ka) and b (kb); scalars
+        multiply in Python, one node at most."""
+        if a is None or b is None:
+            return None
+        (ca, ta), (cb, tb) = a, b
+        ca *= factor
+        if ta is None:
+            return (ca * cb, None) if tb is None else self.reuse(cb, tb, ca)
+        if tb is None:
+            return self.reuse(ca, ta, cb)
+        ca, ta = self.operand(ca, ta, ka)
+        cb, tb = self.operand(cb, tb, kb)
+        # canonical factors: no folding rule applies, only the operand order (lower index first)
+        return ca * cb, self.tape.intern(Node("mul", (ta, tb) if ta < tb else (tb, ta)))
+
+    def total(self, terms: list[Lazy]) -> Lazy:
+        """Σ terms as one lazy value: equal Terms merge, the most common |scalar| is factored out,
+        so only terms with a different scalar need a scale node. (Plain loops: it runs once
+        per coefficient.)"""
+        if len(terms) == 1:  # a unary node of a linear u, a product by a constant, ...
+            term = terms[0]
+            return term if term is None or term[0] != 0.0 else None
+        merged: dict[Optional[int], float] = {}
+        for term in terms:
+            if term is not None:
+                merged[term[1]] = merged.get(term[1], 0.0) + term[0]
+        items: list[tuple[float, Optional[int]]] = []
+        counts: dict[float, int] = {}
+        negative = True
+        for t, c in merged.items():
+            if c != 0.0:
+                items.append((c, t))
+                negative = negative and c < 0
+                if t is not None:
+                    counts[abs(c)] = counts.get(abs(c), 0) + 1
+        if len(items) < 2:
+            return items[0] if items else None
+        factor = abs(items[0][0])
+        if counts:  # the first of the most common
+            factor, most = 0.0, 0
+            for c, count in counts.items():
+                if count > most:
+                    factor, most = c, count
+        if negative:
+            factor = -factor
+        pos: list[int] = []
+        neg: list[int] = []
+        for c, t in items:
+            r = c / factor
+            if abs(r) != 1.0:
+                r = snap(r)
+            if t is None:
+                node = self.constant(abs(r))
+            elif abs(r) == 1.0:
+                node = t
+            else:
+                node = self.scale(abs(r), t)
+            (pos if r > 0 else neg).append(node)
+        append = self.tape.append  # by index: no Term per step
+        acc = pos[0] if pos else append("neg", (neg.pop(0),))
+        for node in pos[1:]:
+            acc = append("add", (acc, node))
+        for node in neg:
+            acc = append("sub", (acc, node))
+        return factor, acc
+
+    def quotient(self, terms: list[Lazy], den: int) -> Lazy:
+        """(Σ terms) / node den, as (Σ terms) · (1/den): the division and square-root
+        recurrences divide by the same node at every order, so one reciprocal node serves them
+        all and each order costs a multiplication (about half the price of a division)."""
+        num = self.total(terms)
+        if num is None:
+            return None
+        c, t = num
+        inverse = self.inverses.get(den)
+        if inverse is None:
+            inverse = self.inverses[den] = self.tape.append("div", (self.constant(1.0), den))
+        return c, inverse if t is None else self.tape.append("mul", (t, inverse))
+
+    def materialize(self, value: Lazy, factor: float) -> Optional[Term]:
+        """factor·value as a Term (one scale node at most), or None for zero."""
+        if value is None:
+            return None
+        c, t = value
+        c = snap(c * factor)
+        if t is None:
+            return self.tape.const(c)
+        if c == 1.0:
+            return Term(self.tape, t)
+        if c == -1.0:
+            return -Term(self.tape, t)
+        return Term(self.tape, self.scale(c, t))

@@ -1,0 +1,120 @@
+"""The plan of a Taylor build: which coefficients can be non-zero, and in what order to compute them.
+
+Each node has a degree bound (0 free of x, 1 for x, sums for products, unbounded past a
+function or a division by x): coefficients above it are zero and never planned, and a product
+visits only the pairs of coefficients that can both be non-zero.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...core import Node, Tape
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from .series import Series
+
+#: The degree of a node whose Taylor series does not end (exp, a division by x, ...).
+UNBOUNDED = 1 << 30
+#: How many leading operands of a form enter coefficient k linearly (a_k in add, u_k in root, ...).
+LINEAR = {"add": 2, "sub": 2, "neg": 1, "div": 1, "root": 1}
+
+
+def whole(node: Node) -> bool:
+    """A constant exponent p = 0, 1, 2, ...: then a ** p is a polynomial in a."""
+    return node.op == "const" and float(node.payload).is_integer() and 0 <= node.payload < UNBOUNDED
+
+
+class Degrees:
+    """deg[i]: an upper bound on the orders at which node i has a non-zero coefficient, worked out
+    in tape order as far as it is asked for (nodes appended by the build itself included)."""
+
+    def __init__(self, tape: Tape, wrt: int) -> None:
+        self.tape = tape
+        self.wrt = wrt
+        self.deg: list[int] = []
+
+    def __call__(self, i: int) -> int:
+        deg = self.deg
+        if i < len(deg):
+            return deg[i]
+        nodes = self.tape.nodes
+        for j in range(len(deg), i + 1):
+            node = nodes[j]
+            op, args = node.op, node.args
+            top = max((deg[a] for a in args), default=0)
+            if op in ("var", "const"):
+                d = int(j == self.wrt)
+            elif top == 0:
+                d = 0
+            elif op in ("add", "sub", "neg"):
+                d = top
+            elif op == "mul":
+                d = min(deg[args[0]] + deg[args[1]], UNBOUNDED)
+            elif op == "div" and deg[args[1]] == 0:
+                d = deg[args[0]]
+            elif op == "pow" and deg[args[1]] == 0 and whole(nodes[args[1]]):
+                d = min(deg[args[0]] * int(nodes[args[1]].payload), UNBOUNDED)
+            else:
+                d = UNBOUNDED
+            deg.append(d)
+        return deg[i]
+
+
+def plan(series: Series, root: int, wanted: range) -> list[tuple[int, int]]:
+    """Every coefficient the wanted orders of root need, in an order that computes each after
+    its needs (iterative depth-first). On the way back up, each coefficient's kind is settled
+    from its needs' kinds, only the products whose factors are both non-zero are kept in
+    ``series.terms`` (most are zero where a factor is x, whose x_k = 0 for k >= 2), and the
+    products that use each Term coefficient are counted in ``series.arith.uses``. The hot loop of
+    a build: helpers are inlined."""
+    order: list[tuple[int, int]] = []
+    state: dict[tuple[int, int], int] = {}
+    kinds: dict[tuple[int, int], int] = {}  # 0 zero, 1 a plain number, 2 a Term
+    terms, uses, forms = series.terms, series.arith.uses, series.forms
+    nodes, degree = series.tape.nodes, series.degree
+    deg = degree.deg
+    stack = [(root, k) for k in reversed(wanted) if k <= degree(root)]
+    while stack:
+        key = stack[-1]
+        seen = state.get(key)
+        if seen is None:  # on the way down: what it needs
+            state[key] = 1
+            i, k = key
+            form = forms.get(i) or series.form(i)
+            products = terms[key] = series.products(form, i, k)
+            for ka, kb, _ in reversed(products):  # pushed last to first: visited in order
+                if kb[1] and kb not in state:
+                    stack.append(kb)
+                if ka[1] and ka not in state:
+                    stack.append(ka)
+            for a in reversed(form[1:1 + LINEAR.get(form[0], 0)]):
+                if k <= deg[a] and (a, k) not in state:
+                    stack.append((a, k))
+            continue
+        stack.pop()
+        if seen == 2:
+            continue
+        state[key] = 2  # on the way up: its needs are settled
+        order.append(key)
+        i, k = key
+        form = forms[i]
+        if form[0] == "var":
+            kinds[key] = 1 if k == 1 else 0
+            continue
+        best = 0
+        for a in form[1:1 + LINEAR.get(form[0], 0)]:
+            best = max(best, kinds.get((a, k), 0))
+        live = []
+        for ka, kb, f in terms[key]:
+            x = kinds.get(ka, 0) if ka[1] else (1 if nodes[ka[0]].op == "const" else 2)
+            y = kinds.get(kb, 0) if kb[1] else (1 if nodes[kb[0]].op == "const" else 2)
+            if x and y:
+                best = max(best, x, y)
+                live.append((ka, kb, f))
+                if x == 2 and y == 2:
+                    uses[ka] = uses.get(ka, 0) + 1
+                    uses[kb] = uses.get(kb, 0) + 1
+        terms[key] = live
+        kinds[key] = 2 if best and form[0] in ("div", "root") else best
+    return order

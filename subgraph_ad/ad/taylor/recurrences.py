@@ -1,0 +1,146 @@
+"""The recurrence table: how each kind of node gets its Taylor coefficient k.
+
+Coefficients y_k = y⁽ᵏ⁾/k! of every node along x ↦ x + t, by the standard recurrences:
+
+- add, sub, neg: coefficient-wise;
+- mul: the Cauchy product  c_k = Σ_{j=0..k} a_j·b_{k−j};
+- div: q_k = (a_k − Σ_{j=1..k} b_j·q_{k−j}) / b_0;
+- root (sqrt(u), u ** 0.5): from y·y = u,  2·y_0·y_k = u_k − Σ_{j=1..k−1} y_j·y_{k−j}, whose
+  products pair up under interning (half the products, and no g = 1/(2y) series);
+- unary (a function y = f(u), or a power): the ODE recurrence  k·y_k = Σ_{j=1..k} j·u_j·g_{k−j},
+  where g = f′(u) is the function's own local derivative (``fdiff``), itself Taylor-propagated.
+  So a user function needs no Taylor rule, and exp, tanh, sigmoid, log and the sin/cos family
+  close on themselves because their f′ reuses the output. ``a ** p`` with p constant in x is the
+  unary case with g = p·a**(p−1) (a whole p, or a linear in x: exact at a = 0) or g = p·y/a;
+  ``a ** b`` otherwise is exp(b·log(a)): the unary case with g = y.
+
+``FORMS`` maps each op to the form of its nodes — a kind and its operands — and ``PRODUCTS`` and
+``COMPUTE`` map each kind to its products and to the coefficient they sum to.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Optional
+
+from ...core import Node, Term
+from ...functions import local_derivative, log
+from .coefficients import Lazy
+from .plan import whole
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from .series import Series
+
+#: How a node's coefficients are computed: a kind and its operands, e.g. ("mul", a, b),
+#: ("root", u), ("unary", u, g, c) with dy = c·g·du (g None: a zero derivative).
+Form = tuple
+#: coefficient · coefficient · factor, the coefficients as (node, order).
+Product = tuple[tuple[int, int], tuple[int, int], float]
+
+
+def _unary(s: Series, i: int, u: int, g: Optional[Term]) -> Form:
+    """("unary", u, g, c) with dy = c·g·du, g's constant factor and sign split off (``canon``):
+    cos′ = −sin reads the coefficients of sin, not a forwarding series of its own."""
+    value = None if g is None else s.arith.canon((1.0, g.index))
+    if value is None:
+        return ("unary", u, None, 1.0)
+    c, t = value
+    return ("unary", u, g.index, 1.0) if t is None else ("unary", u, t, c)
+
+
+def _fn_form(s: Series, i: int, node: Node) -> Form:
+    fn, (u,) = node.payload, node.args
+    if fn.power == 0.5:
+        return ("root", u)
+    if s.negated(i) is not None:
+        return ("neg", s.negated(i))
+    return _unary(s, i, u, local_derivative(fn, Term(s.tape, u), Term(s.tape, i)))
+
+
+def _pow_form(s: Series, i: int, node: Node) -> Form:
+    tape = s.tape
+    a, b = (Term(tape, k) for k in node.args)
+    p = tape.nodes[b.index]
+    if p == Node("const", (), 0.5):
+        return ("root", a.index)
+    y = Term(tape, i)
+    if s.degree(b.index) > 0:
+        return _unary(s, i, (b * log(a)).index, y)
+    # g = p·a**(p−1) is exact at a = 0 (0 or ±inf, as gen_graph gives), and for a whole p ends
+    # at p = 0. For a fractional p it starts a chain a**(p−k), one power per order, cheap only
+    # when a is linear in wrt (u_j = 0 for j >= 2); otherwise g = p·y/a closes on y itself.
+    if whole(p) or s.degree(a.index) == 1:
+        return _unary(s, i, a.index, b * a ** (p.payload - 1.0 if p.op == "const" else b - 1.0))
+    return _unary(s, i, a.index, b * y / a)
+
+
+#: The form of a node that depends on wrt, by op.
+FORMS: dict[str, Callable[[Series, int, Node], Form]] = {
+    "add": lambda s, i, node: ("add", *node.args),
+    "sub": lambda s, i, node: ("sub", *node.args),
+    "mul": lambda s, i, node: ("mul", *node.args),
+    "div": lambda s, i, node: ("div", *node.args),
+    "neg": lambda s, i, node: ("neg", node.args[0]),
+    "pow": _pow_form,
+    "fn": _fn_form,
+}
+
+
+def _mul_products(s: Series, form: Form, i: int, k: int) -> list[Product]:
+    a, b = form[1], form[2]
+    low, high = max(0, k - s.degree(b)), min(k, s.degree(a))
+    return [((a, j), (b, k - j), 1.0) for j in range(low, high + 1)]
+
+
+def _div_products(s: Series, form: Form, i: int, k: int) -> list[Product]:
+    b = form[2]
+    return [((b, j), (i, k - j), -1.0) for j in range(1, min(k, s.degree(b)) + 1)]
+
+
+def _unary_products(s: Series, form: Form, i: int, k: int) -> list[Product]:
+    u, g, c = form[1], form[2], form[3]
+    if g is None:
+        return []
+    low, high = max(1, k - s.degree(g)), min(k, s.degree(u))
+    return [((u, j), (g, k - j), c * j) for j in range(low, high + 1)]
+
+
+def _none(s: Series, form: Form, i: int, k: int) -> list[Product]:
+    return []
+
+
+#: The products (coefficient, coefficient, factor) that coefficient k of a node sums, by kind.
+PRODUCTS: dict[str, Callable[[Series, Form, int, int], list[Product]]] = {
+    "zero": _none, "var": _none, "add": _none, "sub": _none, "neg": _none,
+    "mul": _mul_products,
+    "div": _div_products,
+    "root": lambda s, form, i, k: [((i, j), (i, k - j), -1.0) for j in range(1, k)],
+    "unary": _unary_products,
+}
+
+
+def _negative(value: Lazy) -> Lazy:
+    return None if value is None else (-value[0], value[1])
+
+
+def _root(s: Series, form: Form, i: int, k: int, terms: list[Lazy]) -> Lazy:
+    half = s.arith.quotient([s.get(form[1], k)] + terms, i)
+    return None if half is None else (0.5 * half[0], half[1])
+
+
+def _unary_coefficient(s: Series, form: Form, i: int, k: int, terms: list[Lazy]) -> Lazy:
+    value = s.arith.total(terms)
+    return None if value is None else (value[0] / k, value[1])
+
+
+#: Coefficient k of a node from its form and its products' values, by kind.
+COMPUTE: dict[str, Callable[[Series, Form, int, int, list[Lazy]], Lazy]] = {
+    "zero": lambda s, form, i, k, terms: None,
+    "var": lambda s, form, i, k, terms: (1.0, None) if k == 1 else None,
+    "add": lambda s, form, i, k, terms: s.arith.total([s.get(form[1], k), s.get(form[2], k)]),
+    "sub": lambda s, form, i, k, terms: s.arith.total([s.get(form[1], k), _negative(s.get(form[2], k))]),
+    "neg": lambda s, form, i, k, terms: _negative(s.get(form[1], k)),
+    "mul": lambda s, form, i, k, terms: s.arith.total(terms),
+    "div": lambda s, form, i, k, terms: s.arith.quotient([s.get(form[1], k)] + terms, form[2]),
+    "root": _root,
+    "unary": _unary_coefficient,
+}
