@@ -9,9 +9,9 @@ are one line on stderr and a non-zero exit, never a traceback: 1 for a failed ru
 f = x**3   at x = 2
 order  derivative                      value  new nodes
     0  f                                   8          -
-    1  df/dx                              12          3
-    2  d²f/dx²                            12          2
-tape: 3 nodes for f, 8 in all
+    1  df/dx                              12          4
+    2  d²f/dx²                            12          3
+tape: 3 nodes for f, 10 in all
 0
 """
 
@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import subgraph_ad as sad
-from subgraph_ad.viz.animate import notation
+from subgraph_ad.viz.record import notation
+from subgraph_ad.ad.diff import METHODS
 from subgraph_ad.testing import check_against_sympy
 
 PROG = "subgraph-ad"
@@ -314,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     def method(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--method", choices=["auto", "graph", "taylor"], default="auto",
+        p.add_argument("--method", choices=METHODS, default="auto",
                        help="how: repeated gen_graph passes (graph), Taylor mode (taylor) or, as "
                             "diff() does, whichever appends fewer nodes (auto, default)")
 

@@ -14,7 +14,8 @@ from .ad.diff import diff
 from .ad.forward import gen_graph
 from .core import Tape, Term
 from .numeric.modes import derive, evaluate, grad
-from .viz.render import render, repr_mimebundle, to_dot
+from .viz.dot import to_dot
+from .viz.render import render, repr_mimebundle
 
 
 def to_sympy(term: Term) -> Any:

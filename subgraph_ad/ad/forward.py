@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from ..core import Callback, Tape, Term, dependencies
+from ..core.graph import live_since
 from ..functions import differentiate, log
 
 D = Optional[Term]  # a derivative: a Term, or None for a structural zero
@@ -78,13 +79,16 @@ def gen_graph(z: Term, wrt: Term, callback: Callback | None = None) -> Term:
         raise TypeError(f"gen_graph differentiates a Term, got {type(z).__name__} {z!r}")
     tape = z.tape
     w = tape.check_var(wrt, "wrt").index
+    unused: list[bool] = []
     with tape.transaction(callback, order=derivative_order(z) + 1):
-        (result,) = tape.pruned(lambda: [_forward(tape, z.index, w)])
+        (result,) = tape.pruned(lambda: [_forward(tape, z.index, w, unused)], needed=lambda: bool(unused))
         return Term(tape, result) if result >= 0 else tape.zero
 
 
-def _forward(tape: Tape, root: int, w: int) -> int:
-    """The pass itself: the index of d(root)/dw, or -1 for a structural zero."""
+def _forward(tape: Tape, root: int, w: int, unused: list[bool]) -> int:
+    """The pass itself: the index of d(root)/dw, or -1 for a structural zero. A function's rule
+    that appended nodes its result does not need (a reciprocal f′ chained as a quotient) says
+    so in ``unused``, and the pass is pruned."""
     cache = tape.deriv_cache
     order = dependencies(tape, [root], stop=lambda i: (i, w) in cache)
     d: dict[int, D] = {}
@@ -102,8 +106,13 @@ def _forward(tape: Tape, root: int, w: int) -> int:
             result = None
         else:
             operands = [Term(tape, a) for a in node.args]
-            extra = (node.payload,) if node.op == "fn" else ()
-            result = RULES[node.op](*extra, *operands, Term(tape, i), *(d[a] for a in node.args))
+            if node.op == "fn":
+                mark = len(tape)
+                result = RULES["fn"](node.payload, *operands, Term(tape, i), d[node.args[0]])
+                if len(tape) > mark and not all(live_since(tape, mark, [-1 if result is None else result.index])):
+                    unused.append(True)
+            else:
+                result = RULES[node.op](*operands, Term(tape, i), *(d[a] for a in node.args))
         d[i] = result
         tape.remember(i, w, None if result is None else result.index)
     final = d[root]

@@ -256,19 +256,21 @@ class Tape:
             self._rollback(mark, journal_mark)
             self._listener, self._order = saved
 
-    def pruned(self, build: Callable[[], list[int]]) -> list[int]:
+    def pruned(self, build: Callable[[], list[int]], needed: Callable[[], bool] | None = None) -> list[int]:
         """Run ``build``, which appends nodes and returns root indices, and keep only the nodes
         it appended that the roots need (and any new var), renumbered in order; returns the
         roots' new indices. The listener hears only the kept nodes; memo entries follow them.
         Taylor mode reads a function's f′ and uses only part of what that built; the chain rule
-        through a reciprocal f′ = 1/v leaves the reciprocal unused."""
+        through a reciprocal f′ = 1/v leaves the reciprocal unused. ``needed()``, asked after
+        the build, may say that nothing can be unused (then the check is skipped)."""
         mark, journal_mark = len(self.nodes), len(self._journal)
         listener, self._listener = self._listener, None
         try:
             roots = build()
-            live = live_since(self, mark, roots)
-            if not all(live):
-                roots = self._keep(mark, journal_mark, live, roots)
+            if needed is None or needed():
+                live = live_since(self, mark, roots)
+                if not all(live):
+                    roots = self._keep(mark, journal_mark, live, roots)
         finally:
             self._listener = listener
         if listener is not None:
@@ -277,28 +279,43 @@ class Tape:
         return roots
 
     def _keep(self, mark: int, journal_mark: int, live: bytearray, roots: list[int]) -> list[int]:
-        nodes = self.nodes
-        tail, orders = nodes[mark:], self.orders[mark:]
-        values = {self.nodes[i].payload: self._values[i] for i in range(mark, len(nodes)) if nodes[i].op == "var"}
-        memo = [(key, self.deriv_cache[key]) for key in self._journal[journal_mark:]]
-        self._rollback(mark, journal_mark)
+        """Compact the nodes since ``mark`` in place, dropping those not ``live``: nodes before
+        the first dropped one stay where they are (and so do their memo entries), later ones
+        move down and are re-interned."""
+        nodes, orders, intern, cache = self.nodes, self.orders, self._intern, self.deriv_cache
+        first = mark + live.index(0)
+        journal = self._journal
+        stay = [key for key in journal[journal_mark:] if key[0] < first and (cache[key] is None or cache[key] < first)]
+        memo = [(key, cache.pop(key)) for key in journal[journal_mark:] if not (key[0] < first and (cache[key] is None or cache[key] < first))]
+        del journal[journal_mark:]
+        journal += stay
         moved: dict[int, int] = {}
-        for k, node in enumerate(tail):
-            if not live[k]:
+        write = first
+        for index in range(first, len(nodes)):
+            node = nodes[index]
+            # an old key may already name a moved node (its new key): drop it only if it is ours
+            if not live[index - mark]:
+                if intern.get(intern_key(node)) == index:  # never a var: vars are always live
+                    del intern[intern_key(node)]
                 continue
-            # the renumbering keeps order, so operands stay in fold's canonical order
-            node = node._replace(args=tuple([moved.get(a, a) for a in node.args]))
-            moved[mark + k] = index = len(nodes)
-            nodes.append(node)
-            self.orders.append(orders[k])
             if node.op == "var":
-                self._vars[node.payload], self._values[index] = index, values[node.payload]
+                self._vars[node.payload] = write
+                self._values[write] = self._values.pop(index)
             else:
-                self._intern[intern_key(node)] = index
-        for (node, wrt), result in memo:
-            gone = (node >= mark and node not in moved) or (result is not None and result >= mark and result not in moved)
-            if not gone:
-                self.remember(moved.get(node, node), moved.get(wrt, wrt),
+                if intern.get(intern_key(node)) == index:
+                    del intern[intern_key(node)]
+                node = node._replace(args=tuple([moved.get(a, a) for a in node.args]))
+                intern[intern_key(node)] = write
+            nodes[write], orders[write] = node, orders[index]
+            moved[index] = write
+            write += 1
+        del nodes[write:], orders[write:]
+        for (node_index, wrt), result in memo:
+            kept = live[node_index - mark] if node_index >= mark else True
+            if result is not None and result >= mark:
+                kept = kept and live[result - mark]
+            if kept:
+                self.remember(moved.get(node_index, node_index), moved.get(wrt, wrt),
                               None if result is None else moved.get(result, result))
         return [moved.get(r, r) for r in roots]
 

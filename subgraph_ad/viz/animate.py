@@ -1,90 +1,44 @@
 """Animations of a derivative subgraph being built, on a layout that never moves.
 
-``animate`` runs the gen_graph passes (or Taylor mode) itself and records, through their
-per-node callback, which nodes each pass appends. The *final* graph is laid out once by Graphviz; every frame is
-drawn from that one layout by hiding the nodes that do not exist yet and highlighting the new
-one. So a node sits at the same place from the frame it appears in to the last frame.
+``animate`` runs the gen_graph passes (or Taylor mode) itself and records which nodes each pass
+appends (``record.py``). The *final* graph is laid out once by Graphviz; every frame is drawn
+from that one layout by hiding the nodes that do not exist yet and highlighting the new one. So
+a node sits at the same place from the frame it appears in to the last frame.
 
 - ``.html``: one self-contained page (the final SVG, a slider, play/pause, arrow keys, a caption
-  naming the derivative order and the new node); it needs no network access.
+  naming the derivative order and the new node); it needs no network access. The page around
+  the SVG is the package file ``player.html``.
 - ``.svg``: the final SVG with CSS keyframes that reveal the nodes in order; a viewer without
   CSS animation shows the final graph.
-- ``.gif``: positions from ``dot -Tjson0`` pinned with ``pos="x,y!"`` and drawn by ``neato -n2``
-  (hidden nodes stay in the drawing as invisible, so every frame has the same canvas), then
-  assembled with Pillow.
-
->>> from subgraph_ad import Tape, exp
->>> tape = Tape(); x = tape.var("x", 0.5)
->>> rec = record(exp(-x * x), [x, x])
->>> [d.eval() for d in rec.derivatives] == [exp(-x * x).diff(x).eval(), exp(-x * x).diff(x, 2).eval()]
-True
->>> rec.frames[1].caption
-'df/dx (pass 1 of 2) · new node 5: constant -2.0 · 1 of 3 in this pass'
+- ``.gif``: frames drawn at the final layout's positions and assembled with Pillow (``gif.py``).
 """
 
 from __future__ import annotations
 
 import html
 import importlib.util
-import itertools
 import json
 import os
-import struct
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
+from string import Template
 from typing import Any, Callable, Sequence
 
-from .render import (
-    MAX_NODES,
-    GraphTooLarge,
-    describe,
-    dot_source,
-    find_program,
-    run_graphviz,
-    svg_text,
-)
-from ..ad.diff import derivatives as derivative_steps
-from ..core import Tape, Term, dependencies
+from ..core import Tape, Term
+from .dot import MAX_NODES
+from .gif import MAX_GIF_FRAMES, write_gif
+from .record import HOLD, NEW, PER, Frame, Recording, notation, record
+from .render import GraphTooLarge, find_program, svg_text
 
 FORMATS = ("html", "svg", "gif")
-PER = ("node", "pass")
 METHODS = ("graph", "taylor", "auto")
-#: GIFs hold every frame as an image: past this many frames, use per="pass" or .html instead.
-MAX_GIF_FRAMES = 200
-#: Seconds a frame is shown, by default, per node and per pass; the last frame is held longer.
+#: Seconds a frame is shown, by default, per node and per pass (the SVG and GIF then hold the last for HOLD).
 INTERVALS = {"node": 0.5, "pass": 1.5}
-HOLD = 2.5
-NEW = "#d62728"
+#: Prefix of the element ids of an animation's SVG, so a page can hold it next to other graphs.
+PREFIX = "sad_"
 
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Frame:
-    """One picture: which pass it belongs to (0 = before any), the nodes it adds, its caption."""
-
-    pass_no: int
-    new: tuple[int, ...]
-    caption: str
-
-
-@dataclass(frozen=True)
-class Recording:
-    """What the passes did (gen_graph passes, or the orders of a Taylor run): the drawn nodes,
-    the frame each appears in, the frames."""
-
-    tape: Tape
-    term: Term
-    wrts: tuple[Term, ...]
-    derivatives: tuple[Term, ...]
-    indices: tuple[int, ...]
-    appear: dict[int, int]
-    frames: tuple[Frame, ...]
-    added: tuple[int, ...]  # how much each pass grew the tape (unused nodes included)
-
-    @property
-    def new_nodes(self) -> int:
-        return sum(len(f.new) for f in self.frames)
 
 
 @dataclass(frozen=True)
@@ -105,28 +59,6 @@ class Animation:
         return self.derivatives[-1]
 
 
-# -- recording -------------------------------------------------------------------------------------
-_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def notation(names: Sequence[str], plain: bool = False) -> str:
-    """Leibniz notation for differentiating f by ``names`` in turn (none: f itself).
-
-    >>> notation(["x", "x", "x"]), notation(["x", "y"]), notation(["x", "x"], plain=True), notation([])
-    ('d³f/dx³', 'd²f/dxdy', 'd^2f/dx^2', 'f')
-    """
-    if not names:
-        return "f"
-
-    def power(n: int) -> str:
-        if n == 1:
-            return ""
-        return f"^{n}" if plain else str(n).translate(_SUPERSCRIPT)
-
-    groups = [(name, len(list(run))) for name, run in itertools.groupby(names)]
-    return f"d{power(len(names))}f/" + "".join(f"d{name}{power(count)}" for name, count in groups)
-
-
 def _wrt_list(tape: Tape, wrt: Any, order: Any) -> list[Term]:
     if isinstance(wrt, Term):
         if isinstance(order, bool) or not isinstance(order, int) or order < 1:
@@ -143,82 +75,9 @@ def _wrt_list(tape: Tape, wrt: Any, order: Any) -> list[Term]:
     return wrts
 
 
-def record(term: Term, wrts: Sequence[Term], per: str = "node", include_unused: bool = False,
-           method: str = "graph") -> Recording:
-    """Differentiate once per var in ``wrts`` and record the frames (appends to the tape): one
-    gen_graph pass each, or with ``method="taylor"`` / ``"auto"`` (the rule of ``diff``) the
-    orders of a Taylor-mode run, each node shown with the order that first needed it.
-
-    Folding can leave a few appended nodes that no derivative uses (``x * 1`` becomes ``x``
-    after ``1`` was appended); they are left out of the drawing unless ``include_unused``.
-    """
-    if per not in PER:
-        raise ValueError(f"per must be 'node' or 'pass', got {per!r}")
-    tape = term.tape
-    initial = dependencies(tape, [term.index])
-    steps = derivative_steps(term, *wrts, method=method)
-    passes = [list(step.appended) for step in steps]
-    derivatives = [step.term for step in steps]
-    added = [len(step.appended) for step in steps]
-    if not include_unused:
-        used = set(dependencies(tape, sorted({term.index, *(d.index for d in derivatives)})))
-        passes = [[i for i in appended if i in used] for appended in passes]
-
-    total = len(wrts)
-    names = [w.name or "?" for w in wrts]
-    frames = [Frame(0, (), f"f: {len(initial)} nodes, before differentiating")]
-    shown_at: dict[int, int] = {}  # node -> first frame it must be visible in
-    for p, (appended, result, step) in enumerate(zip(passes, derivatives, steps), 1):
-        how = "Taylor-mode order" if step.method == "taylor" else "pass"
-        head = f"{notation(names[:p])} ({how} {p} of {total})"
-        if not appended:
-            frames.append(Frame(p, (), f"{head} · no new nodes: the result, node {result.index}, "
-                                       "was already on the tape"))
-        elif per == "pass":
-            frames.append(Frame(p, tuple(appended), f"{head} · {len(appended)} new nodes, "
-                                                    f"result: node {result.index}"))
-        else:
-            for k, i in enumerate(appended, 1):
-                frames.append(Frame(p, (i,), f"{head} · new {describe(tape, i, with_order=False)} · {k} of {len(appended)} "
-                                             "in this pass"))
-        for f in range(len(frames) - 1, 0, -1):
-            if frames[f].pass_no != p:
-                break
-            for i in frames[f].new:
-                shown_at.setdefault(i, f)
-        shown_at[result.index] = min(shown_at.get(result.index, len(frames) - 1), len(frames) - 1)
-
-    roots = {term.index, *(d.index for d in derivatives), *(i for a in passes for i in a)}
-    indices = dependencies(tape, sorted(roots))
-    start = set(initial)
-    never = len(frames)
-    appear = {i: 0 if i in start else shown_at.get(i, never) for i in indices}
-    # A node that existed before but is first used by a derivative appears with its first user.
-    for i in reversed(indices):
-        for a in tape.nodes[i].args:
-            if appear[a] > appear[i]:
-                appear[a] = appear[i]
-    return Recording(tape, term, tuple(wrts), tuple(derivatives), tuple(indices), appear, tuple(frames),
-                     tuple(added))
-
-
-# -- drawing ---------------------------------------------------------------------------------------
-#: Prefix of the element ids of an animation's SVG, so a page can hold it next to other graphs.
-PREFIX = "sad_"
-
-
-def _final_dot(rec: Recording, options: dict[str, Any], **hooks: Any) -> str:
-    terms = [Term(rec.tape, i) for i in rec.indices]
-    return dot_source(terms, outputs=[rec.term, *rec.derivatives], **options, **hooks)
-
-
+# -- the HTML player and the animated SVG: both show the one final SVG ------------------------------
 def _final_svg(rec: Recording, options: dict[str, Any], **hooks: Any) -> str:
-    terms = [Term(rec.tape, i) for i in rec.indices]
-    return svg_text(terms, outputs=[rec.term, *rec.derivatives], id_prefix=PREFIX, **options, **hooks)
-
-
-def _edges(rec: Recording) -> list[tuple[int, int]]:
-    return [(i, k) for i in rec.indices for k in range(len(rec.tape.nodes[i].args))]
+    return svg_text(rec.drawn, outputs=rec.outputs, id_prefix=PREFIX, **options, **hooks)
 
 
 def _new_edges(rec: Recording, frame: Frame) -> list[str]:
@@ -226,19 +85,20 @@ def _new_edges(rec: Recording, frame: Frame) -> list[str]:
 
 
 def _html(rec: Recording, options: dict[str, Any], interval: float, title: str) -> str:
-    prefix = PREFIX
     svg = _final_svg(rec, options)
     appear = {f"n{i}": a for i, a in rec.appear.items() if a > 0}
-    appear.update({f"e{i}_{k}": rec.appear[i] for i, k in _edges(rec) if rec.appear[i] > 0})
+    appear.update({f"e{i}_{k}": rec.appear[i] for i, k in rec.edges if rec.appear[i] > 0})
     data = {
-        "prefix": prefix,
+        "prefix": PREFIX,
         "interval": round(interval * 1000),
         "appear": appear,
         "frames": [{"caption": f.caption, "new": [f"n{i}" for i in f.new] + _new_edges(rec, f)}
                    for f in rec.frames],
     }
     payload = json.dumps(data, ensure_ascii=True, separators=(",", ":")).replace("</", "<\\/")
-    return _PLAYER.format(title=html.escape(title), svg=svg, data=payload, new=NEW, last=len(rec.frames) - 1)
+    # ${name} placeholders (string.Template), so the page's CSS and JS braces stay as written
+    page = Template(resources.files(__package__).joinpath("player.html").read_text(encoding="utf-8"))
+    return page.substitute(title=html.escape(title), svg=svg, data=payload, new=NEW, last=len(rec.frames) - 1)
 
 
 def _animated_svg(rec: Recording, options: dict[str, Any], interval: float) -> str:
@@ -253,7 +113,7 @@ def _animated_svg(rec: Recording, options: dict[str, Any], interval: float) -> s
             classes.append(f"{prefix}h{new_at[i]}")
         if classes:
             node_attrs[i] = {"class": " ".join(classes)}
-    edge_attrs = {(i, k): {"class": f"{prefix}f{rec.appear[i]}"} for i, k in _edges(rec) if rec.appear[i] > 0}
+    edge_attrs = {(i, k): {"class": f"{prefix}f{rec.appear[i]}"} for i, k in rec.edges if rec.appear[i] > 0}
     svg = _final_svg(rec, options, node_attrs=node_attrs, edge_attrs=edge_attrs)
 
     last = len(rec.frames) - 1
@@ -278,100 +138,6 @@ def _animated_svg(rec: Recording, options: dict[str, Any], interval: float) -> s
     style = "<style>\n" + "\n".join(rules) + "\n</style>\n"
     cut = svg.index(">", svg.index("<svg")) + 1
     return svg[:cut] + "\n" + style + svg[cut:]
-
-
-def _layout(rec: Recording, options: dict[str, Any]) -> tuple[dict[str, dict], dict[str, dict]]:
-    """Node and edge geometry of the final graph from one ``dot -Tjson0`` run, keyed by DOT id."""
-    layout = json.loads(run_graphviz(_final_dot(rec, options), "json0"))
-    nodes = {o["name"]: o for o in layout.get("objects", []) if "pos" in o}
-    edges = {e["id"]: e for e in layout.get("edges", []) if "id" in e}
-    return nodes, edges
-
-
-def frame_sources(rec: Recording, options: dict[str, Any] | None = None) -> list[str]:
-    """One DOT graph per frame, every node pinned where the final layout put it (for ``neato -n2``).
-
-    Nodes and edges that do not exist yet are drawn invisible rather than left out, so every
-    frame has the same bounding box and canvas.
-    """
-    options = dict(options or {})
-    nodes, edges = _layout(rec, options)
-    sources = []
-    for f, frame in enumerate(rec.frames):
-        node_attrs: dict[int, dict[str, str]] = {}
-        for i in rec.indices:
-            geo = nodes[f"n{i}"]
-            attrs = {"pos": geo["pos"] + "!", "width": geo["width"], "height": geo["height"]}
-            if rec.appear[i] > f:
-                attrs["style"] = "invis"
-            elif i in frame.new:
-                attrs.update(color=NEW, penwidth="3")
-            node_attrs[i] = attrs
-        edge_attrs: dict[tuple[int, int], dict[str, str]] = {}
-        for i, k in _edges(rec):
-            attrs = {"pos": edges[f"e{i}_{k}"]["pos"]}
-            if rec.appear[i] > f:
-                attrs["style"] = "invis"
-            elif i in frame.new:
-                attrs.update(color=NEW, penwidth="2")
-            edge_attrs[(i, k)] = attrs
-        source = _final_dot(rec, options, node_attrs=node_attrs, edge_attrs=edge_attrs,
-                            graph_attrs={"splines": "true"})
-        sources.append(source.replace("digraph subgraph_ad {", f"digraph frame{f} {{", 1))
-    return sources
-
-
-def split_png_stream(data: bytes) -> list[bytes]:
-    """Split concatenated PNG files (what Graphviz writes for several graphs) at their IEND chunks."""
-    signature = b"\x89PNG\r\n\x1a\n"
-    images, pos = [], 0
-    while pos < len(data):
-        if data[pos:pos + 8] != signature:
-            raise ValueError(f"expected a PNG signature at byte {pos} of Graphviz's output")
-        end = pos + 8
-        while True:
-            (length,) = struct.unpack(">I", data[end:end + 4])
-            kind = data[end + 4:end + 8]
-            end += 12 + length
-            if kind == b"IEND":
-                break
-        images.append(data[pos:end])
-        pos = end
-    return images
-
-
-_PLAIN = str.maketrans({"×": "*", "−": "-", "…": "...", "·": "|"})
-
-
-def _gif(rec: Recording, options: dict[str, Any], interval: float, path: str, progress: Progress) -> None:
-    from io import BytesIO
-
-    from PIL import Image, ImageDraw, ImageFont
-
-    progress(f"laying out {len(rec.indices)} nodes once")
-    sources = frame_sources(rec, options)
-    progress(f"drawing {len(sources)} frames")
-    pngs = split_png_stream(run_graphviz("".join(sources), "png", program="neato", args=["-n2"]))
-    try:
-        font: Any = ImageFont.load_default(size=14)
-    except TypeError:  # Pillow < 10.1 has only the small bitmap font
-        font = ImageFont.load_default()
-    strip = 28
-    names = [w.name or "?" for w in rec.wrts]
-    images = []
-    for frame, png in zip(rec.frames, pngs):
-        picture = Image.open(BytesIO(png)).convert("RGB")
-        canvas = Image.new("RGB", (picture.width, picture.height + strip), "white")
-        canvas.paste(picture, (0, strip))
-        caption = frame.caption.replace(notation(names[:frame.pass_no]), notation(names[:frame.pass_no], True))
-        ImageDraw.Draw(canvas).text((6, 6), caption.translate(_PLAIN), fill="black", font=font)
-        images.append(canvas)
-    # One palette for every frame, taken from the last (it shows every colour): quick and small.
-    palette = images[-1].quantize(colors=128, method=Image.Quantize.FASTOCTREE)
-    images = [im.quantize(palette=palette, dither=Image.Dither.NONE) for im in images]
-    durations = [round(interval * 1000)] * (len(images) - 1) + [round(HOLD * 1000)]
-    progress(f"writing {path}")
-    images[0].save(path, format="GIF", save_all=True, append_images=images[1:], duration=durations, loop=0)
 
 
 def animate(
@@ -456,82 +222,7 @@ def animate(
                 say(f"laying out {len(rec.indices)} nodes once")
                 Path(p).write_text(_animated_svg(rec, options, seconds), encoding="utf-8")
             else:
-                _gif(rec, options, seconds, str(p), say)
+                write_gif(rec, options, seconds, str(p), say)
     movies = [Animation(str(p), fmt, rec.derivatives, len(rec.frames), len(rec.indices), rec.new_nodes, rec.added)
               for p, fmt in zip(paths, fmts)]
     return movies[0] if single else movies
-
-
-_PLAYER = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{title}</title>
-<style>
-body {{ font-family: Helvetica, Arial, sans-serif; margin: 1.5em; color: #222; }}
-h1 {{ font-size: 1.1em; font-weight: normal; margin: 0 0 .6em; }}
-#sad-controls {{ display: flex; gap: .5em; align-items: center; flex-wrap: wrap; }}
-#sad-controls input[type=range] {{ flex: 1; min-width: 12em; }}
-#sad-caption {{ margin: .6em 0; min-height: 1.4em; font-size: .95em; }}
-#sad-graph svg {{ max-width: 100%; height: auto; }}
-.sad-hidden {{ visibility: hidden; }}
-.sad-new ellipse, .sad-new polygon, .sad-new path {{ stroke: {new}; stroke-width: 3px; }}
-.hint {{ color: #777; font-size: .85em; }}
-</style>
-</head>
-<body>
-<h1>{title}</h1>
-<div id="sad-controls">
-<button id="sad-prev" title="previous frame (left arrow)">&#9664;</button>
-<button id="sad-play" title="play or pause (space)">Play</button>
-<button id="sad-next" title="next frame (right arrow)">&#9654;</button>
-<input id="sad-slider" type="range" min="0" max="{last}" value="0" aria-label="frame">
-<span id="sad-count"></span>
-</div>
-<div id="sad-caption" aria-live="polite"></div>
-<div id="sad-graph">
-{svg}</div>
-<p class="hint">Keys: &#8592; &#8594; step, space plays or pauses, Home and End jump. Node positions never move.</p>
-<script>
-(function () {{
-  "use strict";
-  var data = {data};
-  var byId = function (id) {{ return document.getElementById(data.prefix + id); }};
-  var appear = Object.keys(data.appear).map(function (id) {{ return [byId(id), data.appear[id]]; }});
-  var last = data.frames.length - 1, frame = 0, timer = null, lit = [];
-  var slider = document.getElementById("sad-slider"), play = document.getElementById("sad-play");
-  var caption = document.getElementById("sad-caption"), count = document.getElementById("sad-count");
-  function show(f) {{
-    frame = Math.max(0, Math.min(last, f));
-    appear.forEach(function (pair) {{ if (pair[0]) pair[0].classList.toggle("sad-hidden", pair[1] > frame); }});
-    lit.forEach(function (el) {{ el.classList.remove("sad-new"); }});
-    lit = data.frames[frame].new.map(byId).filter(Boolean);
-    lit.forEach(function (el) {{ el.classList.add("sad-new"); }});
-    slider.value = frame;
-    caption.textContent = data.frames[frame].caption;
-    count.textContent = "frame " + frame + " of " + last;
-  }}
-  function stop() {{ if (timer !== null) clearInterval(timer); timer = null; play.textContent = "Play"; }}
-  function start() {{
-    if (frame >= last) show(0);
-    play.textContent = "Pause";
-    timer = setInterval(function () {{ if (frame >= last) stop(); else show(frame + 1); }}, data.interval);
-  }}
-  play.addEventListener("click", function () {{ if (timer === null) start(); else stop(); }});
-  document.getElementById("sad-prev").addEventListener("click", function () {{ stop(); show(frame - 1); }});
-  document.getElementById("sad-next").addEventListener("click", function () {{ stop(); show(frame + 1); }});
-  slider.addEventListener("input", function () {{ stop(); show(parseInt(slider.value, 10)); }});
-  document.addEventListener("keydown", function (e) {{
-    if (e.target === slider && (e.key === "ArrowLeft" || e.key === "ArrowRight")) return;
-    if (e.target.tagName === "BUTTON" && (e.key === " " || e.key === "Enter")) return;
-    var keys = {{ArrowRight: frame + 1, ArrowLeft: frame - 1, Home: 0, End: last}};
-    if (e.key in keys) {{ stop(); show(keys[e.key]); e.preventDefault(); }}
-    else if (e.key === " ") {{ if (timer === null) start(); else stop(); e.preventDefault(); }}
-  }});
-  show(0);
-}})();
-</script>
-</body>
-</html>
-"""

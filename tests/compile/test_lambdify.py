@@ -11,7 +11,9 @@ import pytest
 
 import subgraph_ad as sad
 from subgraph_ad import Tape, exp, lambdify, log, sigmoid, sin, sqrt, tan, tanh
-from subgraph_ad.compile.lambdify import BackendWarning, block_source, build_program
+from subgraph_ad.compile.backends.numpy import block_source
+from subgraph_ad.compile.lambdify import BackendWarning
+from subgraph_ad.compile.program import build_program
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from functions import FUNCTIONS  # noqa: E402

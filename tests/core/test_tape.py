@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import subgraph_ad as sad
-from subgraph_ad import Tape, exp, sin
+from subgraph_ad import Tape, cos, exp, log, sin, tanh
 
 
 def test_var_and_const_nodes(tape):
@@ -211,3 +211,23 @@ def test_trial_always_rolls_back_and_counts(tape):
                 exp(x)
                 raise ValueError("stop")
         assert trial.appended == 1 and len(tape) == 1
+
+
+def test_pruned_keeps_the_intern_table_exact_when_new_keys_meet_old_ones(tape):
+    """Moving nodes down renames operands: a moved node's new key can equal the old key of a
+    node moved after it. Every node must still intern to itself afterwards."""
+    x = tape.var("x", 0.5)
+
+    def build():
+        sin(x), cos(x)  # nodes 1, 2: dropped, so every node after them moves down by two
+        a, b, c = exp(x), tanh(x), log(x)  # 3, 4, 5 -> 1, 2, 3
+        late = c * c  # mul(5, 5) -> mul(3, 3): the old key of ...
+        early = a * a  # ... mul(3, 3), appended after it
+        return [(late + early + b).index]
+
+    (root,) = tape.pruned(build)
+    assert [n.op for n in tape.nodes].count("fn") == 3
+    for i, node in enumerate(tape.nodes):
+        if node.op != "var":
+            assert tape.intern(node) == i
+    assert len(tape) == root + 1

@@ -1,6 +1,5 @@
 """Animations: what is recorded per frame, and that node positions and canvas never change."""
 
-import importlib
 import json
 import math
 import re
@@ -12,9 +11,10 @@ from PIL import Image
 
 import subgraph_ad as sad
 from subgraph_ad import Tape, exp, sin
+from subgraph_ad.viz import gif
+from subgraph_ad.viz.record import notation, record
 from subgraph_ad.viz.render import run_graphviz
 
-anim = importlib.import_module("subgraph_ad.viz.animate")  # `sad.animate` is the function
 SVG = "{http://www.w3.org/2000/svg}"
 
 
@@ -34,7 +34,7 @@ def gaussian_derivative(n: int, x: float) -> float:
 
 def test_record_per_node_has_one_frame_per_used_new_node():
     tape, x, f = gaussian()
-    rec = anim.record(f, [x] * 4)
+    rec = record(f, [x] * 4)
     assert [d.eval() for d in rec.derivatives] == pytest.approx([gaussian_derivative(n, 0.5) for n in range(1, 5)],
                                                                 rel=1e-12)
     new = [i for frame in rec.frames for i in frame.new]
@@ -47,14 +47,14 @@ def test_record_per_node_has_one_frame_per_used_new_node():
         assert all(rec.appear[a] <= rec.appear[i] for a in tape.nodes[i].args)
     assert all(rec.appear[i] == 0 for i in sad.core.dependencies(tape, [f.index]))
     for fr in rec.frames[1:]:
-        assert fr.caption.startswith(f"{anim.notation(['x'] * fr.pass_no)} (pass {fr.pass_no} of 4) · new node {fr.new[0]}")
+        assert fr.caption.startswith(f"{notation(['x'] * fr.pass_no)} (pass {fr.pass_no} of 4) · new node {fr.new[0]}")
 
 
 def test_record_per_pass_and_mixed_vars():
     tape = Tape()
     x, y = tape.var("x", 0.5), tape.var("y", 4.2)
     f = x * y + sin(x)
-    rec = anim.record(f, [x, y], per="pass")
+    rec = record(f, [x, y], per="pass")
     assert len(rec.frames) == 3
     assert rec.derivatives[1].eval() == 1.0  # d2/dxdy (xy + sin x) = 1
     assert rec.frames[1].caption.startswith("df/dx (pass 1 of 2)")
@@ -63,11 +63,11 @@ def test_record_per_pass_and_mixed_vars():
 
 def test_record_taylor_mode_shows_one_order_per_pass():
     tape, x, f = gaussian()
-    rec = anim.record(f, [x] * 4, per="pass", method="taylor")
+    rec = record(f, [x] * 4, per="pass", method="taylor")
     assert [d.eval() for d in rec.derivatives] == pytest.approx([gaussian_derivative(n, 0.5) for n in range(1, 5)],
                                                                 rel=1e-12)
     assert [fr.caption.split(" · ")[0] for fr in rec.frames[1:]] == [
-        f"{anim.notation(['x'] * k)} (Taylor-mode order {k} of 4)" for k in range(1, 5)]
+        f"{notation(['x'] * k)} (Taylor-mode order {k} of 4)" for k in range(1, 5)]
     assert all(tape.orders[i] == fr.pass_no for fr in rec.frames[1:] for i in fr.new)
     for i in rec.indices:
         assert all(rec.appear[a] <= rec.appear[i] for a in tape.nodes[i].args)
@@ -78,7 +78,7 @@ def test_record_taylor_mode_shows_one_order_per_pass():
 def test_a_pass_that_appends_nothing_still_gets_a_frame():
     tape = Tape()
     x = tape.var("x", 0.3)
-    rec = anim.record(sin(x), [x] * 4)  # the 4th derivative of sin is sin itself: nothing new
+    rec = record(sin(x), [x] * 4)  # the 4th derivative of sin is sin itself: nothing new
     assert rec.added[3] == 0 and rec.derivatives[3].index == sin(x).index
     assert rec.frames[-1].new == () and "no new nodes" in rec.frames[-1].caption
 
@@ -99,8 +99,8 @@ def node_boxes(svg: bytes) -> tuple[tuple[str, str], dict[str, list[tuple[str, .
 
 def test_gif_frames_keep_every_node_in_place_and_the_canvas_fixed():
     tape, x, f = gaussian()
-    rec = anim.record(f, [x] * 3)
-    sources = anim.frame_sources(rec)
+    rec = record(f, [x] * 3)
+    sources = gif.frame_sources(rec)
     assert len(sources) == len(rec.frames)
     early, late = 2, len(sources) - 1
     size_early, early_boxes = node_boxes(run_graphviz(sources[early], "svg", "neato", ["-n2"]))
@@ -112,7 +112,7 @@ def test_gif_frames_keep_every_node_in_place_and_the_canvas_fixed():
     for node in shared:
         assert early_boxes[node] == late_boxes[node], node
     # the positions are the ones the final layout chose
-    layout = json.loads(run_graphviz(anim._final_dot(rec, {}), "json0"))
+    layout = json.loads(run_graphviz(gif._final_dot(rec, {}), "json0"))
     pos = {o["name"]: o["pos"] for o in layout["objects"]}
     for i in rec.indices:
         assert re.search(rf'\bn{i} \[.*pos="{re.escape(pos[f"n{i}"])}!"', sources[late])
@@ -209,7 +209,7 @@ def test_bad_arguments_are_refused():
 def test_split_png_stream_round_trips():
     one = run_graphviz("digraph { a -> b }", "png")
     two = run_graphviz("digraph { c }", "png")
-    assert anim.split_png_stream(one + two) == [one, two]
+    assert gif.split_png_stream(one + two) == [one, two]
 
 
 def test_demo_writes_the_gaussian_graph_and_animation(tmp_path):

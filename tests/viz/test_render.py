@@ -7,7 +7,8 @@ import pytest
 
 import subgraph_ad as sad
 from subgraph_ad import Tape, exp, sin
-from subgraph_ad.viz.render import MAX_LABEL, ORDER_COLOURS, prefix_ids, to_dot
+from subgraph_ad.viz.dot import MAX_LABEL, ORDER_COLOURS, to_dot
+from subgraph_ad.viz.render import prefix_ids
 
 NODE = re.compile(r'^  n(\d+) \[(.*)\];$', re.M)
 EDGE = re.compile(r'^  n(\d+) -> n(\d+) \[(.*)\];$', re.M)

@@ -37,14 +37,33 @@ Form = tuple
 Product = tuple[tuple[int, int], tuple[int, int], float]
 
 
-def _unary(s: Series, i: int, u: int, g: Optional[Term]) -> Form:
-    """("unary", u, g, c) with dy = c·g·du, g's constant factor and sign split off (``canon``):
-    cos′ = −sin reads the coefficients of sin, not a forwarding series of its own."""
-    value = None if g is None else s.arith.canon((1.0, g.index))
-    if value is None:
-        return ("unary", u, None, 1.0)
-    c, t = value
-    return ("unary", u, g.index, 1.0) if t is None else ("unary", u, t, c)
+def _unary(s: Series, build: Callable[[], tuple[int, Optional[Term]]]) -> Form:
+    """("unary", u, g, c) with dy = c·g·du for the (u, g) that ``build`` makes, g's constant
+    factor and sign split off (``canon``): cos′ = −sin reads the coefficients of sin, not a
+    forwarding series of its own. What building g left unused (that −sin, a constant folded
+    away) leaves the tape at once, while it is still the tape's tail: ``Tape.pruned``."""
+    tape = s.tape
+    scalar = [1.0]
+
+    def made() -> list[int]:
+        u, g = build()
+        if g is None:
+            return [u, -1]
+        sign = 1.0
+        fn = g.node.payload if g.node.op == "fn" else None
+        if fn is not None and fn.negative_of is not None:  # −sin(v): keep sin(v), sign apart
+            sign, g = -1.0, fn.negative_of(Term(tape, g.node.args[0]))
+        value = s.arith.canon((sign, g.index))
+        if value is None:
+            return [u, -1]
+        c, t = value
+        if t is None:
+            return [u, g.index]
+        scalar[0] = c
+        return [u, t]
+
+    u, g = tape.pruned(made)
+    return ("unary", u, None if g < 0 else g, scalar[0])
 
 
 def _fn_form(s: Series, i: int, node: Node) -> Form:
@@ -53,7 +72,7 @@ def _fn_form(s: Series, i: int, node: Node) -> Form:
         return ("root", u)
     if s.negated(i) is not None:
         return ("neg", s.negated(i))
-    return _unary(s, i, u, local_derivative(fn, Term(s.tape, u), Term(s.tape, i)))
+    return _unary(s, lambda: (u, local_derivative(fn, Term(s.tape, u), Term(s.tape, i))))
 
 
 def _pow_form(s: Series, i: int, node: Node) -> Form:
@@ -64,13 +83,13 @@ def _pow_form(s: Series, i: int, node: Node) -> Form:
         return ("root", a.index)
     y = Term(tape, i)
     if s.degree(b.index) > 0:
-        return _unary(s, i, (b * log(a)).index, y)
+        return _unary(s, lambda: ((b * log(a)).index, y))
     # g = p·a**(p−1) is exact at a = 0 (0 or ±inf, as gen_graph gives), and for a whole p ends
     # at p = 0. For a fractional p it starts a chain a**(p−k), one power per order, cheap only
     # when a is linear in wrt (u_j = 0 for j >= 2); otherwise g = p·y/a closes on y itself.
     if whole(p) or s.degree(a.index) == 1:
-        return _unary(s, i, a.index, b * a ** (p.payload - 1.0 if p.op == "const" else b - 1.0))
-    return _unary(s, i, a.index, b * y / a)
+        return _unary(s, lambda: (a.index, b * a ** (p.payload - 1.0 if p.op == "const" else b - 1.0)))
+    return _unary(s, lambda: (a.index, b * y / a))
 
 
 #: The form of a node that depends on wrt, by op.

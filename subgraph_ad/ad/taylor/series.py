@@ -29,10 +29,13 @@ class Series:
     def negated(self, i: int) -> Optional[int]:
         """For a function node f(u) with f = −g (−sin of sin: ``negative_of``) the node g(u):
         its coefficients are g's, with the sign in the scalar."""
-        if i not in self.aliases:
-            node = self.tape.nodes[i]
-            g = node.payload.negative_of if node.op == "fn" else None
-            self.aliases[i] = None if g is None else g(Term(self.tape, node.args[0])).index
+        if i in self.aliases:
+            return self.aliases[i]
+        node = self.tape.nodes[i]
+        g = node.payload.negative_of if node.op == "fn" else None
+        if g is None:  # not cached: nodes a pruned scope renumbers must leave no stale entry
+            return None
+        self.aliases[i] = g(Term(self.tape, node.args[0])).index
         return self.aliases[i]
 
     def form(self, i: int) -> Form:

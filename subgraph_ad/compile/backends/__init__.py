@@ -1,1 +1,1 @@
-"""compile/backends"""
+"""One module per backend; each lowers a ``Program`` by its own table keyed by op name."""

@@ -1,0 +1,131 @@
+"""The NumPy backend: the program as ufunc calls over blocks of points, and as plain scalar code.
+
+Over arrays, each intermediate lives in a register (a preallocated block-sized buffer) reused as
+soon as its value is dead, and every ufunc writes with ``out=``: no allocation per node, and a
+block's working set stays in cache. NumPy releases the GIL inside a ufunc, so threads running
+different blocks scale. A single point runs a straight-line Python function instead, where
+ufunc dispatch would cost more than the arithmetic.
+
+A function lowers itself: its ``ufuncs`` are applied in turn into the register; without them
+its ``f`` is called and the result copied in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple, Sequence
+
+import numpy as np
+
+from ..program import Operand, Program, allocate, callee, define, literal, namespace
+
+NAME = "NumPy"
+
+
+class _Row(NamedTuple):
+    """How one op is written: ``{0}``, ``{1}`` are its operands, ``{f}`` opens the call of a
+    function's ``f`` and ``{r}`` is the buffer a block statement writes."""
+
+    scalar: str
+    block: str
+
+
+LOWERING: dict[str, _Row] = {
+    "add": _Row("{0} + {1}", "_np.add({0}, {1}, out={r})"),
+    "sub": _Row("{0} - {1}", "_np.subtract({0}, {1}, out={r})"),
+    "mul": _Row("{0} * {1}", "_np.multiply({0}, {1}, out={r})"),
+    "div": _Row("{0} / {1}", "_np.divide({0}, {1}, out={r})"),
+    "pow": _Row("_np.power({0}, {1})", "_np.power({0}, {1}, out={r})"),  # real powers: nan, not complex
+    "neg": _Row("-{0}", "_np.negative({0}, out={r})"),
+    "fn": _Row("{f}{0})", "_np.copyto({r}, {f}{0}))"),  # blocks: only for a function without ufuncs
+}
+
+
+def scalar_source(program: Program) -> tuple[str, dict[str, Any]]:
+    """``_f(v0, ...)`` returning the tuple of outputs, one assignment per node; every function is
+    its own ``f`` (``math`` functions would raise where NumPy gives nan or inf)."""
+    names = namespace()
+
+    def ref(r: Operand) -> str:
+        kind, v = r
+        return f"v{v}" if kind == "in" else literal(v) if kind == "c" else f"t{v}"
+
+    lines = [f"def _f({', '.join(f'v{k}' for k in range(program.n_inputs))}):"]
+    for dest, op, args, fn in program.steps:
+        f = callee(fn.f, names, f"_fn{dest}") if fn is not None else ""
+        lines.append(f"    t{dest} = " + LOWERING[op].scalar.format(*(ref(r) for r in args), f=f))
+    lines.append(f"    return ({', '.join(ref(r) for r in program.outputs)},)")
+    return "\n".join(lines) + "\n", names
+
+
+def block_source(program: Program, scalars: tuple[bool, ...] = ()) -> tuple[str, dict[str, Any], int]:
+    """``_f(v0, ..., _O, _n, _B, _R)``: the program over the ``_n`` points in blocks of ``_B``,
+    temporaries in registers ``_R[k]`` (block-sized buffers), outputs written into ``_O[k]``.
+    The inputs flagged in ``scalars`` are one number for every point.
+
+    The loop over blocks is part of the generated code, so a block costs slicing, not Python
+    calls. Where each value lives is ``allocate``'s: output nodes and their single-use chains in
+    the output block, other temporaries in reused registers. Inputs are never written. Returns
+    the source, its namespace and the number of registers.
+    """
+    location, count = allocate(program)
+    where = {v: f"{kind}{j}" for v, (kind, j) in location.items()}
+    names = namespace()
+
+    def ref(r: Operand) -> str:
+        kind, v = r
+        if kind == "in":
+            return f"v{v}" if v < len(scalars) and scalars[v] else f"b{v}"
+        return literal(v) if kind == "c" else where[v]
+
+    body: list[str] = []
+    for dest, op, args, fn in program.steps:
+        a, r = [ref(x) for x in args], where[dest]
+        if fn is not None and fn.ufuncs:  # in place: the first reads the operand, the rest r
+            body += [callee(u, names, f"_fn{dest}_{j}") + f"{a[0] if j == 0 else r}, out={r})"
+                     for j, u in enumerate(fn.ufuncs)]
+        else:
+            f = callee(fn.f, names, f"_fn{dest}") if fn is not None else ""
+            body.append(LOWERING[op].block.format(*a, r=r, f=f))
+    for k, r in enumerate(program.outputs):  # inputs, constants, a node listed twice
+        if ref(r) != f"o{k}":
+            body.append(f"o{k}[...] = {ref(r)}")
+    regs = [f"r{k}" for k in range(count)]
+    arrays = [k for k in range(program.n_inputs) if not (k < len(scalars) and scalars[k])]
+    ins = [f"v{k}" for k in range(program.n_inputs)]
+    head = [f"def _f({', '.join(ins + ['_O', '_n', '_B', '_R'])}):"]
+    if regs:
+        head.append(f"    {', '.join(regs)}, = _R")
+    head += ["    for _a in range(0, _n, _B):", "        _b = _a + _B",
+             "        if _b > _n:  # the last, shorter block", "            _b = _n"]
+    head += [f"            {r} = {r}[:_b - _a]" for r in regs] or ["            pass"]
+    head += [f"        b{k} = v{k}[_a:_b]" for k in arrays]
+    head += [f"        o{k} = _O[{k}][_a:_b]" for k in range(len(program.outputs))]
+    return "\n".join(head + [f"        {b}" for b in body]) + "\n", names, count
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """A compiled block program, the number of registers it needs, and its source."""
+
+    run: Callable[..., None]
+    registers: int
+    source: str
+
+
+def kernel(program: Program, scalars: tuple[bool, ...]) -> Blocks:
+    """The block program for this pattern of numbers (``scalars``) and arrays among the inputs."""
+    source, names, registers = block_source(program, scalars)
+    return Blocks(define(source, names, "block"), registers, source)
+
+
+def worker(blocks: Blocks, step: int) -> Callable[[Sequence[Any], Sequence[np.ndarray]], None]:
+    """One thread's runner, with its own registers of ``step`` points; call it on slices of at
+    most ``step`` points."""
+    own = [np.empty(step) for _ in range(blocks.registers)]
+
+    def run(ins: Sequence[Any], outs: Sequence[np.ndarray]) -> None:
+        with np.errstate(all="ignore"):
+            blocks.run(*ins, outs, outs[0].shape[0], step, own)
+
+    return run

@@ -1,0 +1,173 @@
+"""The straight-line program every backend lowers, and the analyses they share.
+
+``build_program`` lays out once, in tape order, the nodes some outputs need: one
+``(dest, op, operands, fn)`` step per node. A backend is then a lowering of each step to its own
+statements; what does not depend on the target (which value is read last where, which values
+can share a buffer, how a constant or a NumPy/math function is spelled in generated code) lives
+here, so a new backend is one lowering table over this program.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..core import Tape, Term, dependencies
+from ..functions import UnaryFn
+
+#: An operand: ``("in", k)`` the k-th input, ``("c", value)`` a constant, ``("t", node)`` a temporary.
+Operand = tuple[str, Any]
+#: One statement: the node it defines, its op, its operands and, for ``"fn"``, the function.
+Step = tuple[int, str, tuple[Operand, ...], UnaryFn | None]
+
+
+@dataclass(frozen=True)
+class Program:
+    """The straight-line program: one (dest, op, operands, fn) per node, in tape order.
+
+    Operands are ``("in", k)`` inputs, ``("c", value)`` constants and ``("t", node)`` temporaries;
+    it holds no tape, so it pickles alone.
+    """
+
+    n_inputs: int
+    steps: tuple[Step, ...]
+    outputs: tuple[Operand, ...]
+
+
+def build_program(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) -> Program:
+    """Lay out the nodes the outputs need (iterative, in tape order)."""
+    input_index = {v.index: k for k, v in enumerate(inputs)}
+    refs: dict[int, Operand] = {}
+    steps = []
+    for i in dependencies(tape, [t.index for t in outputs]):
+        node = tape.nodes[i]
+        if node.op == "var":
+            if i not in input_index:
+                raise ValueError(
+                    f"an output depends on var {node.payload!r}, which is not among the inputs "
+                    f"{[tape.nodes[v].payload for v in input_index]}"
+                )
+            refs[i] = ("in", input_index[i])
+        elif node.op == "const":
+            refs[i] = ("c", float(node.payload))
+        else:
+            steps.append((i, node.op, tuple(refs[a] for a in node.args),
+                          node.payload if node.op == "fn" else None))
+            refs[i] = ("t", i)
+    return Program(len(inputs), tuple(steps), tuple(refs[t.index] for t in outputs))
+
+
+# -- generated code: its starting names, constants, calls, loading --------------------------------
+def namespace() -> dict[str, Any]:
+    """The globals every generated function starts from: the names ``literal`` and ``callee`` use."""
+    return {"_np": np, "_math": math, "_nan": np.nan, "_inf": np.inf}
+
+
+def literal(value: float) -> str:
+    """A constant as source text; nan and inf have no literal, so they are names."""
+    if value != value:
+        return "_nan"
+    if value in (float("inf"), float("-inf")):
+        return "_inf" if value > 0 else "(-_inf)"
+    return repr(value)
+
+
+def callee(value: Callable[..., Any], names: dict[str, Any], key: str) -> str:
+    """The text that opens a call of ``value``, to be followed by its last arguments and ``)``.
+
+    A NumPy or ``math`` function is spelled by its module name (``_np.exp(``), a ``partial`` of one
+    over constants with them written out (``_np.logaddexp(0.0, ``): readable code with no Python
+    call in between, and Numba can type it. Anything else is stored in ``names`` under ``key``.
+    """
+    for prefix, module in (("_np", np), ("_math", math)):
+        if vars(module).get(getattr(value, "__name__", "")) is value:
+            return f"{prefix}.{value.__name__}("
+    if (isinstance(value, functools.partial) and not value.keywords
+            and all(isinstance(a, (int, float)) for a in value.args)):
+        inner = callee(value.func, names, key)
+        return inner + "".join(f"{literal(float(a))}, " for a in value.args)
+    names[key] = value
+    return f"{key}("
+
+
+def define(source: str, names: dict[str, Any], label: str) -> Callable[..., Any]:
+    """Run generated source (our own code, never user text) and return the ``_f`` it defines."""
+    exec(compile(source, f"<subgraph_ad.lambdify:{label}>", "exec"), names)
+    return names["_f"]
+
+
+# -- analyses --------------------------------------------------------------------------------------
+def last_use(program: Program) -> dict[int, int]:
+    """Temporary -> index of the last step that reads it; an output is read after every step
+    (``len(program.steps)``). A temporary missing here is never read."""
+    last: dict[int, int] = {}
+    for s, (_, _, args, _) in enumerate(program.steps):
+        for kind, v in args:
+            if kind == "t":
+                last[v] = s
+    for kind, v in program.outputs:
+        if kind == "t":
+            last[v] = len(program.steps)
+    return last
+
+
+def _output_chains(program: Program) -> dict[int, int]:
+    """Node -> the output k whose buffer it can be computed in: each output node, and walking
+    back from it, one operand that is a temporary read only by that step. Such a value dies
+    exactly where the next one of its chain is written over it (elementwise operations), so
+    a chain needs no register and its values never leave the output buffer."""
+    reads: dict[int, int] = {}
+    for _, _, args, _ in program.steps:
+        for kind, v in args:
+            if kind == "t":
+                reads[v] = reads.get(v, 0) + 1
+    for kind, v in program.outputs:
+        if kind == "t":
+            reads[v] = reads.get(v, 0) + 1
+    step_of = {dest: args for dest, _, args, _ in program.steps}
+    chain: dict[int, int] = {}
+    for k, (kind, v) in enumerate(program.outputs):
+        if kind != "t" or v in chain:
+            continue
+        chain[v] = k
+        while True:
+            links = [a for kind, a in step_of[v] if kind == "t" and reads[a] == 1 and a not in chain]
+            if not links:
+                break
+            v = links[0]
+            chain[v] = k
+    return chain
+
+
+def allocate(program: Program) -> tuple[dict[int, tuple[str, int]], int]:
+    """Where each temporary lives, for a backend that writes every step into a buffer: node ->
+    ``("o", k)`` (output k's buffer, ``_output_chains``) or ``("r", j)`` (register j), and the
+    number of registers.
+
+    A register is freed after the step that reads its value last, and that very step may write
+    over it (elementwise operations); a new value takes the lowest free register, so the working
+    set stays small and the code is deterministic. A value never read is freed at once.
+    """
+    last = last_use(program)
+    location: dict[int, tuple[str, int]] = {v: ("o", k) for v, k in _output_chains(program).items()}
+    free: list[int] = []
+    count = 0
+    for s, (dest, _, args, _) in enumerate(program.steps):
+        for kind, v in args:  # operands dying here may be overwritten by this very step
+            if kind == "t" and last[v] == s and location[v][0] == "r" and location[v][1] not in free:
+                free.append(location[v][1])
+        if dest not in location:
+            if free:
+                free.sort()
+                register = free.pop(0)
+            else:
+                register, count = count, count + 1
+            location[dest] = ("r", register)
+            if dest not in last:  # never read: free after this statement
+                free.append(register)
+    return location, count
+

@@ -1,0 +1,119 @@
+"""The GIF animation: every frame drawn at the final layout's positions, assembled with Pillow.
+
+Positions come from one ``dot -Tjson0`` run and are pinned with ``pos="x,y!"`` for
+``neato -n2``; nodes that do not exist yet stay in the drawing as invisible, so every frame has
+the same canvas. Pillow is optional (``subgraph_ad[gif]``) and imported only when writing.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from io import BytesIO
+from typing import Any, Callable
+
+from .dot import dot_source
+from .record import HOLD, NEW, Recording, notation
+from .render import run_graphviz
+
+#: GIFs hold every frame as an image: past this many frames, use per="pass" or .html instead.
+MAX_GIF_FRAMES = 200
+
+# ASCII for the captions' symbols, which Pillow's default fonts may not have.
+_PLAIN = str.maketrans({"×": "*", "−": "-", "…": "...", "·": "|"})
+
+
+def _final_dot(rec: Recording, options: dict[str, Any], **hooks: Any) -> str:
+    """DOT of the final graph, which every frame is cut from; ``hooks`` as for ``dot_source``."""
+    return dot_source(rec.drawn, outputs=rec.outputs, **options, **hooks)
+
+
+def _layout(rec: Recording, options: dict[str, Any]) -> tuple[dict[str, dict], dict[str, dict]]:
+    """Node and edge geometry of the final graph from one ``dot -Tjson0`` run, keyed by DOT id."""
+    layout = json.loads(run_graphviz(_final_dot(rec, options), "json0"))
+    nodes = {o["name"]: o for o in layout.get("objects", []) if "pos" in o}
+    edges = {e["id"]: e for e in layout.get("edges", []) if "id" in e}
+    return nodes, edges
+
+
+def frame_sources(rec: Recording, options: dict[str, Any] | None = None) -> list[str]:
+    """One DOT graph per frame, every node pinned where the final layout put it (for ``neato -n2``).
+
+    Nodes and edges that do not exist yet are drawn invisible rather than left out, so every
+    frame has the same bounding box and canvas.
+    """
+    options = dict(options or {})
+    nodes, edges = _layout(rec, options)
+    sources = []
+    for f, frame in enumerate(rec.frames):
+        node_attrs: dict[int, dict[str, str]] = {}
+        for i in rec.indices:
+            geo = nodes[f"n{i}"]
+            attrs = {"pos": geo["pos"] + "!", "width": geo["width"], "height": geo["height"]}
+            if rec.appear[i] > f:
+                attrs["style"] = "invis"
+            elif i in frame.new:
+                attrs.update(color=NEW, penwidth="3")
+            node_attrs[i] = attrs
+        edge_attrs: dict[tuple[int, int], dict[str, str]] = {}
+        for i, k in rec.edges:
+            attrs = {"pos": edges[f"e{i}_{k}"]["pos"]}
+            if rec.appear[i] > f:
+                attrs["style"] = "invis"
+            elif i in frame.new:
+                attrs.update(color=NEW, penwidth="2")
+            edge_attrs[(i, k)] = attrs
+        source = _final_dot(rec, options, node_attrs=node_attrs, edge_attrs=edge_attrs,
+                            graph_attrs={"splines": "true"})
+        sources.append(source.replace("digraph subgraph_ad {", f"digraph frame{f} {{", 1))
+    return sources
+
+
+def split_png_stream(data: bytes) -> list[bytes]:
+    """Split concatenated PNG files (what Graphviz writes for several graphs) at their IEND chunks."""
+    signature = b"\x89PNG\r\n\x1a\n"
+    images, pos = [], 0
+    while pos < len(data):
+        if data[pos:pos + 8] != signature:
+            raise ValueError(f"expected a PNG signature at byte {pos} of Graphviz's output")
+        end = pos + 8
+        while True:
+            (length,) = struct.unpack(">I", data[end:end + 4])
+            kind = data[end + 4:end + 8]
+            end += 12 + length
+            if kind == b"IEND":
+                break
+        images.append(data[pos:end])
+        pos = end
+    return images
+
+
+def write_gif(rec: Recording, options: dict[str, Any], interval: float, path: str,
+              progress: Callable[[str], None]) -> None:
+    """Draw every frame with one ``neato`` run, caption each, and save them as one looping GIF."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    progress(f"laying out {len(rec.indices)} nodes once")
+    sources = frame_sources(rec, options)
+    progress(f"drawing {len(sources)} frames")
+    pngs = split_png_stream(run_graphviz("".join(sources), "png", program="neato", args=["-n2"]))
+    try:
+        font: Any = ImageFont.load_default(size=14)
+    except TypeError:  # Pillow < 10.1 has only the small bitmap font
+        font = ImageFont.load_default()
+    strip = 28
+    names = [w.name or "?" for w in rec.wrts]
+    images = []
+    for frame, png in zip(rec.frames, pngs):
+        picture = Image.open(BytesIO(png)).convert("RGB")
+        canvas = Image.new("RGB", (picture.width, picture.height + strip), "white")
+        canvas.paste(picture, (0, strip))
+        caption = frame.caption.replace(notation(names[:frame.pass_no]), notation(names[:frame.pass_no], True))
+        ImageDraw.Draw(canvas).text((6, 6), caption.translate(_PLAIN), fill="black", font=font)
+        images.append(canvas)
+    # One palette for every frame, taken from the last (it shows every colour): quick and small.
+    palette = images[-1].quantize(colors=128, method=Image.Quantize.FASTOCTREE)
+    images = [im.quantize(palette=palette, dither=Image.Dither.NONE) for im in images]
+    durations = [round(interval * 1000)] * (len(images) - 1) + [round(HOLD * 1000)]
+    progress(f"writing {path}")
+    images[0].save(path, format="GIF", save_all=True, append_images=images[1:], duration=durations, loop=0)
