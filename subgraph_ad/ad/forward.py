@@ -108,7 +108,7 @@ def _forward(tape: Tape, root: int, w: int, unused: list[bool]) -> int:
             operands = [Term(tape, a) for a in node.args]
             if node.op == "fn":
                 mark = len(tape)
-                result = RULES["fn"](node.payload, *operands, Term(tape, i), d[node.args[0]])
+                result = RULES["fn"](node.payload, *operands, Term(tape, i), *(d[a] for a in node.args))
                 if len(tape) > mark and not all(live_since(tape, mark, [-1 if result is None else result.index])):
                     unused.append(True)
             else:

@@ -33,7 +33,7 @@ from .ops import Node, intern_key
 from .term import Term
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from ..functions.base import UnaryFn
+    from ..functions.base import Function
 
 Number = Union[int, float]
 Callback = Callable[[Term], None]
@@ -156,9 +156,9 @@ class Tape:
         return var
 
     # -- the builder ------------------------------------------------------------------------
-    def apply(self, fn: UnaryFn, arg: Term) -> Term:
-        """Append ``fn(arg)``; a constant argument folds to a constant."""
-        return Term(self, self.append("fn", (arg.index,), fn))
+    def apply(self, fn: Function, *args: Term) -> Term:
+        """Append ``fn(*args)``; constant arguments fold to a constant."""
+        return Term(self, self.append("fn", tuple([a.index for a in args]), fn))
 
     def op(self, op: str, *args: Term) -> Term:
         """Append an arithmetic node, folding trivial algebra first."""
@@ -166,12 +166,12 @@ class Tape:
 
     def append(self, op: str, args: tuple[int, ...], payload: Any = None) -> int:
         """The index-level builder: fold, then intern; returns the node's index. ``fn`` nodes
-        (payload: the function) of a constant operand fold to the constant value."""
+        (payload: the function) of constant operands fold to the constant value."""
         if op == "fn":
-            operand = self.nodes[args[0]]
-            if operand.op == "const":
+            operands = [self.nodes[a] for a in args]
+            if all(node.op == "const" for node in operands):
                 with np.errstate(all="ignore"):
-                    return self.constant(float(payload.f(np.float64(operand.payload))))
+                    return self.constant(float(payload.f(*(np.float64(node.payload) for node in operands))))
             return self.intern(Node("fn", args, payload))
         return fold(self, op, args)
 

@@ -22,6 +22,7 @@ class Exp(UnaryFn):
     """exp; its derivative is its own output, so every order reuses one node."""
 
     name = "exp"
+    numpy = np.exp
     ufuncs = (np.exp,)
     scalar = math.exp
 
@@ -45,6 +46,7 @@ class Log(UnaryFn):
     """Natural log; nan for negative input, as in NumPy."""
 
     name = "log"
+    numpy = np.log
     ufuncs = (np.log,)
     scalar = np.log  # IEEE: nan below 0, -inf at 0 (math.log raises)
 
@@ -69,6 +71,7 @@ class Sqrt(UnaryFn):
 
     name = "sqrt"
     power = 0.5
+    numpy = np.sqrt
     ufuncs = (np.sqrt,)
     scalar = np.sqrt
 

@@ -17,6 +17,7 @@ class Tanh(UnaryFn):
     """tanh; tanh′ = 1 − tanh², so its derivatives are polynomials in the output."""
 
     name = "tanh"
+    numpy = np.tanh
     ufuncs = (np.tanh,)
     scalar = math.tanh
 

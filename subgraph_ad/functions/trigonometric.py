@@ -43,6 +43,10 @@ class SinFn(UnaryFn):
         return _NAMES[self.n]
 
     @property
+    def numpy(self) -> Any:  # type: ignore[override]
+        return (np.sin, np.cos, None, None)[self.n]
+
+    @property
     def ufuncs(self) -> tuple[Callable[..., Any], ...]:  # type: ignore[override]
         return _UFUNCS[self.n]
 
@@ -75,6 +79,7 @@ class Tan(UnaryFn):
     """tan; tan′ = 1 + tan², written with the output node."""
 
     name = "tan"
+    numpy = np.tan
     ufuncs = (np.tan,)
     scalar = math.tan
 

@@ -57,7 +57,7 @@ def _node_value(tape: Tape, i: int, vals: dict[int, Any], bound: dict[int, Any])
     if node.op == "const":
         return np.float64(node.payload)
     if node.op == "fn":
-        return node.payload.f(vals[node.args[0]])
+        return node.payload.f(*(vals[a] for a in node.args))
     return OPS[node.op].value(*(vals[a] for a in node.args))  # the op registry's NumPy semantics
 
 
@@ -93,7 +93,7 @@ PARTIALS: dict[str, Callable[..., tuple[Any, ...]]] = {
     "div": lambda a, b, out, const: (1.0 / b, -out / b),
     "pow": _pow_partials,
     "neg": lambda a, out, const: (-1.0,),
-    "fn": lambda fn, a, out, const: (fn.grad(a),),
+    "fn": lambda fn, *values: (fn.grad(values[0]),) if fn.arity == 1 else tuple(fn.grad(*values[:2])),
 }
 
 

@@ -8,6 +8,7 @@ Coefficients y_k = y⁽ᵏ⁾/k! of every node along x ↦ x + t, by the standar
 - root (sqrt(u), u ** 0.5): from y·y = u,  2·y_0·y_k = u_k − Σ_{j=1..k−1} y_j·y_{k−j}, whose
   products pair up under interning (half the products, and no g = 1/(2y) series);
 - unary (a function y = f(u), or a power): the ODE recurrence  k·y_k = Σ_{j=1..k} j·u_j·g_{k−j},
+  and binary (y = f(a, b), a BinaryFn) the same over both operands with g = ∂f/∂a and ∂f/∂b,
   where g = f′(u) is the function's own local derivative (``fdiff``), itself Taylor-propagated.
   So a user function needs no Taylor rule, and exp, tanh, sigmoid, log and the sin/cos family
   close on themselves because their f′ reuses the output. ``a ** p`` with p constant in x is the
@@ -23,7 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Optional
 
 from ...core import Node, Term
-from ...functions import local_derivative, log
+from ...functions import local_derivatives, log
 from .coefficients import Lazy
 from .plan import whole
 
@@ -37,42 +38,56 @@ Form = tuple
 Product = tuple[tuple[int, int], tuple[int, int], float]
 
 
-def _unary(s: Series, build: Callable[[], tuple[int, Optional[Term]]]) -> Form:
-    """("unary", u, g, c) with dy = c·g·du for the (u, g) that ``build`` makes, g's constant
-    factor and sign split off (``canon``): cos′ = −sin reads the coefficients of sin, not a
-    forwarding series of its own. What building g left unused (that −sin, a constant folded
-    away) leaves the tape at once, while it is still the tape's tail: ``Tape.pruned``."""
+def _chained(s: Series, kind: str, build: Callable[[], list[tuple[int, Optional[Term]]]]) -> Form:
+    """(kind, u₁, g₁, c₁, u₂, g₂, c₂, …) with dy = Σ cᵢ·gᵢ·duᵢ for the pairs (u, g) that ``build``
+    makes, each g's constant factor and sign split off (``canon``): cos′ = −sin reads the
+    coefficients of sin, not a forwarding series of its own. What building the g left unused
+    (that −sin, a constant folded away) leaves the tape at once, while it is still the tape's
+    tail: ``Tape.pruned``."""
     tape = s.tape
-    scalar = [1.0]
+    scalars: list[float] = []
 
     def made() -> list[int]:
-        u, g = build()
-        if g is None:
-            return [u, -1]
-        sign = 1.0
-        fn = g.node.payload if g.node.op == "fn" else None
-        if fn is not None and fn.negative_of is not None:  # −sin(v): keep sin(v), sign apart
-            sign, g = -1.0, fn.negative_of(Term(tape, g.node.args[0]))
-        value = s.arith.canon((sign, g.index))
-        if value is None:
-            return [u, -1]
-        c, t = value
-        if t is None:
-            return [u, g.index]
-        scalar[0] = c
-        return [u, t]
+        roots: list[int] = []
+        scalars.clear()
+        for u, g in build():
+            c, t = 1.0, -1
+            if g is not None:
+                sign = 1.0
+                fn = g.node.payload if g.node.op == "fn" else None
+                if fn is not None and fn.negative_of is not None:  # −sin(v): keep sin(v), sign apart
+                    sign, g = -1.0, fn.negative_of(Term(tape, g.node.args[0]))
+                value = s.arith.canon((sign, g.index))
+                if value is not None:
+                    c, t = (1.0, g.index) if value[1] is None else value
+            roots += [u, t]
+            scalars.append(c)
+        return roots
 
-    u, g = tape.pruned(made)
-    return ("unary", u, None if g < 0 else g, scalar[0])
+    roots = tape.pruned(made)
+    form: list = [kind]
+    for k, c in enumerate(scalars):
+        u, g = roots[2 * k], roots[2 * k + 1]
+        form += [u, None if g < 0 else g, c]
+    return tuple(form)
+
+
+def _unary(s: Series, build: Callable[[], tuple[int, Optional[Term]]]) -> Form:
+    """("unary", u, g, c) with dy = c·g·du (see ``_chained``)."""
+    return _chained(s, "unary", lambda: [build()])
 
 
 def _fn_form(s: Series, i: int, node: Node) -> Form:
-    fn, (u,) = node.payload, node.args
+    fn = node.payload
+    if fn.arity == 2:  # ("binary", a, ga, ca, b, gb, cb): the ODE recurrence over both operands
+        inputs = tuple(Term(s.tape, a) for a in node.args)
+        return _chained(s, "binary", lambda: list(zip(node.args, local_derivatives(fn, inputs, Term(s.tape, i)))))
+    (u,) = node.args
     if fn.power == 0.5:
         return ("root", u)
     if s.negated(i) is not None:
         return ("neg", s.negated(i))
-    return _unary(s, lambda: (u, local_derivative(fn, Term(s.tape, u), Term(s.tape, i))))
+    return _unary(s, lambda: (u, local_derivatives(fn, (Term(s.tape, u),), Term(s.tape, i))[0]))
 
 
 def _pow_form(s: Series, i: int, node: Node) -> Form:
@@ -116,11 +131,15 @@ def _div_products(s: Series, form: Form, i: int, k: int) -> list[Product]:
 
 
 def _unary_products(s: Series, form: Form, i: int, k: int) -> list[Product]:
-    u, g, c = form[1], form[2], form[3]
-    if g is None:
-        return []
-    low, high = max(1, k - s.degree(g)), min(k, s.degree(u))
-    return [((u, j), (g, k - j), c * j) for j in range(low, high + 1)]
+    """k·y_k = Σ_{j=1..k} j·u_j·g_{k−j} summed over the form's (u, g, c) triples: one for a
+    function of one operand, two for a BinaryFn."""
+    out: list[Product] = []
+    for at in range(1, len(form), 3):
+        u, g, c = form[at], form[at + 1], form[at + 2]
+        if g is not None:
+            low, high = max(1, k - s.degree(g)), min(k, s.degree(u))
+            out += [((u, j), (g, k - j), c * j) for j in range(low, high + 1)]
+    return out
 
 
 def _none(s: Series, form: Form, i: int, k: int) -> list[Product]:
@@ -134,6 +153,7 @@ PRODUCTS: dict[str, Callable[[Series, Form, int, int], list[Product]]] = {
     "div": _div_products,
     "root": lambda s, form, i, k: [((i, j), (i, k - j), -1.0) for j in range(1, k)],
     "unary": _unary_products,
+    "binary": _unary_products,
 }
 
 
@@ -162,4 +182,5 @@ COMPUTE: dict[str, Callable[[Series, Form, int, int, list[Lazy]], Lazy]] = {
     "div": lambda s, form, i, k, terms: s.arith.quotient([s.get(form[1], k)] + terms, form[2]),
     "root": _root,
     "unary": _unary_coefficient,
+    "binary": _unary_coefficient,
 }
