@@ -27,6 +27,7 @@ bench: $(STAMP) graphviz
 	$(PY) -m pip install --quiet -e '.[bench]'
 	@$(PY) -m pip install --quiet torch==2.13.0 || echo "PyTorch 2.13.0 (CPU build) could not be installed; the benchmark runs without it"
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/many_variables.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache benchmarks/results

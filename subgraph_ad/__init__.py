@@ -3,12 +3,20 @@
 from . import methods  # noqa: F401  (Term and Tape methods of the layers above the core)
 from .ad.diff import Step, derivatives, diff
 from .ad.forward import gen_graph
+from .ad.matrices import Sparse, hutchinson_trace, hvp
+from .ad.reverse import grad_graph
 from .ad.taylor import taylor_graph
 from .compile.lambdify import lambdify
-from .core import LimitError, Node, Tape, Term
-from .functions import FUNCTIONS, SinFn, UnaryFn, cos, exp, log, register, sigmoid, sin, sqrt, tan, tanh
+from .core import LimitError, Node, Tape, Term, UnfedPlaceholder
+from .functions import (FUNCTIONS, BinaryFn, SinFn, UnaryFn, acos, acosh, asin, asinh, atan, atan2, atanh, cbrt,
+                        cos, cosh, cot, csc, erf, erfc, exp, expm1, hypot, log, log1p, log2, log10, register, sec,
+                        sigmoid, sign, sin, sinh, sqrt, tan, tanh)
+from .functions import abs_ as abs  # noqa: A001  (sad.abs, like np.abs)
+from .functions import pow_ as pow  # noqa: A001  (sad.pow(a, b) is a ** b)
 from .interop.parse import ParseError, parse
-from .numeric.modes import Grad
+from .numeric.modes import Grad, jvp, vjp
+from .checkpoint import Checkpointed, checkpointed_grad
+from .trace import derivative, grad, hessian, jacobian
 from .viz.animate import Animation, animate
 from .viz.render import GraphTooLarge, GraphvizError, GraphvizNotFound
 
@@ -31,6 +39,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Animation",
+    "BinaryFn",
+    "Checkpointed",
     "FUNCTIONS",
     "Grad",
     "GraphTooLarge",
@@ -40,26 +50,61 @@ __all__ = [
     "Node",
     "ParseError",
     "SinFn",
+    "Sparse",
     "Step",
     "SympyConversionError",
     "Tape",
     "Term",
     "UnaryFn",
+    "UnfedPlaceholder",
+    "abs",
+    "acos",
+    "acosh",
     "animate",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "cbrt",
+    "checkpointed_grad",
     "cos",
+    "cosh",
+    "cot",
+    "csc",
     "derivatives",
+    "derivative",
     "diff",
+    "erf",
+    "erfc",
     "exp",
+    "expm1",
     "gen_graph",
+    "grad",
+    "grad_graph",
+    "hessian",
+    "hutchinson_trace",
+    "hvp",
+    "jacobian",
+    "jvp",
+    "hypot",
     "lambdify",
     "log",
+    "log10",
+    "log1p",
+    "log2",
     "parse",
+    "pow",
     "register",
+    "sec",
     "sigmoid",
+    "sign",
     "sin",
+    "sinh",
     "sqrt",
     "tan",
     "tanh",
     "taylor_graph",
     "testing",
+    "vjp",
 ]

@@ -18,16 +18,21 @@ tape: 3 nodes for f, 10 in all
 from __future__ import annotations
 
 import argparse
+import ast
+import importlib
 import json
 import math
 import os
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import subgraph_ad as sad
 from subgraph_ad.viz.record import notation
 from subgraph_ad.ad.diff import METHODS
+from subgraph_ad.functions import FUNCTIONS, BinaryFn, Function
+from subgraph_ad.interop.parse import ALIASES, CONSTANTS
 from subgraph_ad.testing import check_against_sympy
 
 PROG = "subgraph-ad"
@@ -38,11 +43,37 @@ class CliError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line that points at --help."""
+    """argparse, but a usage error is one line that points at --help; a parser of a command that
+    reads an expression (``lists_functions``) ends its help with the functions and constants
+    known when the help is shown (the registry, with what --fn added)."""
+
+    lists_functions = False
 
     def error(self, message: str) -> Any:  # type: ignore[override]
         sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
         raise SystemExit(2)
+
+    def format_help(self) -> str:
+        text = super().format_help()
+        return text + "\n" + known_names() + "\n" if self.lists_functions else text
+
+
+def known_names(width: int = 88) -> str:
+    """The functions, other names and constants an expression may use, read from the registry now."""
+    def block(title: str, words: list[str]) -> str:
+        return f"{title}:\n" + textwrap.fill(" ".join(words), width, initial_indent="  ", subsequent_indent="  ",
+                                             break_on_hyphens=False) + "\n" if words else ""
+
+    by_value: dict[float, list[str]] = {}
+    for name, value in CONSTANTS.items():
+        by_value.setdefault(value, []).append(name)
+    constants = [f"{names[0]}{' (also ' + ', '.join(names[1:]) + ')' if names[1:] else ''} = {value!r}"
+                 for value, names in by_value.items()]
+    return (block("functions of one argument (add your own with --fn module:name)",
+                  sorted(name for name, fn in FUNCTIONS.items() if fn.arity == 1))
+            + block("functions of two arguments", sorted(name for name, fn in FUNCTIONS.items() if fn.arity == 2))
+            + block("other names", [f"{alias}={name}" for alias, name in sorted(ALIASES.items()) if name in FUNCTIONS])
+            + "constants:\n" + "".join(f"  {c}\n" for c in constants)).rstrip("\n")
 
 
 # -- small helpers ---------------------------------------------------------------------------------
@@ -62,7 +93,71 @@ def parse_expression(text: str) -> sad.Term:
     try:
         return sad.parse(text)
     except sad.ParseError as exc:
-        raise CliError(f"bad expression: {exc}") from None
+        hint = "; add your own with --fn module:name" if "a call of" in str(exc) else ""
+        raise CliError(f"bad expression: {exc}{hint}") from None
+
+
+def constants_used(text: str, f: sad.Term) -> dict[str, float]:
+    """The constants (``e``, ``pi``, ...) that the parsed expression ``text`` read as constants."""
+    tree = ast.parse(text.replace("^", "**").strip(), mode="eval")  # parsed before: valid
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called}
+    return {name: value for name, value in CONSTANTS.items() if name in names and f.tape.find_var(name) is None}
+
+
+def load_function(spec: str) -> Function:
+    """``module:name`` -> the UnaryFn or BinaryFn instance ``name`` of ``module``, registered so the
+    parser (and from_sympy) know it. Raises CliError saying what was given and what was expected."""
+    module_name, colon, attribute = spec.partition(":")
+    module_name, attribute = module_name.strip(), attribute.strip()
+    if not colon or not module_name or not attribute:
+        raise CliError(f"--fn {spec}: expected module:name, e.g. --fn myfuncs:softplus "
+                       "(a UnaryFn or BinaryFn instance named softplus in myfuncs.py)")
+    if os.getcwd() not in sys.path:  # the current directory is importable, as with python -m
+        sys.path.insert(0, os.getcwd())
+    importlib.invalidate_caches()
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (module_name == exc.name or module_name.startswith(exc.name + ".")):
+            raise CliError(f"--fn {spec}: no module named {module_name!r} (looked in the current "
+                           f"directory {os.getcwd()} and on sys.path; expected e.g. {module_name.replace('.', '/')}.py)"
+                           ) from None
+        raise CliError(f"--fn {spec}: importing {module_name} failed: {type(exc).__name__}: {exc}") from None
+    except Exception as exc:  # the user's module raised while importing
+        raise CliError(f"--fn {spec}: importing {module_name} failed: {type(exc).__name__}: {exc}") from None
+    obj: Any = module
+    for part in attribute.split("."):
+        if not hasattr(obj, part):
+            offered = sorted(k for k, v in vars(module).items() if isinstance(v, (sad.UnaryFn, BinaryFn)))
+            raise CliError(f"--fn {spec}: module {module_name} has no attribute {attribute!r} "
+                           f"(its UnaryFn/BinaryFn instances: {', '.join(offered) or 'none'})")
+        obj = getattr(obj, part)
+    if not isinstance(obj, (sad.UnaryFn, BinaryFn)):
+        if isinstance(obj, type) and issubclass(obj, (sad.UnaryFn, BinaryFn)):
+            what = (f"the class {obj.__name__}; expected an instance of it "
+                    f"(e.g. {obj.__name__.lower()} = {obj.__name__}() in {module_name})")
+        else:
+            what = f"{type(obj).__name__} {obj!r:.60}; expected a UnaryFn or BinaryFn instance"
+        raise CliError(f"--fn {spec}: {module_name}.{attribute} is {what}")
+    try:
+        return sad.register(obj)
+    except (TypeError, ValueError) as exc:
+        raise CliError(f"--fn {spec}: {exc}") from None
+
+
+class _LoadFunction(argparse.Action):
+    """--fn module:name, loaded as soon as it is read (so a later --help lists it); a bad spec is
+    one line and exit status 2, like any other usage error."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any,
+                 option_string: str | None = None) -> None:
+        try:
+            fn = load_function(value)
+        except CliError as exc:
+            sys.stderr.write(f"{PROG}: error: {exc}\n")
+            raise SystemExit(2) from None
+        namespace.fn = [*(namespace.fn or []), fn]
 
 
 def parse_point(items: list[str] | None) -> dict[str, float]:
@@ -91,6 +186,12 @@ def parse_point(items: list[str] | None) -> dict[str, float]:
 def bind_point(f: sad.Term, point: dict[str, float], extra: Sequence[str] = ()) -> dict[str, sad.Term]:
     """Set the vars of ``f``'s tape to ``point``; an unknown name in the point is an error."""
     tape = f.tape
+    for option, names in (("--wrt", extra), ("--at", point)):
+        for name in names:
+            if name in CONSTANTS and tape.find_var(name) is None:
+                variables = ", ".join(tape.vars) or "none"
+                raise CliError(f"{option} {name}: {name} is the constant {CONSTANTS[name]!r} in expressions, "
+                               f"not a variable of the expression (variables: {variables})")
     for name in extra:
         if tape.find_var(name) is None:
             tape.var(name, 0.0)  # d/dz of an expression without z is zero, as in SymPy
@@ -144,6 +245,10 @@ def wants_progress(args: argparse.Namespace) -> bool:
     return not getattr(args, "quiet", False) and sys.stderr.isatty()
 
 
+def constants_line(constants: dict[str, float]) -> str:
+    return "constants: " + ", ".join(f"{name} = {value!r}" for name, value in constants.items())
+
+
 def draw_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"precision": args.precision, "rankdir": args.rankdir,
             "max_nodes": None if args.max_nodes == 0 else args.max_nodes}
@@ -158,6 +263,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     for path in args.animate or []:
         check_output(path, (".html", ".svg", ".gif"), "--animate")
     f = parse_expression(args.expr)
+    constants = constants_used(args.expr, f)
     tape = f.tape
     f_nodes = len(tape)
     known = bind_point(f, point, extra=names)
@@ -189,6 +295,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         out: dict[str, Any] = {
             "expression": args.expr,
             "f": str(f.to_sympy()),
+            **({"constants": constants} if constants else {}),
             "point": {k: number(v) for k, v in at.items()},
             "wrt": names,
             "value": number(rows[-1][2]),
@@ -205,11 +312,14 @@ def cmd_diff(args: argparse.Namespace) -> int:
             out["sympy"] = str(derivatives[-1].to_sympy())
             out["check"] = {"status": check.status, "symbolic": check.symbolic,
                             "points": [{"point": c.point, "ours": number(c.ours), "sympy": number(c.sympy),
-                                        "status": c.status} for c in check.points]}
+                                        "status": c.status} for c in check.points],
+                            **({"note": check.note} if check.note else {})}
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
         where = ", ".join(f"{k} = {show(v)}" for k, v in at.items())
         print(f"f = {f.to_sympy()}" + (f"   at {where}" if where else ""))
+        if constants:
+            print(constants_line(constants))
         print(f"{'order':>5}  {'derivative':<14} {'value':>22}  {'new nodes':>9}")
         for k, (label, _, value, n) in enumerate(rows):
             count = "-" if n is None else str(n)
@@ -219,7 +329,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
             print(f"SymPy form of {rows[-1][0]}: {derivatives[-1].to_sympy()}")
             counts = check.counts
             print(f"check against SymPy: {check.status} (symbolic {check.symbolic}; points "
-                  f"{counts['pass']} pass, {counts['fail']} fail, {counts['inconclusive']} inconclusive)")
+                  f"{counts['pass']} pass, {counts['fail']} fail, {counts['inconclusive']} inconclusive"
+                  + (f"; {check.note})" if check.note else ")"))
         if args.svg:
             print(f"wrote {args.svg}")
         for a in animations:
@@ -247,12 +358,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if not args.low < args.high:
         raise CliError(f"--range needs LOW < HIGH, got {args.low} {args.high}")
     f = parse_expression(args.expr)
+    constants = constants_used(args.expr, f)
     known = bind_point(f, {}, extra=names)
     wrts = [known[n] for n in names]
     say = progress_printer(wants_progress(args))
     print(f"f = {f.to_sympy()}: {args.points} points in [{args.low:g}, {args.high:g}], seed {args.seed}")
+    if constants:
+        print(constants_line(constants))
     print(f"{'order':>5}  {'derivative':<14} {'status':<13} {'symbolic':<10} {'pass':>4} {'fail':>4} {'inconcl.':>8}")
-    statuses = []
+    statuses, notes = [], []
     for k in range(1, len(wrts) + 1):
         label = notation(names[:k])
         if say:
@@ -261,10 +375,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
                                      high=args.high, method=args.method)
         counts = report.counts
         statuses.append(report.status)
+        if report.note and report.note not in notes:
+            notes.append(report.note)
         print(f"{k:>5}  {label:<14} {report.status:<13} {report.symbolic:<10} "
               f"{counts['pass']:>4} {counts['fail']:>4} {counts['inconclusive']:>8}")
     failed = statuses.count("fail")
     summary = {s: statuses.count(s) for s in ("pass", "fail", "inconclusive") if statuses.count(s)}
+    for note in notes:
+        print(f"note: {note}")
     print("result: " + ", ".join(f"{n} {s}" for s, n in summary.items()))
     return 1 if failed else 0
 
@@ -274,8 +392,9 @@ DESCRIPTION = """\
 Higher-order derivatives as derivative subgraphs: differentiate a text expression, evaluate it,
 draw its graph, animate how the graph grows, and check it against SymPy.
 
-Expressions use numbers, variable names, + - * / ^ ** and the functions
-exp log sin cos tan sqrt tanh sigmoid (pi and E are constants). They are parsed safely."""
+Expressions use numbers, variable names, + - * / ^ ** and the known functions (sin, exp, atan2,
+...: 'subgraph-ad diff --help' lists them all; --fn module:name adds yours), with the constants
+e and pi. They are parsed safely."""
 
 EXAMPLES = {
     "main": """\
@@ -293,6 +412,7 @@ examples:
   subgraph-ad diff "x*y + sin(x)" --wrt x --wrt y --at x=0.5,y=4.2
   subgraph-ad diff "sin(x)/x" --wrt x --order 2 --at x=pi/4 --sympy --json
   subgraph-ad diff "exp(-x^2/2)" --wrt x --order 3 --svg d3.svg --animate d3.html
+  subgraph-ad diff "softplus(x)" --fn myfuncs:softplus --wrt x --order 2   # softplus from myfuncs.py
 
 Variables not given with --at are 0. Exit status 1 if --sympy finds a mismatch.""",
     "render": """\
@@ -319,6 +439,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="how: repeated gen_graph passes (graph), Taylor mode (taylor) or, as "
                             "diff() does, whichever appends fewer nodes (auto, default)")
 
+    def expression(p: argparse.ArgumentParser, help: str) -> None:
+        p.lists_functions = True  # type: ignore[attr-defined]
+        p.add_argument("expr", metavar="EXPR", help=help)
+
+    def functions(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--fn", action=_LoadFunction, metavar="MODULE:NAME",
+                       help="register the UnaryFn/BinaryFn instance NAME of MODULE (a .py file in the current "
+                            "directory, or any importable module) so EXPR can use it; repeatable")
+
     def drawing(p: argparse.ArgumentParser) -> None:
         p.add_argument("--precision", type=int, metavar="N", help="show node values with N significant digits")
         p.add_argument("--rankdir", choices=["TB", "LR", "BT", "RL"], default="TB",
@@ -330,7 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Differentiate EXPR (by each --wrt in turn, or --order times by one var), print the "
         "value of every order at the point, the node counts and optionally the SymPy form and check."),
         epilog=EXAMPLES["diff"], formatter_class=formatter)
-    d.add_argument("expr", metavar="EXPR", help='the expression, e.g. "exp(-x^2/2)"')
+    expression(d, 'the expression, e.g. "exp(-x^2/2)"')
     d.add_argument("--wrt", action="append", required=True, metavar="VAR",
                    help="differentiate by VAR; repeat for mixed derivatives (--wrt x --wrt y)")
     d.add_argument("--order", type=int, metavar="N", help="differentiate N times by the one --wrt var")
@@ -345,21 +474,23 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--json", action="store_true", help="print the results as JSON")
     d.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
     drawing(d)
+    functions(d)
     d.set_defaults(run=cmd_diff)
 
     r = sub.add_parser("render", help="draw the graph of an expression", description=(
         "Draw the graph of EXPR; the file type comes from the suffix of -o (svg, png, pdf, dot)."),
         epilog=EXAMPLES["render"], formatter_class=formatter)
-    r.add_argument("expr", metavar="EXPR", help="the expression")
+    expression(r, "the expression")
     r.add_argument("-o", "--output", required=True, metavar="FILE", help="output file (.svg, .png, .pdf, .dot)")
     r.add_argument("--at", action="append", metavar="x=0.5,y=1", help="var values (shown with 4 digits)")
     drawing(r)
+    functions(r)
     r.set_defaults(run=cmd_render)
 
     v = sub.add_parser("verify", help="check derivatives against SymPy", description=(
         "Check d/dVAR, d2/dVAR2, ... of EXPR against sympy.diff at seeded random points: a table of "
         "pass / fail / inconclusive per order."), epilog=EXAMPLES["verify"], formatter_class=formatter)
-    v.add_argument("expr", metavar="EXPR", help="the expression")
+    expression(v, "the expression")
     v.add_argument("--wrt", action="append", required=True, metavar="VAR", help="differentiate by VAR (repeatable)")
     v.add_argument("--order", type=int, metavar="N", help="check orders 1..N by the one --wrt var")
     method(v)
@@ -368,12 +499,23 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--range", nargs=2, type=float, default=[0.2, 1.8], metavar=("LOW", "HIGH"), dest="range",
                    help="interval the points are drawn from (default 0.2 1.8)")
     v.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+    functions(v)
     v.set_defaults(run=cmd_verify)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status. Functions registered by --fn are known only
+    while it runs (the registry is restored afterwards, for callers in the same process)."""
+    saved = dict(FUNCTIONS)
+    try:
+        return _main(argv)
+    finally:
+        FUNCTIONS.clear()
+        FUNCTIONS.update(saved)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

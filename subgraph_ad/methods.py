@@ -12,7 +12,10 @@ from typing import Any
 
 from .ad.diff import diff
 from .ad.forward import gen_graph
+from .ad.reverse import grad_graph
 from .core import Tape, Term
+from .functions import FUNCTIONS
+from .interop.numpy_dispatch import array_ufunc, ufunc_method
 from .numeric.modes import derive, evaluate, grad
 from .viz.dot import to_dot
 from .viz.render import render, repr_mimebundle
@@ -42,10 +45,14 @@ Term.derive = derive  # type: ignore[attr-defined]
 Term.grad = grad  # type: ignore[attr-defined]
 Term.gen_graph = gen_graph  # type: ignore[attr-defined]
 Term.diff = diff  # type: ignore[attr-defined]
+Term.grad_graph = grad_graph  # type: ignore[attr-defined]
 Term.to_sympy = to_sympy  # type: ignore[attr-defined]
 Term.to_dot = to_dot  # type: ignore[attr-defined]
 Term.render = render  # type: ignore[attr-defined]
 Term._repr_mimebundle_ = _repr_mimebundle_  # type: ignore[attr-defined]
+Term.__array_ufunc__ = array_ufunc  # type: ignore[attr-defined]  # np.sin(x) appends sin(x)
+Term.__getattr__ = ufunc_method  # type: ignore[attr-defined]  # np.sin(array of Terms)
+Term.__abs__ = lambda self: FUNCTIONS["abs"](self)  # type: ignore[attr-defined]  # abs(x), np.abs
 Tape.to_dot = to_dot  # type: ignore[attr-defined]
 Tape.from_sympy = from_sympy  # type: ignore[attr-defined]
 Tape._repr_mimebundle_ = _repr_mimebundle_  # type: ignore[attr-defined]

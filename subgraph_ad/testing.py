@@ -1,7 +1,9 @@
 """Check derivatives against SymPy: symbolically when that is quick, numerically at seeded points.
 
-The outcome is ``pass``, ``fail`` or ``inconclusive`` (e.g. both sides nan everywhere) and is
-never a false pass: a single point where the two sides disagree is a fail.
+The outcome is ``pass``, ``fail`` or ``inconclusive`` and is never a false pass: a single point
+where the two sides disagree is a fail. A point is inconclusive when both sides are nan there, or
+when SymPy cannot evaluate the reference because a function has no ``to_sympy`` (it is then an
+undefined SymPy function); the report's note says which.
 
 >>> from subgraph_ad import Tape, exp
 >>> tape = Tape(); x = tape.var("x", 0.5)
@@ -45,6 +47,7 @@ class Report:
     symbolic: str  # "equal", "not tried" or "unknown"
     points: list[PointCheck] = field(default_factory=list)
     reference: Any = None
+    note: str = ""  # why a check could not be decided, when it could not
 
     @property
     def counts(self) -> dict[str, int]:
@@ -55,7 +58,8 @@ class Report:
         order = "".join(f"d{w}" for w in self.wrt)
         counts = self.counts
         return (f"{self.status:12s} d/{order} of {self.expression}: symbolic {self.symbolic}, "
-                f"points {counts['pass']} pass / {counts['fail']} fail / {counts['inconclusive']} inconclusive")
+                f"points {counts['pass']} pass / {counts['fail']} fail / {counts['inconclusive']} inconclusive"
+                + (f" ({self.note})" if self.note else ""))
 
 
 def _compare(ours: float, ref: float, rtol: float) -> str:
@@ -76,6 +80,16 @@ def _reference(expr: sympy.Expr, subs: dict[sympy.Symbol, float]) -> float:
         return math.nan
 
 
+def _undefined_functions(term: Term, expr: sympy.Expr) -> str:
+    """The functions of ``expr`` SymPy knows only by name (``softplus: no to_sympy``), or ""."""
+    tape = term.tape
+    on_tape = {tape.nodes[i].payload.name: tape.nodes[i].payload for i in dependencies(tape, [term.index])
+               if tape.nodes[i].op == "fn"}
+    names = sorted({str(f.func) for f in expr.atoms(sympy.core.function.AppliedUndef)})
+    return ", ".join(f"{name}: no to_sympy" if name in on_tape and getattr(on_tape[name], "to_sympy", None) is None
+                     else f"{name}: an undefined SymPy function" for name in names)
+
+
 def check_against_sympy(term: Term, *wrt_args: Any, points: int = 5, seed: int = 0,
                         low: float = 0.2, high: float = 1.8, rtol: float = RTOL,
                         method: str = "auto", derivative: Term | None = None) -> Report:
@@ -86,21 +100,28 @@ def check_against_sympy(term: Term, *wrt_args: Any, points: int = 5, seed: int =
     """
     wrts = parse_diff_args(wrt_args)
     ours = term.diff(*wrt_args, method=method) if derivative is None else derivative
-    expr = term.to_sympy()
-    reference = sympy.diff(expr, *[sympy.Symbol(w.name) for w in wrts])
     tape = term.tape
     var_names = sorted({tape.nodes[i].payload for i in dependencies(tape, [term.index])
                         if tape.nodes[i].op == "var"})
+    # real symbols: the points are real, and |u|, sign(u) then differentiate to sign(u), 0
+    real = {sympy.Symbol(n): sympy.Symbol(n, real=True) for n in set(var_names) | {w.name for w in wrts}}
+    expr = term.to_sympy().xreplace(real)
+    reference = sympy.diff(expr, *[real[sympy.Symbol(w.name)] for w in wrts])
+    unknown = _undefined_functions(term, expr)
     symbolic = "not tried"
     if len(dependencies(tape, [ours.index])) <= SYMBOLIC_MAX_NODES:
-        symbolic = "equal" if sympy.simplify(ours.to_sympy() - reference) == 0 else "unknown"
+        symbolic = "equal" if sympy.simplify(ours.to_sympy().xreplace(real) - reference) == 0 else "unknown"
     rng = np.random.default_rng(seed)
     checks = []
     for _ in range(points):
         point = {name: float(rng.uniform(low, high)) for name in var_names}
         ours_value = float(ours.eval(point))
-        ref_value = _reference(reference, {sympy.Symbol(n): v for n, v in point.items()})
-        checks.append(PointCheck(point, ours_value, ref_value, _compare(ours_value, ref_value, rtol)))
+        ref_value = _reference(reference, {real[sympy.Symbol(n)]: v for n, v in point.items()})
+        status = "inconclusive" if unknown and math.isnan(ref_value) else _compare(ours_value, ref_value, rtol)
+        checks.append(PointCheck(point, ours_value, ref_value, status))
+    # why points could not be compared, when SymPy could not evaluate a function there
+    note = f"SymPy cannot evaluate {unknown}" if unknown and any(
+        c.status == "inconclusive" and math.isnan(c.sympy) for c in checks) else ""
     statuses = {c.status for c in checks}
     if "fail" in statuses:
         status = "fail"
@@ -108,7 +129,7 @@ def check_against_sympy(term: Term, *wrt_args: Any, points: int = 5, seed: int =
         status = "pass"
     else:
         status = "inconclusive"
-    return Report(str(expr), [w.name for w in wrts], status, symbolic, checks, reference)
+    return Report(str(term.to_sympy()), [w.name for w in wrts], status, symbolic, checks, reference, note)
 
 
 class DerivativeMismatch(AssertionError):

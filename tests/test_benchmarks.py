@@ -29,3 +29,18 @@ def test_quick_benchmark_writes_results_with_our_sizes(tmp_path):
     table = (tmp_path / "table.md").read_text()
     assert table.startswith("### order n = 10") and "| F1 |" in table
     assert "bench.json, table.md" in run.stdout
+
+
+def test_the_many_variables_benchmark_runs_and_meets_the_node_targets(tmp_path):
+    """R10, R100 and S: gradient appended ≤ 1.25× f's nodes (CasADi parity), and the HVP graph
+    no larger than CasADi's jtimes where CasADi is installed (its own counts, in the same run)."""
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "many_variables.py"), "--quick", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr
+    results = json.loads((tmp_path / "many_variables.json").read_text())
+    assert sorted(results) == ["R10", "R100", "S"]
+    for name, row in results.items():
+        ours = row["ours"]
+        assert ours["gradient_appended"] <= 1.25 * ours["f"], name
+        if row["casadi"]:
+            assert ours["hvp"] <= row["casadi"]["hvp"], name

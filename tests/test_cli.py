@@ -5,6 +5,7 @@ import math
 import os
 import subprocess
 import sys
+import uuid
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -175,3 +176,158 @@ def test_help_everywhere_has_examples(capsys):
 def test_no_progress_messages_when_not_on_a_terminal(tmp_path):
     done = run("diff", "sin(x)*x", "--wrt", "x", "--order", "2", "--animate", str(tmp_path / "a.svg"))
     assert done.returncode == 0 and done.stderr == ""
+
+
+# -- functions, --fn and constants -----------------------------------------------------------------
+MODULE = '''
+import numpy as np
+import subgraph_ad as sad
+from subgraph_ad.functions import BinaryFn
+
+
+class Softplus(sad.UnaryFn):
+    name = "softplus"
+
+    def f(self, v):
+        return np.logaddexp(0.0, v)
+
+    def grad(self, v):
+        return 1 / (1 + np.exp(-v))
+
+    def fdiff(self, input, output):
+        return sad.sigmoid(input)
+
+
+class Mean(BinaryFn):
+    name = "mean2"
+
+    def f(self, a, b):
+        return (a + b) / 2
+
+    def grad(self, a, b):
+        return 0.5, 0.5
+
+    def fdiff(self, lhs, rhs, output):
+        return lhs.tape.const(0.5), lhs.tape.const(0.5)
+
+
+softplus = Softplus()
+mean2 = Mean()
+number = 3
+'''
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    """A module of user functions in a fresh current directory, under a name unique to the test
+    (imported modules stay in sys.modules)."""
+    name = f"userfns_{uuid.uuid4().hex[:12]}"
+    (tmp_path / f"{name}.py").write_text(MODULE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    yield name
+    sys.modules.pop(name, None)
+
+
+def test_fn_registers_a_user_function_for_the_run(user_module, capsys):
+    import subgraph_ad as sad
+
+    before = dict(sad.FUNCTIONS)
+    assert main(["diff", "softplus(x) + mean2(x, 3*x)", "--fn", f"{user_module}:softplus",
+                 "--fn", f"{user_module}:mean2", "--wrt", "x", "--order", "2", "--at", "x=0.5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    s = 1 / (1 + math.exp(-0.5))
+    assert [d["value"] for d in out["derivatives"]] == pytest.approx(
+        [math.log1p(math.exp(0.5)) + 1.0, s + 2.0, s * (1 - s)], rel=1e-14)
+    assert sad.FUNCTIONS == before  # known only while the command ran
+
+
+def test_fn_with_sympy_check_is_inconclusive_not_a_failure(user_module, capsys):
+    assert main(["verify", "softplus(x^2)", "--fn", f"{user_module}:softplus", "--wrt", "x", "--order", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "note: SymPy cannot evaluate softplus: no to_sympy" in out
+    assert "result: 2 inconclusive" in out
+
+
+def test_fn_in_a_real_process_imports_from_the_current_directory(tmp_path):
+    (tmp_path / "myfuncs.py").write_text(MODULE)
+    done = subprocess.run([sys.executable, "-m", "subgraph_ad.cli", "render", "softplus(x)", "--fn",
+                           "myfuncs:softplus", "-o", "f.dot"], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert "softplus" in (tmp_path / "f.dot").read_text()
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("{m}", "--fn {m}: expected module:name, e.g. --fn myfuncs:softplus"),
+    (":softplus", "--fn :softplus: expected module:name"),
+    ("{m}:", "--fn {m}:: expected module:name"),
+    ("no_such_module_xyz:softplus", "--fn no_such_module_xyz:softplus: no module named 'no_such_module_xyz' "
+                                    "(looked in the current directory"),
+    ("{m}:nope", "--fn {m}:nope: module {m} has no attribute 'nope' (its UnaryFn/BinaryFn instances: mean2, softplus)"),
+    ("{m}:number", "--fn {m}:number: {m}.number is int 3; expected a UnaryFn or BinaryFn instance"),
+    ("{m}:Softplus", "--fn {m}:Softplus: {m}.Softplus is the class Softplus; expected an instance of it"),
+])
+def test_a_bad_fn_spec_is_one_line_and_exit_status_2(user_module, spec, message, capsys):
+    spec, message = spec.format(m=user_module), message.format(m=user_module)
+    with pytest.raises(SystemExit) as exit_:
+        main(["diff", "x", "--wrt", "x", "--fn", spec])
+    assert exit_.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1, err
+    assert err.startswith(f"subgraph-ad: error: {message}"), err
+
+
+def test_a_bad_fn_spec_in_a_real_process_has_no_traceback(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "subgraph_ad.cli", "verify", "x", "--wrt", "x", "--fn", "nomod:f"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [done.stderr.strip()]
+    assert done.stderr.startswith("subgraph-ad: error: --fn nomod:f: no module named 'nomod'")
+
+
+def test_help_lists_the_registered_functions_and_the_constants(user_module, capsys):
+    import subgraph_ad as sad
+
+    for command in ("diff", "render", "verify"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        out = capsys.readouterr().out
+        listed = out[out.index("functions of one argument"):]
+        assert all(name in listed.split() for name in sad.FUNCTIONS), command
+        assert "sin" in listed.split() and "atan2" in listed.split()
+        assert f"pi (also PI) = {math.pi!r}" in listed and f"e (also E) = {math.e!r}" in listed
+        assert "--fn MODULE:NAME" in out
+    with pytest.raises(SystemExit):  # a function loaded before --help is listed too
+        main(["diff", "--fn", f"{user_module}:softplus", "--help"])
+    assert "softplus" in capsys.readouterr().out.split()
+
+
+def test_e_is_the_constant(capsys):
+    assert main(["diff", "e^x", "--wrt", "x", "--at", "x=0"]) == 0
+    out = capsys.readouterr().out
+    assert f"constants: e = {math.e!r}" in out.splitlines()[:2]
+    rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert [float(r[2]) for r in rows] == [1.0, 1.0]  # e^0 and d/dx e^x = e^x at 0
+    assert main(["diff", "pi*sin(x) + E", "--wrt", "x", "--order", "2", "--at", "x=pi/2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["constants"] == {"pi": math.pi, "E": math.e}
+    assert [d["value"] for d in out["derivatives"]] == pytest.approx([math.pi + math.e, 0.0, -math.pi], abs=1e-14)
+    assert main(["verify", "x^e", "--wrt", "x", "--order", "2"]) == 0
+    out = capsys.readouterr().out
+    assert f"constants: e = {math.e!r}" in out and "result: 2 pass" in out
+    assert main(["diff", "x^2", "--wrt", "x", "--json"]) == 0
+    assert "constants" not in json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["diff", "e^x", "--wrt", "x", "--at", "e=1"],
+     f"--at e: e is the constant {math.e!r} in expressions, not a variable of the expression (variables: x)"),
+    (["diff", "x^2", "--wrt", "x", "--at", "x=1,pi=3"], f"--at pi: pi is the constant {math.pi!r}"),
+    (["diff", "e^x", "--wrt", "e"], "--wrt e: e is the constant"),
+    (["verify", "x*pi", "--wrt", "pi"], "--wrt pi: pi is the constant"),
+])
+def test_a_constant_is_not_a_variable(args, message, capsys):
+    assert main(args) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1
+    assert err.startswith(f"subgraph-ad: error: {message}"), err

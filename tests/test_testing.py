@@ -81,3 +81,47 @@ def test_reports_are_reproducible():
     a = check_against_sympy(sin(x) ** 3, x, 2, seed=7)
     b = check_against_sympy(sin(x) ** 3, x, 2, seed=7)
     assert [p.point for p in a.points] == [p.point for p in b.points]
+
+
+class Softplus(sad.UnaryFn):
+    """A correct user function without to_sympy: SymPy knows it only as an undefined function."""
+
+    name = "softplus"
+
+    def f(self, v):
+        return np.logaddexp(0.0, v)
+
+    def grad(self, v):
+        return 1 / (1 + np.exp(-v))
+
+    def fdiff(self, input, output):
+        return sad.sigmoid(input)
+
+
+def test_a_function_sympy_cannot_evaluate_is_inconclusive_not_fail():
+    tape = Tape()
+    x = tape.var("x")
+    f = Softplus()(x * x)
+    for order in (1, 2):
+        report = check_against_sympy(f, x, order)
+        assert report.status == "inconclusive" and report.symbolic != "equal"
+        assert report.counts == {"pass": 0, "fail": 0, "inconclusive": 5}
+        assert all(np.isfinite(p.ours) and np.isnan(p.sympy) for p in report.points)
+        assert report.note == "SymPy cannot evaluate softplus: no to_sympy"
+        assert "(SymPy cannot evaluate softplus: no to_sympy)" in str(report)
+    with pytest.raises(DerivativeMismatch, match="inconclusive.*softplus: no to_sympy"):
+        assert_matches_sympy(f, x)
+
+
+def test_where_the_unknown_function_drops_out_the_points_are_compared():
+    tape = Tape()
+    x, y = tape.var("x"), tape.var("y")
+    report = check_against_sympy(Softplus()(y) + sin(x) * x, x, 2)  # d²/dx² has no softplus
+    assert report.status == "pass" and report.counts["pass"] == 5 and report.note == ""
+
+
+def test_a_wrong_rule_is_still_a_fail_next_to_an_unknown_function():
+    tape = Tape()
+    x, y = tape.var("x"), tape.var("y")
+    report = check_against_sympy(Softplus()(y) + WrongSin()(x), x)
+    assert report.status == "fail"

@@ -14,7 +14,7 @@ y + cos(x)
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from ..core import Callback, Tape, Term, dependencies
 from ..core.graph import live_since
@@ -70,27 +70,103 @@ def derivative_order(term: Term) -> int:
     return term.tape.orders[term.index]
 
 
-def gen_graph(z: Term, wrt: Term, callback: Callback | None = None) -> Term:
+def gen_graph(z: Term, wrt: Term | Mapping[Term, Any], callback: Callback | None = None) -> Term:
     """Append the nodes of dz/d(wrt) and return them; the tape's 0 for a structural zero.
 
+    ``wrt`` is a var, or a direction ``{x: vx, y: vy}`` (components Terms or numbers): then the
+    result is the directional derivative Σ v_w·∂z/∂w, from one forward sweep (``directional``).
     Transactional: if anything raises, the tape is restored exactly.
     """
     if not isinstance(z, Term):
         raise TypeError(f"gen_graph differentiates a Term, got {type(z).__name__} {z!r}")
+    if isinstance(wrt, Mapping):
+        return directional([z], wrt, callback)[0]
     tape = z.tape
     w = tape.check_var(wrt, "wrt").index
     unused: list[bool] = []
     with tape.transaction(callback, order=derivative_order(z) + 1):
-        (result,) = tape.pruned(lambda: [_forward(tape, z.index, w, unused)], needed=lambda: bool(unused))
+        (result,) = tape.pruned(lambda: _forward(tape, [z.index], w, unused), needed=lambda: bool(unused))
         return Term(tape, result) if result >= 0 else tape.zero
 
 
-def _forward(tape: Tape, root: int, w: int, unused: list[bool]) -> int:
-    """The pass itself: the index of d(root)/dw, or -1 for a structural zero. A function's rule
+def gen_graph_many(terms: Sequence[Term], wrt: Term, callback: Callback | None = None) -> list[Term]:
+    """d(term)/d(wrt) for several terms in one pass over what they need (memoised per node and
+    var like ``gen_graph``): a column of a Jacobian or Hessian.
+
+    >>> from subgraph_ad import Tape
+    >>> tape = Tape(); x = tape.var("x", 1.0)
+    >>> [d.to_sympy() for d in gen_graph_many([x * x, x ** 3], x)]
+    [2*x, 3*x**2]
+    """
+    if not terms or not all(isinstance(t, Term) for t in terms):
+        raise TypeError(f"gen_graph_many takes a non-empty list of Terms, got {terms!r}")
+    tape = terms[0].tape
+    for t in terms:
+        terms[0]._lift(t)
+    w = tape.check_var(wrt, "wrt").index
+    unused: list[bool] = []
+    order = max(derivative_order(t) for t in terms) + 1
+    with tape.transaction(callback, order=order):
+        found = tape.pruned(lambda: _forward(tape, [t.index for t in terms], w, unused), needed=lambda: bool(unused))
+        return [Term(tape, i) if i >= 0 else tape.zero for i in found]
+
+
+def directional(outputs: Sequence[Term], tangents: Mapping[Term, Any], callback: Callback | None = None) -> list[Term]:
+    """Σ_w v_w·∂out/∂w for every output, in ONE forward sweep seeded with the direction
+    ``tangents`` ({var: Term or number}); vars not named have tangent 0. Not memoised (the memo
+    is per var), so a direction costs one pass over what the outputs need.
+
+    >>> from subgraph_ad import Tape
+    >>> tape = Tape(); x = tape.var("x", 1.0); y = tape.var("y", 2.0)
+    >>> directional([x * y, x + y], {x: 1.0, y: 3.0})[0].to_sympy()
+    3*x + y
+    """
+    if not outputs or not all(isinstance(t, Term) for t in outputs):
+        raise TypeError(f"directional derivatives take a non-empty list of Terms, got {outputs!r}")
+    tape = outputs[0].tape
+    seeds: dict[int, Term] = {}
+    for var, value in tangents.items():
+        tape.check_var(var, "direction key")
+        seeds[var.index] = outputs[0]._lift(value)
+    for t in outputs:
+        outputs[0]._lift(t)
+    unused: list[bool] = []
+    order = max(derivative_order(t) for t in outputs) + 1
+    with tape.transaction(callback, order=order):
+        found = tape.pruned(lambda: _sweep(tape, [t.index for t in outputs], seeds, unused), needed=lambda: bool(unused))
+        return [Term(tape, i) if i >= 0 else tape.zero for i in found]
+
+
+def _sweep(tape: Tape, roots: list[int], seeds: dict[int, Term], unused: list[bool]) -> list[int]:
+    d: dict[int, D] = {}
+    for i in dependencies(tape, roots):
+        node = tape.nodes[i]
+        if node.op in ("var", "const"):
+            d[i] = seeds.get(i)
+        else:
+            d[i] = _rule(tape, i, node, d, unused)
+    return [-1 if d[r] is None else d[r].index for r in roots]  # type: ignore[union-attr]
+
+
+def _rule(tape: Tape, i: int, node: Any, d: dict[int, D], unused: list[bool]) -> D:
+    """Node i's derivative from its operands' by the row of its op; a function's rule that
+    appended nodes its result does not need says so in ``unused``."""
+    operands = [Term(tape, a) for a in node.args]
+    if node.op != "fn":
+        return RULES[node.op](*operands, Term(tape, i), *(d[a] for a in node.args))
+    mark = len(tape)
+    result = RULES["fn"](node.payload, *operands, Term(tape, i), *(d[a] for a in node.args))
+    if len(tape) > mark and not all(live_since(tape, mark, [-1 if result is None else result.index])):
+        unused.append(True)
+    return result
+
+
+def _forward(tape: Tape, roots: list[int], w: int, unused: list[bool]) -> list[int]:
+    """The pass itself: the indices of d(root)/dw, -1 for a structural zero. A function's rule
     that appended nodes its result does not need (a reciprocal f′ chained as a quotient) says
     so in ``unused``, and the pass is pruned."""
     cache = tape.deriv_cache
-    order = dependencies(tape, [root], stop=lambda i: (i, w) in cache)
+    order = dependencies(tape, roots, stop=lambda i: (i, w) in cache)
     d: dict[int, D] = {}
     nodes = tape.nodes
     for i in order:
@@ -105,15 +181,7 @@ def _forward(tape: Tape, root: int, w: int, unused: list[bool]) -> int:
         elif node.op == "const":
             result = None
         else:
-            operands = [Term(tape, a) for a in node.args]
-            if node.op == "fn":
-                mark = len(tape)
-                result = RULES["fn"](node.payload, *operands, Term(tape, i), *(d[a] for a in node.args))
-                if len(tape) > mark and not all(live_since(tape, mark, [-1 if result is None else result.index])):
-                    unused.append(True)
-            else:
-                result = RULES[node.op](*operands, Term(tape, i), *(d[a] for a in node.args))
+            result = _rule(tape, i, node, d, unused)
         d[i] = result
         tape.remember(i, w, None if result is None else result.index)
-    final = d[root]
-    return -1 if final is None else final.index
+    return [-1 if d[r] is None else d[r].index for r in roots]  # type: ignore[union-attr]

@@ -12,7 +12,7 @@ built-ins):
   (NumPy releases the GIL inside a ufunc).
 - ``"numba"``: the same statements as scalar code inside one loop over the points (run on
   slices of them by every core), compiled by Numba (``pip install 'subgraph_ad[numba]'``).
-  Without Numba, or for a user ``UnaryFn`` Numba cannot compile, it warns (``BackendWarning``)
+  Without Numba, or for a user function Numba cannot compile, it warns (``BackendWarning``)
   and uses ``"numpy"``: results are the same, only speed differs. An input passed as one number
   stays one number (no array of copies); the kernel for all-array inputs is compiled by
   ``lambdify``, one for another mix of numbers and arrays on its first call.
@@ -127,7 +127,7 @@ class Compiled:
             except ImportError as error:
                 warnings.warn(f"lambdify(backend={backend!r}): {error}; using the NumPy backend",
                               BackendWarning, stacklevel=3)
-            except Exception as error:  # e.g. a user UnaryFn.f that Numba cannot type
+            except Exception as error:  # e.g. a user function's f that Numba cannot type
                 first = str(error).splitlines()[0] if str(error) else ""
                 warnings.warn(f"lambdify(backend={backend!r}): {BACKENDS[backend].NAME} could not "
                               f"compile this program ({type(error).__name__}: {first}); "

@@ -17,12 +17,13 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..core import Tape, Term, dependencies
-from ..functions import UnaryFn
+from ..functions import Function
 
 #: An operand: ``("in", k)`` the k-th input, ``("c", value)`` a constant, ``("t", node)`` a temporary.
 Operand = tuple[str, Any]
-#: One statement: the node it defines, its op, its operands and, for ``"fn"``, the function.
-Step = tuple[int, str, tuple[Operand, ...], UnaryFn | None]
+#: One statement: the node it defines, its op, its operands and, for ``"fn"``, the function
+#: (a UnaryFn or a BinaryFn: one operand per argument, in order).
+Step = tuple[int, str, tuple[Operand, ...], Function | None]
 
 
 @dataclass(frozen=True)

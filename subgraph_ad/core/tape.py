@@ -54,6 +54,21 @@ def check_value(value: Any, what: str) -> Any:
     raise TypeError(f"{what} must be a number or an array of numbers, got {type(value).__name__} {value!r}")
 
 
+class UnfedPlaceholder(ValueError):
+    """A value was asked of a graph that needs a placeholder nobody fed."""
+
+
+class _Placeholder:
+    """The value of a placeholder: none yet."""
+
+    def __repr__(self) -> str:
+        return "<unfed>"
+
+
+#: The current value of a placeholder that has not been fed.
+UNFED = _Placeholder()
+
+
 class Trial:
     """What a ``Tape.trial`` block appended before it was rolled back."""
 
@@ -97,6 +112,14 @@ class Tape:
         self._values[index] = value
         return Term(self, index)
 
+    def placeholder(self, name: str) -> Term:
+        """A var with no value, as in a static graph: evaluating anything that needs it raises
+        ``UnfedPlaceholder`` naming it until it is fed (``eval({p: 3.0})``, ``p.set(3.0)``, or
+        an argument of a compiled function)."""
+        term = self.var(name)
+        self._values[term.index] = UNFED
+        return term
+
     def const(self, value: Number) -> Term:
         """A constant node; equal constants are one node."""
         if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
@@ -135,7 +158,10 @@ class Tape:
 
     def value_of(self, var: Term) -> Any:
         """Current value of a var."""
-        return self._values[self.check_var(var).index]
+        value = self._values[self.check_var(var).index]
+        if value is UNFED:
+            raise UnfedPlaceholder(f"placeholder {var.name!r} has no value yet; feed it, e.g. eval({{{var.name}: 1.0}})")
+        return value
 
     def set_value(self, var: Term, value: Any) -> None:
         """Change a var's current value; later evaluations use it."""

@@ -18,12 +18,17 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 Operand = Union["Term", int, float]
 
+_NOT_A_NUMBER = (
+    "a Term is a node of a graph, not a number: {self!r} has no value until it is evaluated; use "
+    "sad.sin(x) or np.sin(x) instead of math functions, and term.eval() for its value"
+)
+
 
 class Term:
     """A handle on one node of a tape: ``(tape, index)``. Arithmetic appends nodes."""
 
     __slots__ = ("tape", "index")
-    __array_ufunc__ = None  # let NumPy scalars defer to our reflected operators
+    __array_ufunc__ = None  # until methods.py attaches NumPy dispatch: scalars defer to our operators
 
     def __init__(self, tape: Tape, index: int) -> None:
         self.tape = tape
@@ -113,6 +118,49 @@ class Term:
 
     def __pos__(self) -> Term:
         return self
+
+    # -- not a number ---------------------------------------------------------------------------
+    # A Term stands for a value computed later, so Python never gets to treat it as one: math
+    # functions and int/float conversions would otherwise fail with "must be real number, not
+    # Term", and an ``if`` on a Term would pick one branch once, at build time.
+    def __float__(self) -> float:
+        raise TypeError(_NOT_A_NUMBER.format(self=self))
+
+    def __int__(self) -> int:
+        raise TypeError(_NOT_A_NUMBER.format(self=self))
+
+    def __index__(self) -> int:
+        raise TypeError(_NOT_A_NUMBER.format(self=self))
+
+    def __complex__(self) -> complex:
+        raise TypeError(_NOT_A_NUMBER.format(self=self))
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            f"a Term has no truth value: {self!r} is a node of a graph, not a number, so `if`, "
+            "`and`, `or` and `not` on it would decide the branch once, when the graph is built, not "
+            "for each value; compare values with term.eval(), or test `term is None` for a missing "
+            "term"
+        )
+
+    def _compare(self, other: object, symbol: str) -> bool:
+        raise TypeError(
+            f"cannot compare a Term ({self!r} {symbol} {other!r}): a Term is a node of a graph, not a "
+            "number, and a graph is traced once, so a branch on a value would be decided for every "
+            "later value at once; compare values with term.eval(), or write the branch-free form"
+        )
+
+    def __lt__(self, other: object) -> bool:
+        return self._compare(other, "<")
+
+    def __le__(self, other: object) -> bool:
+        return self._compare(other, "<=")
+
+    def __gt__(self, other: object) -> bool:
+        return self._compare(other, ">")
+
+    def __ge__(self, other: object) -> bool:
+        return self._compare(other, ">=")
 
     # -- values -----------------------------------------------------------------------------
     def set(self, value: Any) -> None:

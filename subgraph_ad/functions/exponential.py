@@ -1,4 +1,5 @@
-"""exp, log, sqrt and the logistic sigmoid, written through the public UnaryFn door.
+"""exp, log and their relatives (log1p, expm1, log2, log10), sqrt, cbrt and the logistic sigmoid,
+written through the public UnaryFn door.
 
 Each local derivative reuses a node that exists already where it can (exp′ = exp, sqrt′ =
 0.5 / sqrt, σ′ = σ(1 − σ)), so high orders close on the function's own output.
@@ -123,7 +124,122 @@ class Sigmoid(UnaryFn):
         return 1 / (1 + sympy.exp(-arg))
 
 
+@dataclass(frozen=True, repr=False)
+class Log1p(UnaryFn):
+    """log(1 + u), accurate for small u; log1p′ = 1/(1 + u)."""
+
+    name = "log1p"
+    numpy = np.log1p
+    ufuncs = (np.log1p,)
+    scalar = np.log1p
+
+    def f(self, v: Any) -> Any:
+        return np.log1p(v)
+
+    def grad(self, v: Any) -> Any:
+        return 1.0 / (1.0 + v)
+
+    def fdiff(self, input: Term, output: Term) -> Term:
+        return 1.0 / (1.0 + input)
+
+    def to_sympy(self, arg: Any) -> Any:
+        import sympy
+
+        return sympy.log(1 + arg)
+
+
+@dataclass(frozen=True, repr=False)
+class Expm1(UnaryFn):
+    """exp(u) − 1, accurate for small u; expm1′ = expm1 + 1, closing on the output."""
+
+    name = "expm1"
+    numpy = np.expm1
+    ufuncs = (np.expm1,)
+    scalar = math.expm1
+
+    def f(self, v: Any) -> Any:
+        return np.expm1(v)
+
+    def grad(self, v: Any) -> Any:
+        return np.exp(v)
+
+    def fdiff(self, input: Term, output: Term) -> Term:
+        return output + 1.0
+
+    def to_sympy(self, arg: Any) -> Any:
+        import sympy
+
+        return sympy.exp(arg) - 1
+
+
+@dataclass(frozen=True, repr=False)
+class LogBase(UnaryFn):
+    """The logarithm to a fixed base (2 or 10); its derivative is 1/(u·ln base)."""
+
+    base: float = 2.0
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return f"log{self.base:g}"
+
+    @property
+    def numpy(self) -> Any:  # type: ignore[override]
+        return {2.0: np.log2, 10.0: np.log10}.get(self.base)
+
+    @property
+    def ufuncs(self) -> tuple[Any, ...]:  # type: ignore[override]
+        return (self.numpy,) if self.numpy is not None else ()
+
+    @property
+    def scalar(self) -> Any:  # type: ignore[override]
+        return self.numpy
+
+    def f(self, v: Any) -> Any:
+        return np.log(v) / math.log(self.base)
+
+    def grad(self, v: Any) -> Any:
+        return 1.0 / (v * math.log(self.base))
+
+    def fdiff(self, input: Term, output: Term) -> Term:
+        return (1.0 / math.log(self.base)) / input
+
+    def to_sympy(self, arg: Any) -> Any:
+        import sympy
+
+        return sympy.log(arg, int(self.base) if float(self.base).is_integer() else self.base)
+
+
+@dataclass(frozen=True, repr=False)
+class Cbrt(UnaryFn):
+    """The real cube root (negative for negative u); cbrt′ = 1/(3·cbrt²), written with the
+    output node."""
+
+    name = "cbrt"
+    numpy = np.cbrt
+    ufuncs = (np.cbrt,)
+    scalar = np.cbrt
+
+    def f(self, v: Any) -> Any:
+        return np.cbrt(v)
+
+    def grad(self, v: Any) -> Any:
+        return 1.0 / (3.0 * np.cbrt(v) ** 2)
+
+    def fdiff(self, input: Term, output: Term) -> Term:
+        return (1.0 / 3.0) / (output * output)
+
+    def to_sympy(self, arg: Any) -> Any:
+        import sympy
+
+        return sympy.sign(arg) * sympy.Abs(arg) ** sympy.Rational(1, 3)  # the real root, any sign
+
+
 exp = register(Exp())
 log = register(Log())
 sqrt = register(Sqrt())
 sigmoid = register(Sigmoid())
+log1p = register(Log1p())
+expm1 = register(Expm1())
+log2 = register(LogBase(2.0))
+log10 = register(LogBase(10.0))
+cbrt = register(Cbrt())

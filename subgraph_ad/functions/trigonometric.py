@@ -10,6 +10,7 @@ import numpy as np
 
 from ..core.term import Term
 from .base import UnaryFn, register
+from .exponential import sqrt
 
 
 def _neg_sin(v: float) -> float:
@@ -98,6 +99,165 @@ class Tan(UnaryFn):
         return sympy.tan(arg)
 
 
+def _sec(v: float) -> float:
+    return 1.0 / math.cos(v)
+
+
+def _csc(v: float) -> float:
+    return 1.0 / math.sin(v)
+
+
+def _cot(v: float) -> float:
+    return 1.0 / math.tan(v)
+
+
+@dataclass(frozen=True, repr=False)
+class Sec(UnaryFn):
+    """sec = 1/cos; sec′ = sec·tan."""
+
+    name = "sec"
+    ufuncs = (np.cos, np.reciprocal)
+    scalar = staticmethod(_sec)
+
+    def f(self, v: Any) -> Any:
+        return 1.0 / np.cos(v)
+
+    def grad(self, v: Any) -> Any:
+        return np.tan(v) / np.cos(v)
+
+    def fdiff(self, input: Term, output: Term) -> Term:
+        return output * tan(input)
+
+    def to_sympy(self, arg: Any) -> Any:
+        import sympy
+
+        return sympy.sec(arg)
+
+
+@dataclass(frozen=True, repr=False)
+class Csc(UnaryFn):
+    """csc = 1/sin; csc′ = −csc·cot."""
+
+    name = "csc"
+    ufuncs = (np.sin, np.reciprocal)
+    scalar = staticmethod(_csc)
+
+    def f(self, v: Any) -> Any:
+        return 1.0 / np.sin(v)
+
+    def grad(self, v: Any) -> Any:
+        return -1.0 / (np.sin(v) * np.tan(v))
+
+    def fdiff(self, input: Term, output: Term) -> Term:
+        return -(output * cot(input))
+
+    def to_sympy(self, arg: Any) -> Any:
+        import sympy
+
+        return sympy.csc(arg)
+
+
+@dataclass(frozen=True, repr=False)
+class Cot(UnaryFn):
+    """cot = 1/tan; cot′ = −(1 + cot²), a polynomial in the output."""
+
+    name = "cot"
+    ufuncs = (np.tan, np.reciprocal)
+    scalar = staticmethod(_cot)
+
+    def f(self, v: Any) -> Any:
+        return 1.0 / np.tan(v)
+
+    def grad(self, v: Any) -> Any:
+        return -1.0 / np.sin(v) ** 2
+
+    def fdiff(self, input: Term, output: Term) -> Term:
+        return -1.0 - output * output
+
+    def to_sympy(self, arg: Any) -> Any:
+        import sympy
+
+        return sympy.cot(arg)
+
+
+@dataclass(frozen=True, repr=False)
+class Asin(UnaryFn):
+    """arcsin on [−1, 1] (nan outside); asin′ = 1/√(1 − u²)."""
+
+    name = "asin"
+    numpy = np.arcsin
+    ufuncs = (np.arcsin,)
+    scalar = np.arcsin
+
+    def f(self, v: Any) -> Any:
+        return np.arcsin(v)
+
+    def grad(self, v: Any) -> Any:
+        return 1.0 / np.sqrt(1.0 - v * v)
+
+    def fdiff(self, input: Term, output: Term) -> Term:
+        return 1.0 / sqrt(1.0 - input * input)
+
+    def to_sympy(self, arg: Any) -> Any:
+        import sympy
+
+        return sympy.asin(arg)
+
+
+@dataclass(frozen=True, repr=False)
+class Acos(UnaryFn):
+    """arccos on [−1, 1] (nan outside); acos′ = −1/√(1 − u²)."""
+
+    name = "acos"
+    numpy = np.arccos
+    ufuncs = (np.arccos,)
+    scalar = np.arccos
+
+    def f(self, v: Any) -> Any:
+        return np.arccos(v)
+
+    def grad(self, v: Any) -> Any:
+        return -1.0 / np.sqrt(1.0 - v * v)
+
+    def fdiff(self, input: Term, output: Term) -> Term:
+        return -1.0 / sqrt(1.0 - input * input)
+
+    def to_sympy(self, arg: Any) -> Any:
+        import sympy
+
+        return sympy.acos(arg)
+
+
+@dataclass(frozen=True, repr=False)
+class Atan(UnaryFn):
+    """arctan; atan′ = 1/(1 + u²)."""
+
+    name = "atan"
+    numpy = np.arctan
+    ufuncs = (np.arctan,)
+    scalar = math.atan
+
+    def f(self, v: Any) -> Any:
+        return np.arctan(v)
+
+    def grad(self, v: Any) -> Any:
+        return 1.0 / (1.0 + v * v)
+
+    def fdiff(self, input: Term, output: Term) -> Term:
+        return 1.0 / (1.0 + input * input)
+
+    def to_sympy(self, arg: Any) -> Any:
+        import sympy
+
+        return sympy.atan(arg)
+
+
 sin = register(SinFn(0))
 cos = register(SinFn(1))
 tan = register(Tan())
+sec = register(Sec())
+csc = register(Csc())
+cot = register(Cot())
+asin = register(Asin())
+acos = register(Acos())
+atan = register(Atan())

@@ -7,7 +7,7 @@ exp(-x**2/2)*sin(y)
 >>> sad.parse("__import__('os')")
 Traceback (most recent call last):
 ...
-subgraph_ad.interop.parse.ParseError: column 1: a call of __import__ is not allowed (known functions: cos, exp, log, sigmoid, sin, sqrt, tan, tanh)
+subgraph_ad.interop.parse.ParseError: column 1: a call of __import__ is not allowed (known functions: abs, ..., tanh)
 """
 
 from __future__ import annotations
@@ -16,12 +16,16 @@ import ast
 import math
 from typing import Mapping
 
-from ..functions import FUNCTIONS, UnaryFn
+from ..functions import FUNCTIONS, Function
 from ..core import Tape, Term
 
 MAX_LENGTH = 20_000
 MAX_DEPTH = 200
-CONSTANTS = {"pi": math.pi, "E": math.e}
+#: Names that mean a constant unless the tape already has a var of that name.
+CONSTANTS = {"e": math.e, "E": math.e, "pi": math.pi, "PI": math.pi}
+#: Other names of known functions, as NumPy and mathematicians write them.
+ALIASES = {"ln": "log", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
+           "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "absolute": "abs", "power": "pow"}
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 _DESCRIBE = {
@@ -101,10 +105,12 @@ def _check_depth(tree: ast.AST) -> None:
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
-def parse(text: str, tape: Tape | None = None, functions: Mapping[str, UnaryFn] | None = None) -> Term:
+def parse(text: str, tape: Tape | None = None, functions: Mapping[str, Function] | None = None) -> Term:
     """Parse ``text`` into a Term on ``tape`` (a new one by default), creating vars by name.
 
-    ``^`` and ``**`` both mean power. ``functions`` adds UnaryFns by name to the known ones.
+    ``^`` and ``**`` both mean power. ``e`` and ``pi`` (also ``E``, ``PI``) are the constants,
+    unless the tape already has a var of that name. ``functions`` adds functions (UnaryFn or
+    BinaryFn) by name to the known ones; ``ln``, ``arctan`` and NumPy's other names work too.
     Never evaluates the text; on error raises ParseError and leaves the tape unchanged.
     """
     if not isinstance(text, str):
@@ -113,7 +119,8 @@ def parse(text: str, tape: Tape | None = None, functions: Mapping[str, UnaryFn] 
         tape = Tape()
     elif not isinstance(tape, Tape):
         raise TypeError(f"tape must be a Tape, got {type(tape).__name__} {tape!r}")
-    known = {**FUNCTIONS, **(functions or {})}
+    known = {**{alias: FUNCTIONS[name] for alias, name in ALIASES.items() if name in FUNCTIONS},
+             **FUNCTIONS, **(functions or {})}
     _check_size(text)
     tree, carets = _syntax_tree(text)
     _check_depth(tree)
@@ -121,7 +128,7 @@ def parse(text: str, tape: Tape | None = None, functions: Mapping[str, UnaryFn] 
         return _build(tree.body, tape, known, carets)
 
 
-def _build(root: ast.AST, tape: Tape, known: Mapping[str, UnaryFn], carets: list[int]) -> Term:
+def _build(root: ast.AST, tape: Tape, known: Mapping[str, Function], carets: list[int]) -> Term:
     built: dict[int, Term] = {}
     stack: list[tuple[ast.AST, bool]] = [(root, False)]
     while stack:
@@ -135,7 +142,7 @@ def _build(root: ast.AST, tape: Tape, known: Mapping[str, UnaryFn], carets: list
     return built[id(root)]
 
 
-def _children(node: ast.AST, known: Mapping[str, UnaryFn], carets: list[int]) -> list[ast.AST]:
+def _children(node: ast.AST, known: Mapping[str, Function], carets: list[int]) -> list[ast.AST]:
     """The operands of an allowed node; raises ParseError for anything not on the whitelist."""
     where = _where(node, carets)
     if isinstance(node, ast.BinOp):
@@ -150,10 +157,13 @@ def _children(node: ast.AST, known: Mapping[str, UnaryFn], carets: list[int]) ->
         name = node.func.id if isinstance(node.func, ast.Name) else None
         if name not in known:
             what = name if name is not None else "a non-name"
-            raise ParseError(f"{where}: a call of {what} is not allowed (known functions: {', '.join(sorted(known))})")
-        if node.keywords or len(node.args) != 1:
-            raise ParseError(f"{where}: {name}() takes exactly one positional argument")
-        return [node.args[0]]
+            names = sorted(name for name in known if name not in ALIASES)
+            raise ParseError(f"{where}: a call of {what} is not allowed (known functions: {', '.join(names)})")
+        arity = known[name].arity
+        if node.keywords or len(node.args) != arity:
+            count = "one positional argument" if arity == 1 else f"{arity} positional arguments"
+            raise ParseError(f"{where}: {name}() takes exactly {count}, got {len(node.args) + len(node.keywords)}")
+        return list(node.args)
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
             raise ParseError(f"{where}: only real numbers are allowed, got {node.value!r}")
@@ -166,7 +176,7 @@ def _children(node: ast.AST, known: Mapping[str, UnaryFn], carets: list[int]) ->
     raise ParseError(f"{where}: {what} is not allowed; only numbers, names, + - * / ^ ** and known functions")
 
 
-def _term(node: ast.AST, args: list[Term], tape: Tape, known: Mapping[str, UnaryFn], carets: list[int]) -> Term:
+def _term(node: ast.AST, args: list[Term], tape: Tape, known: Mapping[str, Function], carets: list[int]) -> Term:
     if isinstance(node, ast.BinOp):
         a, b = args
         return {ast.Add: a.__add__, ast.Sub: a.__sub__, ast.Mult: a.__mul__, ast.Div: a.__truediv__,
@@ -174,7 +184,7 @@ def _term(node: ast.AST, args: list[Term], tape: Tape, known: Mapping[str, Unary
     if isinstance(node, ast.UnaryOp):
         return -args[0] if isinstance(node.op, ast.USub) else args[0]
     if isinstance(node, ast.Call):
-        return known[node.func.id](args[0])  # type: ignore[attr-defined]
+        return known[node.func.id](*args)  # type: ignore[attr-defined]
     if isinstance(node, ast.Constant):
         try:
             return tape.const(float(node.value))

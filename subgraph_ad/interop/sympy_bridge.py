@@ -1,7 +1,11 @@
 """Conversion to and from SymPy, both iterative and memoised per node.
 
 SymPy is the independent oracle: every derivative can be converted and compared with
-``sympy.diff``. Vars become ``sympy.Symbol(name)``; functions use their ``to_sympy`` hook.
+``sympy.diff``. Vars become ``sympy.Symbol(name)``; functions (of one or two arguments) use their
+``to_sympy`` hook, or become an undefined ``sympy.Function(name)`` without one. On the way back,
+every registered function whose hook is a plain SymPy function (``sympy.atan2(a, b)``) is
+recognised by that function's class, and an undefined function by its registered name;
+``sympy.E`` and ``sympy.pi`` become float constants.
 
 >>> import sympy
 >>> from subgraph_ad import Tape
@@ -9,6 +13,8 @@ SymPy is the independent oracle: every derivative can be converted and compared 
 >>> t = tape.from_sympy(sympy.sympify("exp(-x**2/2)"))
 >>> t.to_sympy()
 exp(-x**2/2)
+>>> tape.from_sympy(sympy.sympify("atan2(y, x) + Abs(x)")).to_sympy()
+Abs(x) + atan2(y, x)
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from typing import Any
 
 import sympy
 
-from ..functions import FUNCTIONS, UnaryFn
+from ..functions import FUNCTIONS, Function
 from ..core import OPS, Tape, Term, dependencies
 
 
@@ -38,10 +44,10 @@ def _const_to_sympy(value: float) -> sympy.Expr:
     return sympy.Float(value)
 
 
-def fn_to_sympy(fn: UnaryFn, arg: sympy.Expr) -> sympy.Expr:
-    """SymPy form of ``fn(arg)``: its ``to_sympy`` hook, else an undefined ``Function(name)``."""
+def fn_to_sympy(fn: Function, *args: sympy.Expr) -> sympy.Expr:
+    """SymPy form of ``fn(*args)``: its ``to_sympy`` hook, else an undefined ``Function(name)``."""
     hook = getattr(fn, "to_sympy", None)
-    return hook(arg) if hook is not None else sympy.Function(fn.name)(arg)
+    return hook(*args) if hook is not None else sympy.Function(fn.name)(*args)
 
 
 def to_sympy(term: Term) -> sympy.Expr:
@@ -55,15 +61,46 @@ def to_sympy(term: Term) -> sympy.Expr:
         elif node.op == "const":
             out[i] = _const_to_sympy(node.payload)
         elif node.op == "fn":
-            out[i] = fn_to_sympy(node.payload, out[node.args[0]])
+            out[i] = fn_to_sympy(node.payload, *(out[a] for a in node.args))
         else:  # SymPy implements the Python operators of the op registry
             out[i] = OPS[node.op].apply(*(out[a] for a in node.args))
     return out[term.index]
 
 
-#: SymPy function classes with a built-in counterpart (sqrt arrives as Pow(x, 1/2)).
-_SYMPY_FUNCTIONS = {sympy.exp: "exp", sympy.log: "log", sympy.sin: "sin", sympy.cos: "cos",
-                    sympy.tan: "tan", sympy.tanh: "tanh"}
+#: The reverse map and the registry it was read from: (snapshot of FUNCTIONS.items(), map). The
+#: snapshot holds the functions themselves, so a replaced function is always noticed.
+_reverse: tuple[tuple[tuple[str, Function], ...], dict[Any, Function]] = ((), {})
+
+
+def sympy_classes() -> dict[Any, Function]:
+    """SymPy function class -> registered function, read from each function's own ``to_sympy``
+    applied to fresh ``Dummy`` symbols: a plain application F(d₁, …, dₙ) of exactly those symbols
+    maps F back to the function (sympy.atan -> atan, sympy.Abs -> abs), so a registered user
+    function round-trips like a built-in. Hooks that build a compound (sigmoid, log2) are not
+    reversible by class; their SymPy form comes back as the compound. Recomputed when the
+    registry changed since the last call.
+
+    >>> import sympy
+    >>> sympy_classes()[sympy.atan2].name
+    'atan2'
+    """
+    global _reverse
+    key = tuple(FUNCTIONS.items())
+    if _reverse[0] != key:
+        found: dict[Any, Function] = {}
+        for fn in FUNCTIONS.values():
+            hook = getattr(fn, "to_sympy", None)
+            if hook is None:
+                continue
+            dummies = tuple(sympy.Dummy(f"d{k}") for k in range(fn.arity))
+            try:
+                image = hook(*dummies)
+            except Exception:  # a hook that cannot take symbols is simply not reversible
+                continue
+            if isinstance(image, sympy.Function) and image.args == dummies:
+                found.setdefault(image.func, fn)
+        _reverse = (key, found)
+    return _reverse[1]
 
 
 def _leaf(expr: sympy.Basic, tape: Tape) -> Term:
@@ -75,7 +112,7 @@ def _leaf(expr: sympy.Basic, tape: Tape) -> Term:
     raise SympyConversionError(f"cannot convert {expr!r} ({type(expr).__name__}): only real numbers and symbols are supported as leaves")
 
 
-def _combine(expr: sympy.Basic, args: list[Term], tape: Tape) -> Term:
+def _combine(expr: sympy.Basic, args: list[Term], classes: dict[Any, Function]) -> Term:
     if isinstance(expr, sympy.Add):
         result = args[0]
         for a in args[1:]:
@@ -93,16 +130,15 @@ def _combine(expr: sympy.Basic, args: list[Term], tape: Tape) -> Term:
         if expr.exp == -1:
             return 1 / base
         return base**exponent
-    name = _SYMPY_FUNCTIONS.get(expr.func)
-    if name is None and isinstance(expr, sympy.core.function.AppliedUndef):
-        name = str(expr.func)
-    fn = FUNCTIONS.get(name) if name is not None else None
-    if fn is None or len(args) != 1:
+    fn = classes.get(expr.func)
+    if fn is None and isinstance(expr, sympy.core.function.AppliedUndef):  # registered without a hook
+        fn = FUNCTIONS.get(str(expr.func))
+    if fn is None or len(args) != fn.arity:
         supported = "+ - * / **, numbers, symbols, " + ", ".join(sorted(FUNCTIONS))
         raise SympyConversionError(
             f"cannot convert {type(expr).__name__} in {expr}: not supported (supported: {supported})"
         )
-    return fn(args[0])
+    return fn(*args)
 
 
 def from_sympy(expr: Any, tape: Tape) -> Term:
@@ -116,6 +152,7 @@ def from_sympy(expr: Any, tape: Tape) -> Term:
         except (sympy.SympifyError, TypeError) as exc:
             raise SympyConversionError(f"from_sympy() takes a SymPy expression, got {type(expr).__name__} {expr!r}") from exc
     built: dict[sympy.Basic, Term] = {}
+    classes = sympy_classes()
     with tape.transaction():
         stack: list[tuple[sympy.Basic, bool]] = [(expr, False)]
         while stack:
@@ -125,7 +162,7 @@ def from_sympy(expr: Any, tape: Tape) -> Term:
             if not node.args:
                 built[node] = _leaf(node, tape)
             elif expanded:
-                built[node] = _combine(node, [built[a] for a in node.args], tape)
+                built[node] = _combine(node, [built[a] for a in node.args], classes)
             else:
                 stack.append((node, True))
                 stack.extend((a, False) for a in reversed(node.args) if a not in built)

@@ -12,11 +12,11 @@ follow IEEE/NumPy semantics (log(-1) is nan, 1/0 is inf) and never raise; NumPy 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..core import OPS, Tape, Term, dependencies
+from ..core import OPS, UNFED, Tape, Term, UnfedPlaceholder, dependencies
 
 Values = Mapping[Any, Any]
 
@@ -43,7 +43,7 @@ def bind(tape: Tape, values: Values | None) -> dict[int, Any]:
         else:
             index = tape.check_var(key, "values key").index
         bound[index] = value
-    return {i: _as_number(v) for i, v in bound.items()}
+    return {i: v if v is UNFED else _as_number(v) for i, v in bound.items()}
 
 
 def _scalar(value: Any) -> Any:
@@ -64,9 +64,16 @@ def _node_value(tape: Tape, i: int, vals: dict[int, Any], bound: dict[int, Any])
 def values_of(tape: Tape, roots: list[int], values: Values | None) -> dict[int, Any]:
     """Value of every node the roots depend on."""
     bound = bind(tape, values)
+    order = dependencies(tape, roots)
+    unfed = [tape.nodes[i].payload for i in order if bound.get(i, None) is UNFED]
+    if unfed:
+        raise UnfedPlaceholder(
+            f"unfed placeholder{'s' if len(unfed) > 1 else ''} {', '.join(map(repr, unfed))}: "
+            f"give {'them' if len(unfed) > 1 else 'it'} a value, e.g. eval({{{unfed[0]}: 1.0}})"
+        )
     vals: dict[int, Any] = {}
     with np.errstate(all="ignore"):
-        for i in dependencies(tape, roots):
+        for i in order:
             vals[i] = _node_value(tape, i, vals, bound)
     return vals
 
@@ -105,20 +112,16 @@ def _partials(tape: Tape, i: int, vals: dict[int, Any]) -> tuple[Any, ...]:
     return PARTIALS[node.op](*extra, *(vals[a] for a in node.args), vals[i], constant)
 
 
-def derive(term: Term, wrt: Term, values: Values | None = None) -> Any:
-    """Forward mode: d(term)/d(wrt) numerically, in one tangent sweep.
-
-    A node that does not depend on ``wrt`` has no tangent at all, so a singular value
-    elsewhere cannot leak in as 0 * inf.
-    """
-    tape = term.tape
-    w = tape.check_var(wrt, "wrt").index
-    vals = values_of(tape, [term.index], values)
+def _tangents(tape: Tape, roots: list[int], seeds: dict[int, Any], values: Values | None) -> dict[int, Any]:
+    """One forward tangent sweep over what the roots need, seeded with var tangents. A node
+    that depends on no seeded var has no tangent at all, so a singular value elsewhere cannot
+    leak in as 0 * inf."""
+    vals = values_of(tape, roots, values)
     tangent: dict[int, Any] = {}
     with np.errstate(all="ignore"):
         for i in vals:  # insertion order is tape order
-            if i == w:
-                tangent[i] = np.float64(1.0)
+            if i in seeds:
+                tangent[i] = seeds[i]
                 continue
             args = tape.nodes[i].args
             if not any(a in tangent for a in args):
@@ -130,36 +133,94 @@ def derive(term: Term, wrt: Term, values: Values | None = None) -> Any:
                     total = contribution if total is None else total + contribution
             if total is not None:
                 tangent[i] = total
-    return _scalar(tangent.get(term.index, 0.0))
+    return tangent
 
 
-class Grad:
-    """Every partial derivative of one output, from one reverse sweep: ``g[x]`` or ``g.wrt(x)``."""
+def _seeds(tape: Tape, tangents: Any) -> dict[int, Any]:
+    if not isinstance(tangents, Mapping):
+        raise TypeError(f"tangents must be a dict {{var: number}}, got {type(tangents).__name__} {tangents!r}")
+    return {tape.check_var(v, "tangent key").index: _as_number(t) for v, t in tangents.items()}
+
+
+def derive(term: Term, wrt: Term | Mapping[Term, Any], values: Values | None = None) -> Any:
+    """Forward mode: d(term)/d(wrt) numerically, in one tangent sweep; ``wrt`` may be a
+    direction ``{x: 1.0, y: 2.0}`` (the directional derivative). ``values`` are temporary var
+    values, as in ``eval`` — for a higher derivative, ``term.diff(x, 2).eval()``."""
+    tape = term.tape
+    if values is not None and not isinstance(values, Mapping):
+        raise TypeError(
+            f"derive(wrt, values): values must be a dict of var values, got {type(values).__name__} "
+            f"{values!r}; for the n-th derivative use term.diff(x, n).eval()"
+        )
+    seeds = _seeds(tape, wrt) if isinstance(wrt, Mapping) else {tape.check_var(wrt, "wrt").index: np.float64(1.0)}
+    return _scalar(_tangents(tape, [term.index], seeds, values).get(term.index, 0.0))
+
+
+def jvp(outputs: Sequence[Term], tangents: Mapping[Term, Any], values: Values | None = None) -> list[Any]:
+    """Σ_w t_w·∂out/∂w for every output (a float each, or an array), from ONE forward tangent
+    sweep over what they all need: the Jacobian-vector product."""
+    outs = _outputs(outputs)
+    tape = outs[0].tape
+    found = _tangents(tape, [t.index for t in outs], _seeds(tape, tangents), values)
+    return [_scalar(found.get(t.index, 0.0)) for t in outs]
+
+
+class Grad(Mapping):
+    """The adjoints of one backward sweep, as a read-only mapping from var to partial
+    derivative: ``g[x]``, ``g["x"]``, ``dict(g)``, ``len(g)``, iteration over the tape's vars.
+    ``g[a]`` of any other node a of the output is its adjoint ∂z/∂a (a constant's is 0)."""
 
     def __init__(self, tape: Tape, adjoints: dict[int, Any]) -> None:
         self.tape = tape
         self._adjoints = adjoints
 
-    def wrt(self, var: Term) -> Any:
-        """The partial derivative with respect to ``var``; 0.0 if the output does not depend on it."""
-        return _scalar(self._adjoints.get(self.tape.check_var(var).index, 0.0))
+    def wrt(self, node: Term | str) -> Any:
+        """The adjoint of a var (or of a var's name, or of any node); 0.0 where the output does
+        not depend on it."""
+        if isinstance(node, str):
+            found = self.tape.find_var(node)
+            if found is None:
+                raise KeyError(f"no var named {node!r} on this tape; vars are {list(self.tape.vars)}")
+            node = found
+        if not isinstance(node, Term) or node.tape is not self.tape:
+            raise KeyError(f"a Grad is indexed by a Term of its tape or a var name, got {type(node).__name__} {node!r}")
+        return _scalar(self._adjoints.get(node.index, 0.0))
 
     __getitem__ = wrt
 
-    def items(self) -> Iterable[tuple[Term, Any]]:
-        """(var, partial) for every var of the tape, in creation order."""
-        return [(v, self.wrt(v)) for v in self.tape.vars.values()]
+    def __iter__(self) -> Iterator[Term]:
+        return iter(self.tape.vars.values())
+
+    def __len__(self) -> int:
+        return len(self.tape.vars)
 
     def __repr__(self) -> str:
         body = ", ".join(f"{v.name}: {p!r}" for v, p in self.items())
         return f"Grad({{{body}}})"
 
 
-def grad(term: Term, values: Values | None = None) -> Grad:
-    """Reverse mode: all partials of ``term`` in one backward sweep."""
-    tape = term.tape
-    vals = values_of(tape, [term.index], values)
-    adjoint: dict[int, Any] = {term.index: np.float64(1.0)}
+def _outputs(outputs: Any) -> list[Term]:
+    if isinstance(outputs, Term):
+        return [outputs]
+    if isinstance(outputs, (list, tuple)) and outputs and all(isinstance(t, Term) for t in outputs):
+        for t in outputs:
+            outputs[0]._lift(t)
+        return list(outputs)
+    raise TypeError(f"outputs must be a Term or a non-empty list of Terms, got {type(outputs).__name__} {outputs!r}")
+
+
+def vjp(outputs: Term | Sequence[Term], cotangents: Sequence[Any], values: Values | None = None) -> Grad:
+    """Σ_i c_i·∇out_i as a Grad, from ONE backward sweep seeded with the output cotangents:
+    the vector-Jacobian product."""
+    outs = _outputs(outputs)
+    if isinstance(cotangents, (str, bytes)) or not hasattr(cotangents, "__len__") or len(cotangents) != len(outs):
+        raise ValueError(f"vjp: one cotangent per output ({len(outs)}) is expected, got {cotangents!r}")
+    tape = outs[0].tape
+    vals = values_of(tape, [t.index for t in outs], values)
+    adjoint: dict[int, Any] = {}
+    for t, c in zip(outs, cotangents):
+        c = _as_number(c)
+        adjoint[t.index] = c if t.index not in adjoint else adjoint[t.index] + c
     with np.errstate(all="ignore"):
         for i in reversed(list(vals)):
             if i not in adjoint or not tape.nodes[i].args:
@@ -169,4 +230,12 @@ def grad(term: Term, values: Values | None = None) -> Grad:
                     continue
                 contribution = adjoint[i] * p
                 adjoint[a] = contribution if a not in adjoint else adjoint[a] + contribution
-    return Grad(tape, {i: v for i, v in adjoint.items() if tape.nodes[i].op == "var"})
+    return Grad(tape, adjoint)
+
+
+def grad(term: Term, values: Values | None = None) -> Grad:
+    """Reverse mode: all partials of ``term`` (and the adjoint of every node it needs) in one
+    backward sweep."""
+    if not isinstance(term, Term):
+        raise TypeError(f"grad() takes a Term, got {type(term).__name__} {term!r}")
+    return vjp([term], [1.0], values)

@@ -232,8 +232,9 @@ def dot_source(
         lines.append(f"  n{i} [{_attrs(attrs)}];")
     for i in indices:
         node = tape.nodes[i]
-        # Only arithmetic ops whose operand order matters get "a"/"b" at the arrow heads.
-        ordered = node.op in OPS and OPS[node.op].ordered
+        # Only the nodes whose operand order matters get "a"/"b" at the arrow heads: ordered
+        # arithmetic ops, and two-operand functions (a BinaryFn: atan2(a, b) ≠ atan2(b, a)).
+        ordered = OPS[node.op].ordered if node.op in OPS else node.op == "fn" and len(node.args) == 2
         for k, a in enumerate(node.args):
             attrs = {"id": f"{id_prefix}e{i}_{k}"}
             if ordered:

@@ -4,7 +4,8 @@ The loop is compiled once per pattern of number and array inputs, eagerly (so a 
 cannot type fails at ``lambdify``, where the caller falls back to NumPy), ``nogil`` so threads
 can run slices of the points at once. A function lowers itself by its ``scalar``: a ``math`` or
 NumPy function is typed by Numba as it is, a plain Python function is jitted (once per process);
-without one, its ``f`` is compiled as a function of ``(self=None, v)``.
+without one, its ``f`` is compiled as a function of ``(self=None, v)`` (``(self=None, a, b)`` for
+a BinaryFn).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ...functions import UnaryFn
+from ...functions import Function
 from ..program import Operand, Program, callee, define, literal, namespace
 
 NAME = "Numba"
@@ -42,7 +43,7 @@ LOWERING: dict[str, Lowering] = {
     "div": lambda a, operands, call: f"{a[0]} / {a[1]}",
     "pow": _power,
     "neg": lambda a, operands, call: f"-{a[0]}",
-    "fn": lambda a, operands, call: f"{call}{a[0]})",
+    "fn": lambda a, operands, call: f"{call}{', '.join(a)})",  # any arity, operands in order
 }
 
 
@@ -55,8 +56,8 @@ def _jit(func: types.FunctionType) -> Any:
     return numba.njit(error_model="numpy")(func)
 
 
-def _call(fn: UnaryFn, names: dict[str, Any], key: str) -> str:
-    """The opening of the call of ``fn`` on one float (see ``callee``)."""
+def _call(fn: Function, names: dict[str, Any], key: str) -> str:
+    """The opening of the call of ``fn`` on its floats, one per argument (see ``callee``)."""
     value = fn.scalar if fn.scalar is not None else fn.f
     if isinstance(value, types.MethodType):  # a method that ignores self compiles with self=None
         return callee(_jit(value.__func__), names, key) + "None, "

@@ -6,8 +6,8 @@ block's working set stays in cache. NumPy releases the GIL inside a ufunc, so th
 different blocks scale. A single point runs a straight-line Python function instead, where
 ufunc dispatch would cost more than the arithmetic.
 
-A function lowers itself: its ``ufuncs`` are applied in turn into the register; without them
-its ``f`` is called and the result copied in.
+A function lowers itself: its ``ufuncs`` are applied in turn into the register (the first on
+its operands, one or two), without them its ``f`` is called and the result copied in.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ LOWERING: dict[str, _Row] = {
     "div": _Row("{0} / {1}", "_np.divide({0}, {1}, out={r})"),
     "pow": _Row("_np.power({0}, {1})", "_np.power({0}, {1}, out={r})"),  # real powers: nan, not complex
     "neg": _Row("-{0}", "_np.negative({0}, out={r})"),
-    "fn": _Row("{f}{0})", "_np.copyto({r}, {f}{0}))"),  # blocks: only for a function without ufuncs
+    # a function of any arity: {a} is its operands in order; blocks: only without ufuncs
+    "fn": _Row("{f}{a})", "_np.copyto({r}, {f}{a}))"),
 }
 
 
@@ -53,7 +54,8 @@ def scalar_source(program: Program) -> tuple[str, dict[str, Any]]:
     lines = [f"def _f({', '.join(f'v{k}' for k in range(program.n_inputs))}):"]
     for dest, op, args, fn in program.steps:
         f = callee(fn.f, names, f"_fn{dest}") if fn is not None else ""
-        lines.append(f"    t{dest} = " + LOWERING[op].scalar.format(*(ref(r) for r in args), f=f))
+        a = [ref(r) for r in args]
+        lines.append(f"    t{dest} = " + LOWERING[op].scalar.format(*a, f=f, a=", ".join(a)))
     lines.append(f"    return ({', '.join(ref(r) for r in program.outputs)},)")
     return "\n".join(lines) + "\n", names
 
@@ -81,12 +83,12 @@ def block_source(program: Program, scalars: tuple[bool, ...] = ()) -> tuple[str,
     body: list[str] = []
     for dest, op, args, fn in program.steps:
         a, r = [ref(x) for x in args], where[dest]
-        if fn is not None and fn.ufuncs:  # in place: the first reads the operand, the rest r
-            body += [callee(u, names, f"_fn{dest}_{j}") + f"{a[0] if j == 0 else r}, out={r})"
+        if fn is not None and fn.ufuncs:  # in place: the first reads the operands, the rest r
+            body += [callee(u, names, f"_fn{dest}_{j}") + f"{', '.join(a) if j == 0 else r}, out={r})"
                      for j, u in enumerate(fn.ufuncs)]
         else:
             f = callee(fn.f, names, f"_fn{dest}") if fn is not None else ""
-            body.append(LOWERING[op].block.format(*a, r=r, f=f))
+            body.append(LOWERING[op].block.format(*a, r=r, f=f, a=", ".join(a)))
     for k, r in enumerate(program.outputs):  # inputs, constants, a node listed twice
         if ref(r) != f"o{k}":
             body.append(f"o{k}[...] = {ref(r)}")

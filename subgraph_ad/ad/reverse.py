@@ -1,0 +1,104 @@
+"""Symbolic reverse mode: ``grad_graph`` appends every partial ∂z/∂w in ONE backward sweep.
+
+The sweep visits the nodes z depends on in reverse tape order. Each node's adjoint z̄ (a Term:
+∂z/∂node) is pushed to its operands by the row of its op in ``VJPS``, written with Terms, so the
+result is an ordinary graph that differentiates again; a function node's row reads its partials
+from the same ``fdiff`` forward and Taylor mode use. Adjoints are summed with interning, so they
+share with f and with forward results. Only operands that depend on a requested var receive an
+adjoint: nothing is built for a branch that cannot reach one. A var z does not depend on gets
+the tape's 0.
+
+>>> from subgraph_ad import Tape, sin
+>>> tape = Tape(); x = tape.var("x", 0.5); y = tape.var("y", 4.2)
+>>> gx, gy = (x * y + sin(x)).grad_graph([x, y])
+>>> gx.to_sympy(), gy.to_sympy()
+(y + cos(x), x)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence
+
+from ..core import Callback, Tape, Term, dependencies
+from ..functions import chain, local_derivatives, log
+from .forward import derivative_order
+
+A = Optional[Term]  # an adjoint contribution: a Term, or None for a structural zero
+
+
+def _pow_vjp(a: Term, b: Term, out: Term, bar: Term, need: tuple[bool, ...]) -> tuple[A, A]:
+    # the exponent's adjoint only when it depends on a var: out*log(a) is nan for a <= 0
+    return (bar * (b * a ** (b - 1)) if need[0] else None,
+            bar * (out * log(a)) if need[1] else None)
+
+
+def _fn_vjp(fn: Any, *args: Any) -> tuple[A, ...]:
+    n = fn.arity
+    inputs, out, bar, need = args[:n], args[n], args[n + 1], args[n + 2]
+    return tuple(chain(p, bar) if wanted else None
+                 for p, wanted in zip(local_derivatives(fn, inputs, out), need))
+
+
+#: The reverse rules, one per op: (operands, output, the output's adjoint, which operands need
+#: one) -> each operand's contribution. ``fn`` rows receive the function first.
+VJPS: dict[str, Callable[..., tuple[A, ...]]] = {
+    "add": lambda a, b, out, bar, need: (bar, bar),
+    "sub": lambda a, b, out, bar, need: (bar, -bar),
+    "mul": lambda a, b, out, bar, need: (bar * b if need[0] else None, bar * a if need[1] else None),
+    "div": lambda a, b, out, bar, need: (bar / b if need[0] else None, -(bar * out) / b if need[1] else None),
+    "pow": _pow_vjp,
+    "neg": lambda a, out, bar, need: (-bar,),
+    "fn": _fn_vjp,
+}
+
+
+def grad_graph(z: Term, wrt: Term | Sequence[Term], callback: Callback | None = None) -> Term | list[Term]:
+    """Append the nodes of ∂z/∂w for every var w in ``wrt`` in one backward sweep; returns one
+    Term for one var, a list for a list. Transactional: if anything raises, the tape is left as
+    it was."""
+    if not isinstance(z, Term):
+        raise TypeError(f"grad_graph differentiates a Term, got {type(z).__name__} {z!r}")
+    single = isinstance(wrt, Term)
+    if not single and not (isinstance(wrt, (list, tuple)) and wrt):
+        raise TypeError(f"grad_graph takes a var or a non-empty list of vars, got {type(wrt).__name__} {wrt!r}")
+    wrts = [wrt] if single else list(wrt)  # type: ignore[list-item]
+    tape = z.tape
+    for w in wrts:
+        tape.check_var(w, "wrt")
+    with tape.transaction(callback, order=derivative_order(z) + 1):
+        found = tape.pruned(lambda: _backward(tape, z.index, [w.index for w in wrts]))
+        results = [Term(tape, i) if i >= 0 else tape.zero for i in found]
+    return results[0] if single else results
+
+
+def _reaches(tape: Tape, order: list[int], targets: set[int]) -> set[int]:
+    """The nodes of ``order`` (tape order) that depend on one of the ``targets``."""
+    reach: set[int] = set()
+    nodes = tape.nodes
+    for i in order:
+        if i in targets or any(a in reach for a in nodes[i].args):
+            reach.add(i)
+    return reach
+
+
+def _backward(tape: Tape, root: int, wrts: list[int]) -> list[int]:
+    """The sweep: the indices of ∂root/∂w (-1 for a structural zero)."""
+    nodes = tape.nodes
+    order = dependencies(tape, [root])
+    reach = _reaches(tape, order, set(wrts))
+    adjoint: dict[int, Term] = {}
+    if root in reach:
+        adjoint[root] = tape.const(1.0)
+    for i in reversed(order):
+        bar = adjoint.get(i)
+        node = nodes[i]
+        if bar is None or not node.args:
+            continue
+        operands = [Term(tape, a) for a in node.args]
+        need = tuple(a in reach for a in node.args)
+        extra = (node.payload,) if node.op == "fn" else ()
+        parts = VJPS[node.op](*extra, *operands, Term(tape, i), bar, need)
+        for a, part, wanted in zip(node.args, parts, need):
+            if wanted and part is not None:
+                adjoint[a] = part if a not in adjoint else adjoint[a] + part
+    return [adjoint[w].index if w in adjoint else -1 for w in wrts]

@@ -1,0 +1,232 @@
+"""Traced Python functions: ``grad(f)``, ``derivative(f, n)``, ``jacobian(f)``, ``hessian(f)``.
+
+``f`` is ordinary Python using ``sad.*`` functions or NumPy ufuncs. It is called once per call
+signature (the number of arguments and their shapes) on fresh vars — an array argument as an
+array of vars, so NumPy code written for arrays (slicing, ``np.sum``, ``np.exp``, ``@`` on small
+matrices) runs on Terms — and the derivative subgraph is built, compiled and cached; later
+calls with the same signature only run the compiled program. Python control flow on the value
+of a traced argument cannot be recorded (the graph is traced once) and raises a TypeError that
+says so, as JAX's concretization error does.
+
+>>> import numpy as np
+>>> import subgraph_ad as sad
+>>> def f(x, y):
+...     return x * y + np.sin(x)
+>>> [round(v, 12) for v in sad.grad(f, argnums=(0, 1))(0.5, 4.2)]
+[5.07758256189, 0.5]
+>>> sad.derivative(np.sin, 4)(np.array([0.0, np.pi / 2]))
+array([0., 1.])
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .ad.diff import diff
+from .ad.matrices import hessian as hessian_terms
+from .ad.matrices import jacobian as jacobian_terms
+from .ad.reverse import grad_graph
+from .compile.lambdify import lambdify
+from .core import Tape, Term
+
+Signature = tuple[tuple[int, ...], ...]
+
+
+def _check_callable(f: Any, what: str) -> None:
+    if not callable(f):
+        raise TypeError(f"{what}() takes a Python function to trace, got {type(f).__name__} {f!r}")
+
+
+def _argnums(argnums: Any, count: int, what: str) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) and not isinstance(argnums, bool) else argnums
+    if not isinstance(nums, tuple) or not nums or not all(isinstance(k, int) and not isinstance(k, bool) for k in nums):
+        raise TypeError(f"{what}: argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
+    for k in nums:
+        if not -count <= k < count:
+            raise ValueError(f"{what}: argnums {k} is out of range for a function called with {count} argument(s)")
+    return tuple(k % count for k in nums)
+
+
+class Traced:
+    """The trace of ``f`` for one signature: the tape, the vars of each argument (a Term, or an
+    object array of Terms) and what f returned on them."""
+
+    def __init__(self, f: Callable[..., Any], shapes: Signature, what: str) -> None:
+        self.tape = Tape()
+        self.args: list[Any] = []
+        self.flat: list[Term] = []
+        for k, shape in enumerate(shapes):
+            if shape:
+                names = [f"a{k}_{'_'.join(map(str, i))}" for i in np.ndindex(*shape)]
+                vars_ = [self.tape.var(name) for name in names]
+                self.args.append(np.array(vars_, dtype=object).reshape(shape))
+                self.flat += vars_
+            else:
+                var = self.tape.var(f"a{k}")
+                self.args.append(var)
+                self.flat.append(var)
+        try:
+            self.out = f(*self.args)
+        except TypeError as error:
+            raise TypeError(f"{what}: tracing {getattr(f, '__name__', f)!r} failed: {error}") from error
+
+    def vars_of(self, k: int) -> list[Term]:
+        arg = self.args[k]
+        return list(arg.ravel()) if isinstance(arg, np.ndarray) else [arg]
+
+    def scalar_output(self, what: str) -> Term:
+        """f's result as one Term (a number becomes a constant); anything else is an error."""
+        out = self.out
+        if isinstance(out, np.ndarray) and out.shape == ():
+            out = out.item()
+        if isinstance(out, Term):
+            return out
+        if isinstance(out, (int, float, np.integer, np.floating)) and not isinstance(out, bool):
+            return self.tape.const(float(out))
+        raise TypeError(f"{what} needs a function returning one number, got {type(out).__name__} {out!r}")
+
+    def outputs(self, what: str) -> tuple[list[Term], tuple[int, ...]]:
+        """f's result as a flat list of Terms and its shape (numbers become constants)."""
+        out = self.out
+        array = np.asarray(out, dtype=object) if not isinstance(out, Term) else np.array(out, dtype=object)
+        flat = []
+        for item in array.ravel():
+            if isinstance(item, Term):
+                flat.append(item)
+            elif isinstance(item, (int, float, np.integer, np.floating)) and not isinstance(item, bool):
+                flat.append(self.tape.const(float(item)))
+            else:
+                raise TypeError(f"{what} needs a function returning numbers, got an element {item!r}")
+        return flat, array.shape
+
+
+def _signature(args: Sequence[Any]) -> Signature:
+    return tuple(np.shape(a) for a in args)
+
+
+def _flatten(args: Sequence[Any]) -> list[Any]:
+    flat: list[Any] = []
+    for a in args:
+        flat += list(np.asarray(a, dtype=float).ravel()) if np.ndim(a) else [a]
+    return flat
+
+
+class _Transformed:
+    """A callable that traces ``f`` once per signature, builds the outputs with ``build(trace)``
+    (flat Terms, and how to shape their values), compiles them, and runs the compiled program."""
+
+    def __init__(self, f: Callable[..., Any], what: str,
+                 build: Callable[[Traced], tuple[list[Term], Callable[[list[Any]], Any]]]) -> None:
+        _check_callable(f, what)
+        self.f, self.what, self.build = f, what, build
+        self.cache: dict[Signature, tuple[Any, Callable[[list[Any]], Any]]] = {}
+        functools.update_wrapper(self, f)  # type: ignore[arg-type]
+
+    def __call__(self, *args: Any) -> Any:
+        signature = _signature(args)
+        if signature not in self.cache:
+            trace = Traced(self.f, signature, self.what)
+            terms, shape = self.build(trace)
+            self.cache[signature] = (lambdify(trace.flat, terms), shape)
+        compiled, shape = self.cache[signature]
+        values = compiled(*_flatten(args))
+        return shape(list(values))
+
+    def __repr__(self) -> str:
+        return f"<{self.what} of {getattr(self.f, '__name__', self.f)!r}>"
+
+
+def _shaped(shape: tuple[int, ...]) -> Callable[[list[Any]], Any]:
+    return lambda values: float(values[0]) if not shape else np.array(values, dtype=float).reshape(shape)
+
+
+def grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+    """The gradient of a scalar function: ``grad(f)(*args)`` is ∂f/∂args[argnums], a float for a
+    number argument and an array of its shape for an array one (a tuple for several argnums).
+    Built by one reverse sweep (``grad_graph``) on the trace, compiled once per signature."""
+
+    def build(trace: Traced) -> tuple[list[Term], Callable[[list[Any]], Any]]:
+        nums = _argnums(argnums, len(trace.args), "grad")
+        z = trace.scalar_output("grad")
+        wrts = [v for k in nums for v in trace.vars_of(k)]
+        terms = list(grad_graph(z, wrts))  # type: ignore[arg-type]
+        shapes = [np.shape(trace.args[k]) for k in nums]
+
+        def shape(values: list[Any]) -> Any:
+            parts, at = [], 0
+            for s in shapes:
+                size = math.prod(s)
+                parts.append(_shaped(s)(values[at:at + size]))
+                at += size
+            return parts[0] if isinstance(argnums, int) else tuple(parts)
+
+        return terms, shape
+
+    return _Transformed(f, "grad", build)
+
+
+class _Derivative(_Transformed):
+    """``derivative(f, n)``: every argument is a number (an array of them is points), so the
+    trace has one var per argument whatever the shapes, and the compiled program broadcasts."""
+
+    def __call__(self, *args: Any) -> Any:
+        signature = ((),) * len(args)
+        if signature not in self.cache:
+            trace = Traced(self.f, signature, self.what)
+            terms, shape = self.build(trace)
+            self.cache[signature] = (lambdify(trace.flat, terms[0]), shape)
+        compiled, _ = self.cache[signature]
+        return compiled(*args)
+
+
+def derivative(f: Callable[..., Any], n: int = 1, argnum: int = 0) -> Callable[..., Any]:
+    """The n-th derivative of a scalar function in one argument, elementwise on arrays of
+    points: ``derivative(f, 4)(np.linspace(-2, 2, 9))``. Built by ``diff`` (Taylor mode from
+    the third order) on the trace."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"derivative: the order n must be an int >= 0, got {n!r}")
+
+    def build(trace: Traced) -> tuple[list[Term], Callable[[list[Any]], Any]]:
+        (k,) = _argnums(argnum, len(trace.args), "derivative")
+        z = trace.scalar_output("derivative")
+        return [diff(z, trace.args[k], n) if n else z], _shaped(())
+
+    return _Derivative(f, "derivative", build)
+
+
+def jacobian(f: Any, inputs: Any = None, argnums: int = 0) -> Any:
+    """``jacobian(outputs, inputs)`` on Terms: rows of Terms (see ``ad.matrices``). Given a
+    Python function, a callable returning the Jacobian of its output (array) with respect to
+    argument ``argnums`` as a NumPy array of shape output.shape + argument.shape."""
+    if inputs is not None or isinstance(f, (Term, list, tuple)):
+        return jacobian_terms(f, inputs)
+
+    def build(trace: Traced) -> tuple[list[Term], Callable[[list[Any]], Any]]:
+        (k,) = _argnums(argnums, len(trace.args), "jacobian")
+        outs, out_shape = trace.outputs("jacobian")
+        xs = trace.vars_of(k)
+        rows = jacobian_terms(outs, xs)
+        return [t for row in rows for t in row], _shaped(out_shape + np.shape(trace.args[k]))
+
+    return _Transformed(f, "jacobian", build)
+
+
+def hessian(f: Any, inputs: Any = None, argnums: int = 0, sparse: bool = False) -> Any:
+    """``hessian(output, inputs)`` on Terms: rows of Terms (see ``ad.matrices``). Given a Python
+    function, a callable returning its Hessian with respect to argument ``argnums`` as a NumPy
+    array (shape argument.shape * 2)."""
+    if inputs is not None or isinstance(f, Term):
+        return hessian_terms(f, inputs, sparse=sparse)
+
+    def build(trace: Traced) -> tuple[list[Term], Callable[[list[Any]], Any]]:
+        (k,) = _argnums(argnums, len(trace.args), "hessian")
+        z = trace.scalar_output("hessian")
+        rows = hessian_terms(z, trace.vars_of(k))
+        shape = np.shape(trace.args[k])
+        return [t for row in rows for t in row], _shaped(shape + shape if shape else ())
+
+    return _Transformed(f, "hessian", build)
