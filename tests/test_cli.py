@@ -9,6 +9,8 @@ import uuid
 import xml.etree.ElementTree as ET
 
 import pytest
+
+import subgraph_ad as sad
 import sympy
 
 from subgraph_ad.cli import main
@@ -115,7 +117,7 @@ def test_verify_table_and_exit_status():
 
 
 def test_verify_exits_non_zero_on_a_failing_check(monkeypatch, capsys):
-    import subgraph_ad.cli as cli
+    import subgraph_ad.cli.commands as cli
     from subgraph_ad.testing import Report
 
     monkeypatch.setattr(cli, "check_against_sympy", lambda *a, **k: Report("x", ["x"], "fail", "unknown"))
@@ -174,7 +176,7 @@ def test_help_everywhere_has_examples(capsys):
 
 
 def test_no_progress_messages_when_not_on_a_terminal(tmp_path):
-    done = run("diff", "sin(x)*x", "--wrt", "x", "--order", "2", "--animate", str(tmp_path / "a.svg"))
+    done = run("diff", "sin(x)*x", "--wrt", "x", "--order", "2", "--at", "x=1", "--animate", str(tmp_path / "a.svg"))
     assert done.returncode == 0 and done.stderr == ""
 
 
@@ -233,7 +235,7 @@ def test_fn_registers_a_user_function_for_the_run(user_module, capsys):
     import subgraph_ad as sad
 
     before = dict(sad.FUNCTIONS)
-    assert main(["diff", "softplus(x) + mean2(x, 3*x)", "--fn", f"{user_module}:softplus",
+    assert main(["diff", "softplus(x) + mean2(x, 3*x)", "--fn", f"{user_module}:softplus", "--default", "0",
                  "--fn", f"{user_module}:mean2", "--wrt", "x", "--order", "2", "--at", "x=0.5", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     s = 1 / (1 + math.exp(-0.5))
@@ -315,7 +317,7 @@ def test_e_is_the_constant(capsys):
     assert main(["verify", "x^e", "--wrt", "x", "--order", "2"]) == 0
     out = capsys.readouterr().out
     assert f"constants: e = {math.e!r}" in out and "result: 2 pass" in out
-    assert main(["diff", "x^2", "--wrt", "x", "--json"]) == 0
+    assert main(["diff", "x^2", "--wrt", "x", "--at", "x=1", "--json"]) == 0
     assert "constants" not in json.loads(capsys.readouterr().out)
 
 
@@ -331,3 +333,38 @@ def test_a_constant_is_not_a_variable(args, message, capsys):
     out, err = capsys.readouterr()
     assert out == "" and len(err.splitlines()) == 1
     assert err.startswith(f"subgraph-ad: error: {message}"), err
+
+
+# -- every var needs a value; grad ------------------------------------------------------------------
+def test_a_var_without_a_value_is_an_error_naming_it(capsys):
+    assert main(["diff", "x*y + sin(x)", "--wrt", "x", "--at", "x=0.5"]) == 1
+    assert "no value for y: give --at y=..., or --default V" in capsys.readouterr().err
+    assert main(["diff", "x*y + sin(x)", "--wrt", "x", "--at", "x=0.5", "--default", "4.2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["point"] == {"x": 0.5, "y": 4.2} and out["derivatives"][1]["value"] == pytest.approx(4.2 + math.cos(0.5))
+
+
+def test_grad_prints_the_gradient_and_hessian_checked_against_sympy(capsys):
+    assert main(["grad", "x*y + sin(x)", "--at", "x=0.5,y=4.2", "--hessian", "--sympy"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line.split()[1] for line in out.splitlines() if line.strip().startswith("∂f/∂")}
+    assert float(rows["∂f/∂x"]) == pytest.approx(4.2 + math.cos(0.5), rel=1e-14) and float(rows["∂f/∂y"]) == 0.5
+    assert "check against SymPy: pass (5 pass, 0 fail, 0 inconclusive partials)" in out
+    assert main(["grad", "x^2*y + y^3", "--at", "x=1,y=2", "--hessian", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["gradient"] == [4.0, 13.0] and out["hessian"] == [[4.0, 2.0], [2.0, 12.0]]
+    assert main(["grad", "x*y", "--at", "x=1"]) == 1
+    assert "no value for y" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", sorted(n for n in sad.FUNCTIONS))
+def test_every_function_works_on_the_command_line(name, capsys):
+    fn = sad.FUNCTIONS[name]
+    arg = "x + 1.5" if name == "acosh" else "x / 2"  # inside every domain at x = 0.5
+    text = f"{name}({arg}, 2)" if fn.arity == 2 else f"{name}({arg})"
+    assert main(["diff", text, "--wrt", "x", "--order", "2", "--at", "x=0.5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    tape = sad.Tape()
+    x = tape.var("x", 0.5)
+    t = sad.parse(text, tape=tape)
+    assert out["derivatives"][2]["value"] == pytest.approx(t.diff(x, 2).eval(), rel=1e-12, abs=1e-15)

@@ -9,12 +9,16 @@ import sympy
 
 from subgraph_ad.ad.closed_form import EXPAND
 from subgraph_ad.ad.forward import RULES
+from subgraph_ad.ad.reverse import VJPS
+from subgraph_ad.compile.backends import numba as numba_backend
+from subgraph_ad.compile.backends import numpy as numpy_backend
 from subgraph_ad.ad.taylor.recurrences import COMPUTE, FORMS, PRODUCTS
 from subgraph_ad.core import OPS
 from subgraph_ad.numeric.modes import PARTIALS
 
-TABLES = {"forward RULES": RULES, "numeric PARTIALS": PARTIALS, "Taylor FORMS": FORMS,
-          "closed-form EXPAND": EXPAND}
+TABLES = {"forward RULES": RULES, "reverse VJPS": VJPS, "numeric PARTIALS": PARTIALS, "Taylor FORMS": FORMS,
+          "closed-form EXPAND": EXPAND, "NumPy LOWERING": numpy_backend.LOWERING,
+          "Numba LOWERING": numba_backend.LOWERING}
 
 
 @pytest.mark.parametrize("table", sorted(TABLES))
@@ -22,7 +26,8 @@ def test_every_table_has_a_row_for_every_op(table):
     assert set(OPS) <= set(TABLES[table]), set(OPS) - set(TABLES[table])
 
 
-@pytest.mark.parametrize("table", ["forward RULES", "numeric PARTIALS", "Taylor FORMS"])
+@pytest.mark.parametrize("table", ["forward RULES", "reverse VJPS", "numeric PARTIALS", "Taylor FORMS",
+                                   "NumPy LOWERING", "Numba LOWERING"])
 def test_transformations_have_a_row_for_function_nodes(table):
     assert "fn" in TABLES[table]
 

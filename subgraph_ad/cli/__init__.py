@@ -1,0 +1,212 @@
+"""The ``subgraph-ad`` command: derivatives, drawings and SymPy checks of a text expression.
+
+It uses only the public API (``parse``, ``gen_graph``, ``render``, ``animate``,
+``testing.check_against_sympy``), so everything it does can be done from Python too. Errors
+are one line on stderr and a non-zero exit, never a traceback: 1 for a failed run or check,
+2 for a bad command line.
+
+>>> main(["diff", "x^3", "--wrt", "x", "--order", "2", "--at", "x=2"])
+f = x**3   at x = 2
+order  derivative                      value  new nodes
+    0  f                                   8          -
+    1  df/dx                              12          4
+    2  d²f/dx²                            12          3
+tape: 3 nodes for f, 10 in all
+0
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+import subgraph_ad as sad
+from subgraph_ad.ad.diff import METHODS
+from subgraph_ad.functions import FUNCTIONS
+
+from .commands import cmd_diff, cmd_grad, cmd_render, cmd_verify
+from .common import PROG, CliError, _LoadFunction, _Parser
+
+# -- the parser ------------------------------------------------------------------------------------
+DESCRIPTION = """\
+Higher-order derivatives as derivative subgraphs: differentiate a text expression, evaluate it,
+draw its graph, animate how the graph grows, and check it against SymPy.
+
+Expressions use numbers, variable names, + - * / ^ ** and the known functions (sin, exp, atan2,
+...: 'subgraph-ad diff --help' lists them all; --fn module:name adds yours), with the constants
+e and pi. They are parsed safely."""
+
+EXAMPLES = {
+    "main": """\
+examples:
+  subgraph-ad diff "exp(-x^2/2)" --wrt x --order 4 --at x=0.3
+  subgraph-ad diff "x*y + sin(x)" --wrt x --wrt y --at x=0.5,y=4.2 --sympy
+  subgraph-ad diff "exp(-x^2/2)" --wrt x --order 3 --at x=0.5 --svg d3.svg --animate d3.html
+  subgraph-ad render "exp(-x^2/2) * sin(y)" -o f.svg
+  subgraph-ad verify "tanh(x)^2" --wrt x --order 5
+  subgraph-ad grad "x*y + sin(x)" --at x=0.5,y=4.2 --hessian
+
+Run 'subgraph-ad COMMAND --help' for each command's options.""",
+    "diff": """\
+examples:
+  subgraph-ad diff "exp(-x^2/2)" --wrt x --order 4 --at x=0.3
+  subgraph-ad diff "x*y + sin(x)" --wrt x --wrt y --at x=0.5,y=4.2
+  subgraph-ad diff "sin(x)/x" --wrt x --order 2 --at x=pi/4 --sympy --json
+  subgraph-ad diff "exp(-x^2/2)" --wrt x --order 3 --at x=0.5 --svg d3.svg --animate d3.html
+  subgraph-ad diff "softplus(x)" --fn myfuncs:softplus --wrt x --order 2 --at x=1   # softplus from myfuncs.py
+
+Every variable needs a value (--at, or --default for all that have none). Exit status 1 if
+--sympy finds a mismatch.""",
+    "grad": """\
+examples:
+  subgraph-ad grad "x*y + sin(x)" --at x=0.5,y=4.2
+  subgraph-ad grad "x^2*y + y^3" --at x=1,y=2 --hessian --sympy
+  subgraph-ad grad "sum_sq(x, y)" --fn myfuncs:sum_sq --at x=1,y=1 --json
+
+Exit status 1 if --sympy finds a mismatch.""",
+    "render": """\
+examples:
+  subgraph-ad render "exp(-x^2/2) * sin(y)" -o f.svg
+  subgraph-ad render "x*y + sin(x)" -o f.png --at x=0.5,y=4.2 --rankdir LR""",
+    "verify": """\
+examples:
+  subgraph-ad verify "exp(-x^2/2)" --wrt x --order 6
+  subgraph-ad verify "x^2*y^3" --wrt x --wrt y --wrt y --points 10
+
+Each row differentiates one more time; exit status 1 if any row fails.""",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(prog=PROG, description=DESCRIPTION, epilog=EXAMPLES["main"], formatter_class=formatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {sad.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def method(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--method", choices=METHODS, default="auto",
+                       help="how: repeated gen_graph passes (graph), Taylor mode (taylor) or, as "
+                            "diff() does, whichever appends fewer nodes (auto, default)")
+
+    def expression(p: argparse.ArgumentParser, help: str) -> None:
+        p.lists_functions = True  # type: ignore[attr-defined]
+        p.add_argument("expr", metavar="EXPR", help=help)
+
+    def functions(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--fn", action=_LoadFunction, metavar="MODULE:NAME",
+                       help="register the UnaryFn/BinaryFn instance NAME of MODULE (a .py file in the current "
+                            "directory, or any importable module) so EXPR can use it; repeatable")
+
+    def defaults(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--default", type=float, metavar="V",
+                       help="the value of every var --at does not name (without it, such a var is an error)")
+
+    def drawing(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--precision", type=int, metavar="N", help="show node values with N significant digits")
+        p.add_argument("--rankdir", choices=["TB", "LR", "BT", "RL"], default="TB",
+                       help="graph direction: top-down (TB, default) or left-right (LR), ...")
+        p.add_argument("--max-nodes", type=int, default=500, metavar="N",
+                       help="refuse to lay out more than N nodes (default 500; 0 = no cap)")
+
+    d = sub.add_parser("diff", help="differentiate, evaluate, draw, animate, check", description=(
+        "Differentiate EXPR (by each --wrt in turn, or --order times by one var), print the "
+        "value of every order at the point, the node counts and optionally the SymPy form and check."),
+        epilog=EXAMPLES["diff"], formatter_class=formatter)
+    expression(d, 'the expression, e.g. "exp(-x^2/2)"')
+    d.add_argument("--wrt", action="append", required=True, metavar="VAR",
+                   help="differentiate by VAR; repeat for mixed derivatives (--wrt x --wrt y)")
+    d.add_argument("--order", type=int, metavar="N", help="differentiate N times by the one --wrt var")
+    d.add_argument("--at", action="append", metavar="x=0.5,y=1", help="the point (values may be like pi/4)")
+    defaults(d)
+    d.add_argument("--svg", metavar="FILE", help="draw f and its derivatives (.svg, .png, .pdf or .dot)")
+    d.add_argument("--animate", metavar="FILE", action="append",
+                   help="animate the graph growing (.html, .svg or .gif); repeat for several formats")
+    method(d)
+    d.add_argument("--per", choices=["node", "pass"], default="node",
+                   help="one animation frame per new node (default) or per derivative order")
+    d.add_argument("--sympy", action="store_true", help="print the SymPy form and check against sympy.diff")
+    d.add_argument("--json", action="store_true", help="print the results as JSON")
+    d.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+    drawing(d)
+    functions(d)
+    d.set_defaults(run=cmd_diff)
+
+    r = sub.add_parser("render", help="draw the graph of an expression", description=(
+        "Draw the graph of EXPR; the file type comes from the suffix of -o (svg, png, pdf, dot)."),
+        epilog=EXAMPLES["render"], formatter_class=formatter)
+    expression(r, "the expression")
+    r.add_argument("-o", "--output", required=True, metavar="FILE", help="output file (.svg, .png, .pdf, .dot)")
+    r.add_argument("--at", action="append", metavar="x=0.5,y=1", help="var values (shown with 4 digits)")
+    drawing(r)
+    functions(r)
+    r.set_defaults(run=cmd_render)
+
+    v = sub.add_parser("verify", help="check derivatives against SymPy", description=(
+        "Check d/dVAR, d2/dVAR2, ... of EXPR against sympy.diff at seeded random points: a table of "
+        "pass / fail / inconclusive per order."), epilog=EXAMPLES["verify"], formatter_class=formatter)
+    expression(v, "the expression")
+    v.add_argument("--wrt", action="append", required=True, metavar="VAR", help="differentiate by VAR (repeatable)")
+    v.add_argument("--order", type=int, metavar="N", help="check orders 1..N by the one --wrt var")
+    method(v)
+    v.add_argument("--points", type=int, default=5, metavar="K", help="random points per order (default 5)")
+    v.add_argument("--seed", type=int, default=0, help="seed of the random points (default 0)")
+    v.add_argument("--range", nargs=2, type=float, default=[0.2, 1.8], metavar=("LOW", "HIGH"), dest="range",
+                   help="interval the points are drawn from (default 0.2 1.8)")
+    v.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+    functions(v)
+    v.set_defaults(run=cmd_verify)
+
+    g = sub.add_parser("grad", help="the gradient (and Hessian) at a point", description=(
+        "The gradient of EXPR at the point — every partial from one reverse sweep (grad_graph) — "
+        "and with --hessian its Hessian (forward over reverse); --sympy checks each against "
+        "sympy.diff."), epilog=EXAMPLES["grad"], formatter_class=formatter)
+    expression(g, "the expression")
+    g.add_argument("--at", action="append", metavar="x=0.5,y=1", help="the point (values may be like pi/4)")
+    g.add_argument("--wrt", action="append", metavar="VAR",
+                   help="the vars to differentiate by, in this order (default: every var of EXPR)")
+    g.add_argument("--hessian", action="store_true", help="print the Hessian too")
+    g.add_argument("--sympy", action="store_true", help="print the SymPy forms and check against sympy.diff")
+    g.add_argument("--json", action="store_true", help="print the results as JSON")
+    defaults(g)
+    functions(g)
+    g.set_defaults(run=cmd_grad)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status. Functions registered by --fn are known only
+    while it runs (the registry is restored afterwards, for callers in the same process)."""
+    saved = dict(FUNCTIONS)
+    try:
+        return _main(argv)
+    finally:
+        FUNCTIONS.clear()
+        FUNCTIONS.update(saved)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.error("a command is required: diff, render, verify or grad")
+    if args.command == "verify":
+        args.low, args.high = args.range
+    try:
+        return args.run(args)
+    except CliError as exc:
+        message = str(exc)
+    except (sad.GraphvizNotFound, sad.GraphvizError, sad.GraphTooLarge, sad.LimitError) as exc:
+        message = str(exc)
+        if isinstance(exc, sad.GraphTooLarge):
+            message += " (on the command line: --max-nodes 0)"
+    except OSError as exc:
+        message = f"cannot write {exc.filename}: {exc.strerror}" if exc.filename else str(exc)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug, but the user still gets one line, not a traceback
+        message = f"unexpected {type(exc).__name__}: {exc}"
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 1
+

@@ -1,0 +1,5 @@
+"""``python -m subgraph_ad.cli``."""
+
+from . import main
+
+raise SystemExit(main())
