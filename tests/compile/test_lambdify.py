@@ -219,3 +219,17 @@ def test_dask_with_a_scalar_and_two_inputs(dask_client):
     points = np.linspace(1.1, 3, 1000)
     result = g(da.from_array(points, chunks=300), 0.7).compute()
     assert _close(result, f.diff(x, 4).eval({x: points, w2: 0.7}))
+
+
+def test_numba_above_its_size_limit_warns_and_uses_numpy(monkeypatch):
+    import subgraph_ad.compile.lambdify as lam
+
+    tape = sad.Tape()
+    x = tape.var("x", 0.3)
+    z = x
+    for k in range(30):
+        z = sad.sin(z) + 0.1 * k
+    monkeypatch.setattr(lam, "NUMBA_MAX_STEPS", 20)
+    with pytest.warns(lam.BackendWarning, match="more than NUMBA_MAX_STEPS = 20"):
+        g = sad.lambdify([x], z, backend="numba")
+    assert g.backend == "numpy" and g(0.3) == pytest.approx(z.eval(), rel=1e-15)
