@@ -26,7 +26,7 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from ..core import Term
+from ..core import Term, dependencies
 from .forward import directional, gen_graph_many
 from .reverse import grad_graph
 
@@ -73,14 +73,38 @@ def hessian(output: Term, inputs: Term | Sequence[Term], sparse: bool = False) -
     zero = None
     with tape.transaction():
         gradient = list(grad_graph(output, xs))  # type: ignore[arg-type]
-        columns = [gen_graph_many(gradient[:j + 1], xs[j]) for j in range(len(xs))]  # H[i][j], i <= j
         zero = tape.zero
-    dense = [[columns[max(i, j)][min(i, j)] for j in range(len(xs))] for i in range(len(xs))]
+        reach = _var_sets(tape, [g.index for g in gradient], [x.index for x in xs])
+        upper: dict[tuple[int, int], Term] = {}
+        for j, x in enumerate(xs):  # column j: only the g_i (i <= j) that depend on x_j at all
+            rows = [i for i in range(j + 1) if j in reach[gradient[i].index]]
+            if rows:
+                upper.update(zip(((i, j) for i in rows), gen_graph_many([gradient[i] for i in rows], x)))
+    dense = [[upper.get((min(i, j), max(i, j)), zero) for j in range(len(xs))] for i in range(len(xs))]
     if not sparse:
         return dense
     entries = [(i, j, dense[i][j]) for i in range(len(xs)) for j in range(len(xs)) if dense[i][j] != zero]
     return Sparse(tuple(e[0] for e in entries), tuple(e[1] for e in entries), tuple(e[2] for e in entries),
                   (len(xs), len(xs)))
+
+
+def _var_sets(tape: Any, roots: list[int], wrts: list[int]) -> dict[int, frozenset[int]]:
+    """For every node the roots need: the positions in ``wrts`` of the vars it depends on (one
+    pass in tape order), so a Hessian column skips the gradient entries its var cannot reach —
+    Rosenbrock's column j has three, not j + 1."""
+    position = {w: k for k, w in enumerate(wrts)}
+    sets: dict[int, frozenset[int]] = {}
+    empty: frozenset[int] = frozenset()
+    for i in dependencies(tape, roots):
+        node = tape.nodes[i]
+        if node.op == "var":
+            sets[i] = frozenset((position[i],)) if i in position else empty
+        elif not node.args:
+            sets[i] = empty
+        else:
+            first = sets[node.args[0]]
+            sets[i] = first.union(*(sets[a] for a in node.args[1:])) if len(node.args) > 1 else first
+    return sets
 
 
 class Sparse(NamedTuple):
