@@ -8,6 +8,14 @@ values whose 1/k, j and k! factors and signs are Python floats folded into the f
 that must exist (``coefficients.py``). The results are ordinary Terms on the same tape: they
 evaluate, compile, render and can be differentiated again.
 
+Any order works. Float scalars fail past order 170 (k! overflows a float at 171, 1/k! underflows
+near 180), so a build whose highest order exceeds ``EXACT_ABOVE`` (150) carries them exactly, as
+``Fraction``s: sin(x).diff(x, 10_000) is sin(x) itself, k!·(1/k!) = 1. Only the constants that
+become nodes are rounded; one beyond the normal floats is a chain of 2^±1000 factors, so a
+result is ±inf or 0 only where the true derivative's value is. Below that the float path, and
+its node counts, are unchanged. Exact scalars cost time (big integers; ~0.7 s at order 10,000
+for sin) and nodes may still overflow in between (x·T_k sums with huge terms), as with any graph.
+
 >>> from subgraph_ad import Tape, exp
 >>> tape = Tape(); x = tape.var("x", 0.5)
 >>> d = taylor_graph(exp(-x**2 / 2), x, 4)
@@ -24,6 +32,7 @@ from typing import Optional
 
 from ...core import Callback, Term
 from ..closed_form import closed_form
+from .coefficients import EXACT_ABOVE
 from .series import Series
 
 
@@ -43,12 +52,14 @@ def _build(term: Term, w: int, wanted: range, alone: bool = False) -> list[Optio
     base, mark = tape.orders[term.index], len(tape)
 
     def build() -> list[int]:
-        series = Series(tape, w)
+        exact = wanted[-1] > EXACT_ABOVE  # above it, exact scalars: k! and 1/k! leave the floats
+        series = Series(tape, w, exact)
         series.run(term.index, wanted, base)
         out = []
         for k in wanted:
             tape.tag(base + k)
-            d = series.arith.materialize(series.get(term.index, k), float(math.factorial(k)))
+            factorial = math.factorial(k)
+            d = series.arith.materialize(series.get(term.index, k), factorial if exact else float(factorial))
             out.append(-1 if d is None else d.index)
         if alone and out[0] >= 0:  # the n-th derivative alone: its closed form may be smaller
             return [closed_form(tape, out[0], mark, w)]

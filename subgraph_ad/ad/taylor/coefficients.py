@@ -1,7 +1,9 @@
 """Coefficient arithmetic: Taylor coefficients as lazy values c·T on the tape.
 
 A coefficient is ``(c, t)``: a Python float c times the node t (t None: the plain number c),
-or None for a structural zero. Signs, the 1/k, j and k! factors of the recurrences and the
+or None for a structural zero. Above ``EXACT_ABOVE`` orders c is a ``Fraction`` instead
+(``ExactArithmetic``): 1/k! underflows a float near k = 180 and k! overflows at 171, while the
+exact scalar k!·(1/k!) is 1; only the constants that become nodes are rounded (``to_float``). Signs, the 1/k, j and k! factors of the recurrences and the
 constant factors of nodes live in c, so they cost no nodes until a sum needs a constant it does
 not share with its other terms (``total``) or a result is written out (``materialize``).
 All nodes are built through the tape's public builder (``append``, ``intern``, ``constant``).
@@ -10,6 +12,7 @@ All nodes are built through the tape's public builder (``append``, ``intern``, `
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Callable, Optional
 
 from ...core import Node, Tape, Term
@@ -18,12 +21,30 @@ from ...core import Node, Tape, Term
 Lazy = Optional[tuple[float, Optional[int]]]
 #: A coefficient named by (node, order).
 Key = tuple[int, int]
+#: Builds up to this order keep float scalars (fast; 1/k! and k! are finite floats well past it);
+#: above it the scalars are exact (``ExactArithmetic``). Node counts below it are pinned by tests.
+EXACT_ABOVE = 150
+_TINY = 2.0 ** -1022  # the smallest normal float
+_STEP = 1000  # a constant factor 2^±1000 of a long chain (ExactArithmetic.scale): normal floats
+
+
+def to_float(c: float | Fraction) -> float:
+    """A scalar as the float of a constant node: a Fraction too large is ±inf (not an
+    OverflowError), one too small is ±0.0."""
+    if type(c) is float:
+        return c
+    try:
+        return float(c)
+    except OverflowError:
+        return math.inf if c > 0 else -math.inf
 
 
 def snap(c: float) -> float:
     """Scalars are products of 1/k, j and k! in floating point, so k!·(1/k!) may come out as
     1.0000000000000002. Within a few ulps of a whole number it is that number, and needs no
     constant node of its own (what snapping changes is the rounding error itself)."""
+    if type(c) is not float:  # an exact scalar has no rounding error to remove
+        return c
     r = round(c)
     return float(r) if r != c and abs(c - r) <= 1e-15 * abs(c) else c  # 1e-15: about 4 ulps
 
@@ -123,7 +144,7 @@ class Arithmetic:
         merged: dict[Optional[int], float] = {}
         for term in terms:
             if term is not None:
-                merged[term[1]] = merged.get(term[1], 0.0) + term[0]
+                merged[term[1]] = merged.get(term[1], 0) + term[0]  # 0: keeps a Fraction exact
         items: list[tuple[float, Optional[int]]] = []
         counts: dict[float, int] = {}
         negative = True
@@ -188,5 +209,87 @@ class Arithmetic:
         if c == 1.0:
             return Term(self.tape, t)
         if c == -1.0:
+            return -Term(self.tape, t)
+        return Term(self.tape, self.scale(c, t))
+
+
+class ExactArithmetic(Arithmetic):
+    """The same arithmetic with exact scalars (``Fraction``), for builds above ``EXACT_ABOVE``:
+    every float that enters a scalar (the payloads ``canon`` folds in, the factors of products)
+    is made a Fraction, since a Fraction times a float is a float; a scalar becomes a float only
+    as the value of a constant node (``to_float``), and constants are looked up by that float."""
+
+    def canon(self, value: Lazy) -> Lazy:
+        if value is None:
+            return None
+        c, t = value
+        if type(c) is float:
+            c = Fraction(c)
+        nodes = self.tape.nodes
+        while t is not None:
+            node = nodes[t]
+            if node.op == "const":
+                if not math.isfinite(node.payload):  # ±inf, nan: stays a node (no Fraction)
+                    break
+                c *= Fraction(node.payload)
+                return (c, None) if c != 0 else None
+            if node.op == "neg":
+                c, t = -c, node.args[0]
+            elif node.op == "fn" and self.negated(t) is not None:
+                c, t = -c, self.negated(t)
+            elif node.op == "mul" and nodes[node.args[0]].op == "const" and math.isfinite(nodes[node.args[0]].payload):
+                c, t = c * Fraction(nodes[node.args[0]].payload), node.args[1]
+            else:
+                break
+        return c, t
+
+    def constant(self, c: float | Fraction) -> int:
+        value = to_float(c)
+        node = self.constants.get(value)
+        if node is None:
+            node = self.constants[value] = self.tape.constant(value)
+        return node
+
+    def scale(self, c: Fraction, t: int) -> int:
+        """c·T; a c beyond the normal floats (k!, 1/k!, …) as a chain of factors all above 1 or
+        all below 1 in magnitude: each partial product lies between T and c·T, so none
+        overflows or underflows unless T or c·T does."""
+        value = to_float(c)
+        if _TINY <= abs(value) < math.inf:
+            return super().scale(c, t)
+        key = (c, t)
+        if key not in self.scaled:
+            node, sign = t, 1 if c > 0 else -1
+            c = abs(c)
+            step = Fraction(2) ** (_STEP if c > 1 else -_STEP)
+            while not _TINY <= to_float(c) < math.inf:
+                node, c = self.tape.intern(Node("mul", (self.constant(step), node))), c / step
+            self.scaled[key] = self.tape.intern(Node("mul", (self.constant(sign * c), node)))  # unfolded
+        return self.scaled[key]
+
+    def operand(self, c: Fraction, t: int, key: Key) -> tuple[Fraction, int]:
+        if abs(c) == 1:
+            return c, t
+        if self.uses.get(key, 0) >= 2 and _TINY <= abs(to_float(c)) < math.inf:  # the sign by comparison: copysign would round c first
+            return Fraction(1 if c > 0 else -1), self.scale(abs(c), t)
+        return self.reuse(c, t)
+
+    def reuse(self, c: Fraction, t: int, times: Fraction = Fraction(1)) -> tuple[Fraction, int]:
+        shared = self.scaled.get((abs(c), t)) if abs(c) != 1 else None
+        return (times * c, t) if shared is None else (times if c > 0 else -times, shared)
+
+    def product(self, a: Lazy, ka: Key, b: Lazy, kb: Key, factor: float | Fraction) -> Lazy:
+        return super().product(a, ka, b, kb, Fraction(factor) if type(factor) is float else factor)
+
+    def materialize(self, value: Lazy, factor: float | int | Fraction) -> Optional[Term]:
+        if value is None:
+            return None
+        c, t = value
+        c = c * factor
+        if t is None:
+            return self.tape.const(to_float(c))
+        if c == 1:
+            return Term(self.tape, t)
+        if c == -1:
             return -Term(self.tape, t)
         return Term(self.tape, self.scale(c, t))

@@ -163,7 +163,7 @@ def _negative(value: Lazy) -> Lazy:
 
 def _root(s: Series, form: Form, i: int, k: int, terms: list[Lazy]) -> Lazy:
     half = s.arith.quotient([s.get(form[1], k)] + terms, i)
-    return None if half is None else (0.5 * half[0], half[1])
+    return None if half is None else (half[0] / 2, half[1])  # / 2: 0.5·c, and keeps a Fraction exact
 
 
 def _unary_coefficient(s: Series, form: Form, i: int, k: int, terms: list[Lazy]) -> Lazy:

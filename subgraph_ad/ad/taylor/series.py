@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ...core import Tape, Term
-from .coefficients import Arithmetic, Lazy
+from .coefficients import Arithmetic, ExactArithmetic, Lazy
 from .plan import Degrees, plan
 from .recurrences import COMPUTE, FORMS, PRODUCTS, Form, Product
 
@@ -15,11 +15,11 @@ class Series:
     and the coefficients computed so far, ``coef[(node, k)]`` (canonical lazy values; absent:
     zero or above the degree bound)."""
 
-    def __init__(self, tape: Tape, wrt: int) -> None:
+    def __init__(self, tape: Tape, wrt: int, exact: bool = False) -> None:
         self.tape = tape
         self.wrt = wrt
         self.degree = Degrees(tape, wrt)
-        self.arith = Arithmetic(tape, self.negated)
+        self.arith = (ExactArithmetic if exact else Arithmetic)(tape, self.negated)
         self.forms: dict[int, Form] = {}
         self.aliases: dict[int, Optional[int]] = {}
         self.terms: dict[tuple[int, int], list[Product]] = {}  # the products a coefficient sums
