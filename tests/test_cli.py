@@ -368,3 +368,10 @@ def test_every_function_works_on_the_command_line(name, capsys):
     x = tape.var("x", 0.5)
     t = sad.parse(text, tape=tape)
     assert out["derivatives"][2]["value"] == pytest.approx(t.diff(x, 2).eval(), rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize("command", ["diff", "verify"])
+def test_wrt_naming_a_var_not_in_the_expression_is_an_error(command, capsys):
+    """``--wrt X`` for ``x*y`` used to print df/dX = 0 with exit 0 (and verify said pass)."""
+    assert main([command, "x*y", "--wrt", "X", "--at", "x=1,y=2"][: 4 if command == "verify" else 6]) == 1
+    assert "--wrt X: 'X' is not a variable of the expression (variables: x, y)" in capsys.readouterr().err

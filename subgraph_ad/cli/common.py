@@ -178,9 +178,10 @@ def bind_point(f: sad.Term, point: dict[str, float], extra: Sequence[str] = (),
                 variables = ", ".join(tape.vars) or "none"
                 raise CliError(f"{option} {name}: {name} is the constant {CONSTANTS[name]!r} in expressions, "
                                f"not a variable of the expression (variables: {variables})")
-    for name in extra:
+    for name in extra:  # the library returns d/dz = 0 for a z not in f; typed here, it is a typo
         if tape.find_var(name) is None:
-            tape.var(name, 0.0)  # d/dz of an expression without z is zero, as in SymPy
+            variables = ", ".join(tape.vars) or "none"
+            raise CliError(f"--wrt {name}: {name!r} is not a variable of the expression (variables: {variables})")
     known = tape.vars
     for name, value in point.items():
         if name not in known:
