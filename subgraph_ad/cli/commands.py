@@ -12,7 +12,7 @@ from subgraph_ad.testing import check_against_sympy
 from subgraph_ad.viz.record import notation
 
 from .common import (CliError, bind_point, check_output, constants_line, constants_used, draw_options, number,
-                     parse_expression, parse_point, progress_printer, show, wants_progress, wrt_sequence)
+                     parse_expression, parse_point, progress_printer, show, vars_of, wants_progress, wrt_sequence)
 
 
 # -- subcommands -----------------------------------------------------------------------------------
@@ -184,7 +184,8 @@ def cmd_grad(args: argparse.Namespace) -> int:
             out["check"] = [{"derivative": " ".join(c.wrt), "status": c.status} for c in checks]
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
-        where = ", ".join(f"{n} = {show(known[n].value)}" for n in known if n in _needed(f, names))
+        shown = vars_of(f) | set(names)
+        where = ", ".join(f"{n} = {show(known[n].value)}" for n in known if n in shown)
         print(f"f = {f.to_sympy()}" + (f"   at {where}" if where else ""))
         if constants:
             print(constants_line(constants))
@@ -205,8 +206,3 @@ def cmd_grad(args: argparse.Namespace) -> int:
             print(f"check against SymPy: {'fail' if failed else 'pass' if counts['pass'] else 'inconclusive'} "
                   f"({counts['pass']} pass, {counts['fail']} fail, {counts['inconclusive']} inconclusive partials)")
     return 1 if any(c.status == "fail" for c in checks) else 0
-
-
-def _needed(f: sad.Term, names: list[str]) -> set[str]:
-    tape = f.tape
-    return set(names) | {tape.nodes[i].payload for i in sad.core.dependencies(tape, [f.index]) if tape.nodes[i].op == "var"}

@@ -189,7 +189,7 @@ def bind_point(f: sad.Term, point: dict[str, float], extra: Sequence[str] = (),
             raise CliError(f"--at names {name!r}, which is not a variable of the expression (variables: {names})")
         known[name].set(value)
     if complete:
-        needed = _vars_of(f)
+        needed = vars_of(f)
         missing = [name for name in known if name in needed and name not in point]
         if missing and default is None:
             raise CliError(f"no value for {', '.join(missing)}: give --at "
@@ -199,7 +199,8 @@ def bind_point(f: sad.Term, point: dict[str, float], extra: Sequence[str] = (),
     return known
 
 
-def _vars_of(f: sad.Term) -> set[str]:
+def vars_of(f: sad.Term) -> set[str]:
+    """The names of the vars ``f`` depends on."""
     tape = f.tape
     return {tape.nodes[i].payload for i in dependencies(tape, [f.index]) if tape.nodes[i].op == "var"}
 
