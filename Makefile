@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench graphviz clean
+.PHONY: demo test fuzz bench graphviz clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed, found " + sys.version.split()[0])'
@@ -22,6 +22,12 @@ demo: $(STAMP) graphviz
 
 test: $(STAMP) graphviz
 	$(PY) -m pytest
+
+# the property-based and fuzz tests (every test that uses Hypothesis), with SAD_FUZZ times the
+# examples of `make test` and fresh random seeds; FUZZ=200 by default, `make fuzz FUZZ=2000` for longer
+FUZZ ?= 200
+fuzz: $(STAMP) graphviz
+	SAD_FUZZ=$(FUZZ) $(PY) -m pytest -o addopts=-q -p no:cacheprovider -m hypothesis tests
 
 bench: $(STAMP) graphviz
 	$(PY) -m pip install --quiet -e '.[bench]'

@@ -1,11 +1,13 @@
 """Shared fixtures: a fresh tape with the seeds' vars, and a SymPy reference evaluator."""
 
 import math
+import os
 
 import numpy as np
 
 import pytest
 import sympy
+from hypothesis import HealthCheck, settings
 
 import subgraph_ad as sad
 
@@ -60,3 +62,17 @@ class Cube(sad.UnaryFn):
 
     def gen_graph(self, input, output, derived):
         return 3 * input * input * derived
+
+
+# Hypothesis: derandomized and bounded in `make test`; `make fuzz` sets SAD_FUZZ to a factor
+# that multiplies every test's example count and lifts the derandomization.
+FUZZ = int(os.environ.get("SAD_FUZZ", "0"))
+settings.register_profile("test", derandomize=True, deadline=None, database=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("fuzz", deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("fuzz" if FUZZ else "test")
+
+
+def examples(n: int) -> int:
+    """A test's Hypothesis example count: ``n`` in ``make test``, ``n * SAD_FUZZ`` in ``make fuzz``."""
+    return n * max(FUZZ, 1)
