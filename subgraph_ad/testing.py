@@ -2,8 +2,16 @@
 
 The outcome is ``pass``, ``fail`` or ``inconclusive`` and is never a false pass: a single point
 where the two sides disagree is a fail. A point is inconclusive when both sides are nan there, or
-when SymPy cannot evaluate the reference because a function has no ``to_sympy`` (it is then an
+when the reference cannot be evaluated because a function has no ``to_sympy`` (it is then an
 undefined SymPy function); the report's note says which.
+
+SymPy can take minutes on a high-order derivative (``tanh`` at order 19: more than two
+minutes in ``sympy.diff`` alone). ``timeout=S`` gives the SymPy step a budget of S seconds in a
+worker process that is killed when it runs over; the reference values then come from
+``mpmath.diff`` of the same expression at 50 digits, independent of both SymPy's symbolic
+derivative and ours, and the report says so. Without ``timeout`` (the default) SymPy runs in
+this process as long as it needs: a library caller asked for SymPy's answer, and a check that
+silently changed its oracle with the machine's speed would be a poor default for a test suite.
 
 >>> from subgraph_ad import Tape, exp
 >>> tape = Tape(); x = tape.var("x", 0.5)
@@ -14,6 +22,12 @@ undefined SymPy function); the report's note says which.
 from __future__ import annotations
 
 import math
+import multiprocessing
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,44 +36,64 @@ import sympy
 
 from .ad.diff import parse_diff_args
 from .core import Term, dependencies
+from .tables import html_table, text_table
+from .viz.record import notation
 
 #: Relative tolerance: high-order derivatives lose a few digits to rounding, never 7.
 RTOL = 1e-7
 #: Symbolic simplification is tried only on graphs up to this many nodes (it can take minutes).
 SYMBOLIC_MAX_NODES = 60
+#: Working precision (decimal digits) of the mpmath reference that stands in when SymPy is too slow.
+MPMATH_DIGITS = 50
+#: How a budgeted worker starts: "fork" is cheap and needs nothing pickled; where the platform
+#: has no fork (Windows), "spawn" pickles the terms (a Tape pickles with its nodes).
+START_METHOD = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
 
 
 @dataclass
 class PointCheck:
     point: dict[str, float]
     ours: float
-    sympy: float
+    reference: float
     status: str  # pass / fail / inconclusive
 
 
 @dataclass
 class Report:
-    """What ``check_against_sympy`` found."""
+    """What ``check_against_sympy`` found; prints as a table (text, or HTML in Jupyter)."""
 
     expression: str
     wrt: list[str]
     status: str
-    symbolic: str  # "equal", "not tried" or "unknown"
+    symbolic: str  # "equal", "unknown", "not tried" or "inconclusive (SymPy took > N s)"
     points: list[PointCheck] = field(default_factory=list)
-    reference: Any = None
-    note: str = ""  # why a check could not be decided, when it could not
+    reference: Any = None  # SymPy's derivative, when SymPy finished it in time
+    note: str = ""  # why a check could not be decided, or which oracle stood in
+    oracle: str = "sympy"  # what computed the reference values: "sympy" or "mpmath"
 
     @property
     def counts(self) -> dict[str, int]:
         """How many points passed, failed and were inconclusive."""
         return {s: sum(p.status == s for p in self.points) for s in ("pass", "fail", "inconclusive")}
 
-    def __str__(self) -> str:
-        order = "".join(f"d{w}" for w in self.wrt)
+    @property
+    def summary(self) -> str:
+        """One line: the verdict, which derivative, and how it was reached."""
         counts = self.counts
-        return (f"{self.status:12s} d/{order} of {self.expression}: symbolic {self.symbolic}, "
-                f"points {counts['pass']} pass / {counts['fail']} fail / {counts['inconclusive']} inconclusive"
-                + (f" ({self.note})" if self.note else ""))
+        return (f"{self.status}: {notation(self.wrt)} of {self.expression} (symbolic {self.symbolic}; points by {self.oracle}: "
+                f"{counts['pass']} pass, {counts['fail']} fail, {counts['inconclusive']} inconclusive)"
+                + (f"; {self.note}" if self.note else ""))
+
+    def _table(self) -> tuple[list[str], list[list[object]]]:
+        names = list(self.points[0].point) if self.points else []
+        headers = [*names, "ours", self.oracle, "status"]
+        return headers, [[*p.point.values(), p.ours, p.reference, p.status] for p in self.points]
+
+    def __str__(self) -> str:
+        return self.summary + ("\n" + text_table(*self._table()) if self.points else "")
+
+    def _repr_html_(self) -> str:
+        return html_table(*self._table(), caption=self.summary)
 
 
 def _compare(ours: float, ref: float, rtol: float) -> str:
@@ -72,8 +106,7 @@ def _compare(ours: float, ref: float, rtol: float) -> str:
     return "pass" if abs(ours - ref) <= rtol * max(1.0, abs(ref)) else "fail"
 
 
-def _reference(expr: sympy.Expr, subs: dict[sympy.Symbol, float]) -> float:
-    value = expr.evalf(30, subs={s: sympy.Float(v, 30) for s, v in subs.items()})
+def _real(value: Any) -> float:
     try:
         return float(value)
     except TypeError:  # complex (e.g. log of a negative) or unevaluated: no real reference
@@ -90,38 +123,162 @@ def _undefined_functions(term: Term, expr: sympy.Expr) -> str:
                      else f"{name}: an undefined SymPy function" for name in names)
 
 
+# -- a budget for work that cannot be interrupted ----------------------------------------------------
+def _child(conn: Any, func: Callable[..., Iterator[Any]], args: tuple[Any, ...]) -> None:
+    try:
+        for item in func(*args):
+            conn.send(("item", item))
+        conn.send(("done", None))
+    except BaseException as exc:  # reported to the parent, which raises it there
+        try:
+            conn.send(("error", exc))
+        except Exception:  # an exception that does not pickle
+            conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+    finally:
+        conn.close()
+
+
+def budgeted(func: Callable[..., Iterator[Any]], args: tuple[Any, ...],
+             timeout: float | None) -> tuple[list[Any], bool]:
+    """Run the generator function ``func(*args)`` for at most ``timeout`` seconds and return what
+    it yielded so far and whether it finished. SymPy cannot be interrupted inside a thread, so
+    with a budget it runs in a worker process that is killed when the time is up; yielding
+    partial results keeps whatever was ready. ``timeout=None``: in this process, no budget. An
+    exception in ``func`` is raised here.
+
+    >>> def squares(n):
+    ...     for k in range(n):
+    ...         yield k * k
+    >>> budgeted(squares, (4,), timeout=10)
+    ([0, 1, 4, 9], True)
+    """
+    if timeout is None:
+        return list(func(*args)), True
+    context = multiprocessing.get_context(START_METHOD)
+    receive, send = context.Pipe(duplex=False)
+    # a forked child flushes the streams it inherited: pending output would appear twice
+    sys.stdout.flush()
+    sys.stderr.flush()
+    process = context.Process(target=_child, args=(send, func, args), daemon=True)
+    process.start()
+    send.close()
+    items: list[Any] = []
+    finished = False
+    deadline = time.monotonic() + timeout
+    try:
+        while receive.poll(max(0.0, deadline - time.monotonic())):
+            try:
+                kind, value = receive.recv()
+            except EOFError:  # the worker died without a word (killed by the system, out of memory)
+                raise RuntimeError(f"the worker process ended unexpectedly (exit code {process.exitcode})") from None
+            if kind == "error":
+                raise value
+            if kind == "done":
+                finished = True
+                break
+            items.append(value)
+    finally:
+        if process.is_alive():
+            process.terminate()
+            process.join(1.0)
+            if process.is_alive():
+                process.kill()
+        process.join()
+        receive.close()
+    return items, finished
+
+
+# -- the two oracles ---------------------------------------------------------------------------------
+def _sympy_side(term: Term, ours: Term, names: list[str], points: list[dict[str, float]]) -> Iterator[Any]:
+    """SymPy's derivative, then its value at each point, then the symbolic verdict (slowest last,
+    so a budget that runs out during simplification keeps the values)."""
+    # real symbols: the points are real, and |u|, sign(u) then differentiate to sign(u), 0
+    real = {sympy.Symbol(n): sympy.Symbol(n, real=True) for n in {*names, *(points[0] if points else {})}}
+    plain = term.to_sympy()
+    expr = plain.xreplace(real)
+    reference = sympy.diff(expr, *[real[sympy.Symbol(n)] for n in names])
+    yield str(plain), reference, _undefined_functions(term, expr)
+    for point in points:
+        subs = {real[sympy.Symbol(n)]: sympy.Float(v, 30) for n, v in point.items()}
+        yield _real(reference.evalf(30, subs=subs))
+    tape = term.tape
+    if len(dependencies(tape, [ours.index])) <= SYMBOLIC_MAX_NODES:
+        yield "equal" if sympy.simplify(ours.to_sympy().xreplace(real) - reference) == 0 else "unknown"
+    else:
+        yield "not tried"
+
+
+def _mpmath_side(term: Term, names: list[str], points: list[dict[str, float]]) -> Iterator[Any]:
+    """The derivative at each point by ``mpmath.diff`` (finite differences at raised precision)
+    of ``term``'s own SymPy form: no symbolic differentiation at all."""
+    import mpmath
+
+    expr = term.to_sympy()
+    yield str(expr), _undefined_functions(term, expr)
+    order = sorted(points[0]) if points else []
+    counts = Counter(names)
+    if set(counts) - set(order):  # by a var the term does not depend on: identically zero
+        yield from (0.0 for _ in points)
+        return
+    f = sympy.lambdify([sympy.Symbol(n) for n in order], expr, modules="mpmath")
+    with mpmath.workdps(MPMATH_DIGITS):
+        for point in points:
+            try:
+                value = mpmath.diff(f, [mpmath.mpf(point[n]) for n in order], [counts[n] for n in order])
+            except (NameError, TypeError):  # a function SymPy knows only by name has no mpmath counterpart
+                value = mpmath.nan
+            except (ValueError, ZeroDivisionError, OverflowError):  # outside the domain
+                value = mpmath.nan
+            yield _real(value)
+
+
 def check_against_sympy(term: Term, *wrt_args: Any, points: int = 5, seed: int = 0,
                         low: float = 0.2, high: float = 1.8, rtol: float = RTOL,
-                        method: str = "auto", derivative: Term | None = None) -> Report:
+                        method: str = "auto", derivative: Term | None = None,
+                        timeout: float | None = None) -> Report:
     """Differentiate ``term`` with ``term.diff(*wrt_args, method=method)`` and compare it with ``sympy.diff``.
 
     ``derivative``: the derivative already built (checked as it is, nothing is appended).
     Points are drawn from [low, high] per var with a seeded generator, so a report is reproducible.
+    ``timeout``: seconds SymPy may take (None: no limit); past it the symbolic verdict is
+    "inconclusive (SymPy took > S s)" and mpmath at 50 digits gives the reference values (with
+    the same budget again).
     """
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
+        raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
     wrts = parse_diff_args(wrt_args)
     ours = term.diff(*wrt_args, method=method) if derivative is None else derivative
     tape = term.tape
     var_names = sorted({tape.nodes[i].payload for i in dependencies(tape, [term.index])
                         if tape.nodes[i].op == "var"})
-    # real symbols: the points are real, and |u|, sign(u) then differentiate to sign(u), 0
-    real = {sympy.Symbol(n): sympy.Symbol(n, real=True) for n in set(var_names) | {w.name for w in wrts}}
-    expr = term.to_sympy().xreplace(real)
-    reference = sympy.diff(expr, *[real[sympy.Symbol(w.name)] for w in wrts])
-    unknown = _undefined_functions(term, expr)
-    symbolic = "not tried"
-    if len(dependencies(tape, [ours.index])) <= SYMBOLIC_MAX_NODES:
-        symbolic = "equal" if sympy.simplify(ours.to_sympy().xreplace(real) - reference) == 0 else "unknown"
+    names = [w.name for w in wrts]
     rng = np.random.default_rng(seed)
+    where = [{name: float(rng.uniform(low, high)) for name in var_names} for _ in range(points)]
+    ours_values = [float(ours.eval(p)) for p in where]
+
+    got, finished = budgeted(_sympy_side, (term, ours, names, where), timeout)
+    expression, reference, unknown = got[0] if got else (None, None, "")
+    refs = got[1:1 + points]
+    symbolic = got[-1] if finished else f"inconclusive (SymPy took > {timeout:g} s)"
+    oracle, note = "sympy", ""
+    if len(refs) < points:  # SymPy ran out of time before every reference value was known
+        oracle = "mpmath"
+        got, _ = budgeted(_mpmath_side, (term, names, where), timeout)
+        expression, unknown = got[0] if got else (expression, unknown)
+        refs = got[1:]
+        note = f"reference values by mpmath.diff at {MPMATH_DIGITS} digits"
+        if len(refs) < points:
+            note += f" (mpmath took > {timeout:g} s too)"
     checks = []
-    for _ in range(points):
-        point = {name: float(rng.uniform(low, high)) for name in var_names}
-        ours_value = float(ours.eval(point))
-        ref_value = _reference(reference, {real[sympy.Symbol(n)]: v for n, v in point.items()})
-        status = "inconclusive" if unknown and math.isnan(ref_value) else _compare(ours_value, ref_value, rtol)
-        checks.append(PointCheck(point, ours_value, ref_value, status))
-    # why points could not be compared, when SymPy could not evaluate a function there
-    note = f"SymPy cannot evaluate {unknown}" if unknown and any(
-        c.status == "inconclusive" and math.isnan(c.sympy) for c in checks) else ""
+    for k, (point, value) in enumerate(zip(where, ours_values)):
+        if k >= len(refs):
+            checks.append(PointCheck(point, value, math.nan, "inconclusive"))
+            continue
+        status = "inconclusive" if unknown and math.isnan(refs[k]) else _compare(value, refs[k], rtol)
+        checks.append(PointCheck(point, value, refs[k], status))
+    if unknown and any(c.status == "inconclusive" and math.isnan(c.reference) for c in checks):
+        # why points could not be compared: SymPy could not evaluate a function there
+        note = "; ".join(filter(None, [note, f"SymPy cannot evaluate {unknown}"]))
     statuses = {c.status for c in checks}
     if "fail" in statuses:
         status = "fail"
@@ -129,7 +286,7 @@ def check_against_sympy(term: Term, *wrt_args: Any, points: int = 5, seed: int =
         status = "pass"
     else:
         status = "inconclusive"
-    return Report(str(term.to_sympy()), [w.name for w in wrts], status, symbolic, checks, reference, note)
+    return Report(expression or repr(term), names, status, symbolic, checks, reference, note, oracle)
 
 
 class DerivativeMismatch(AssertionError):
@@ -140,6 +297,53 @@ def assert_matches_sympy(term: Term, *wrt_args: Any, **options: Any) -> Report:
     """Assert that ``term.diff(*wrt_args)`` agrees with SymPy; inconclusive is not a pass."""
     report = check_against_sympy(term, *wrt_args, **options)
     if report.status != "pass":
-        detail = "; ".join(f"at {c.point}: ours {c.ours!r}, sympy {c.sympy!r} ({c.status})" for c in report.points)
-        raise DerivativeMismatch(f"{report}\n{detail}")
+        raise DerivativeMismatch(str(report))
     return report
+
+
+# -- a readable SymPy form -----------------------------------------------------------------------------
+def sympy_form(term: Term, max_chars: int | None = 2000, timeout: float | None = None) -> tuple[str, bool] | None:
+    """``compact_sympy(term, max_chars)`` within ``timeout`` seconds (None: no limit), or None
+    when SymPy took longer."""
+    got, finished = budgeted(_compact_sympy, (term, max_chars), timeout)
+    return got[0] if finished else None
+
+
+def _compact_sympy(term: Term, max_chars: int | None) -> Iterator[tuple[str, bool]]:
+    yield compact_sympy(term, max_chars)
+
+
+def compact_sympy(term: Term, max_chars: int | None = 2000) -> tuple[str, bool]:
+    """``term``'s SymPy form with repeated subexpressions as numbered temporaries (``sympy.cse``),
+    one per line before the result, and whether it was cut to ``max_chars`` (None: never).
+    A high-order derivative printed flat repeats its shared parts exponentially (tanh at order
+    14: 160 KB on one line); with temporaries it is about a hundred times shorter.
+
+    >>> from subgraph_ad import Tape, tanh
+    >>> tape = Tape(); x = tape.var("x")
+    >>> print(compact_sympy(tanh(x).diff(x, 3))[0])
+    t0 = tanh(x)**2
+    t0*(8 - 6*t0) - 2
+    """
+    if max_chars is not None and max_chars < 1:
+        raise ValueError(f"max_chars must be a positive number of characters or None, got {max_chars!r}")
+    expr = term.to_sympy()
+    taken = {str(s) for s in expr.free_symbols}
+    prefix = next(p for p in ("t", "tmp", "_t", "_tmp") if not any(re.fullmatch(rf"{p}\d+", n) for n in taken))
+    temporaries, (result,) = sympy.cse(expr, symbols=sympy.numbered_symbols(prefix))
+    lines = [f"{name} = {value}" for name, value in temporaries] + [str(result)]
+    text = "\n".join(lines)
+    if max_chars is None or len(text) <= max_chars:
+        return text, False
+    # keep the result line (what the temporaries are for) and as many temporaries as fit before it
+    last = lines[-1] if len(lines[-1]) <= max_chars // 2 else lines[-1][: max_chars // 2] + " …"
+    kept: list[str] = []
+    room = max_chars - len(last)
+    for line in lines[:-1]:
+        if len(line) + 1 > room:
+            break
+        kept.append(line)
+        room -= len(line) + 1
+    skipped = len(lines) - 1 - len(kept)
+    middle = [f"… {skipped} more temporar{'y' if skipped == 1 else 'ies'}"] if skipped else []
+    return "\n".join(kept + middle + [last]), True

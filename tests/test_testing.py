@@ -1,11 +1,20 @@
-"""The verification helpers: pass, fail and inconclusive are reported honestly."""
+"""The verification helpers: pass, fail and inconclusive are reported honestly, within a time
+budget when one is given."""
+
+import math
+import multiprocessing
+import re
+import time
 
 import numpy as np
 import pytest
+import sympy
 
 import subgraph_ad as sad
-from subgraph_ad import Tape, exp, sin
-from subgraph_ad.testing import DerivativeMismatch, assert_matches_sympy, check_against_sympy
+from subgraph_ad import Tape, exp, sin, tanh
+from subgraph_ad import testing
+from subgraph_ad.testing import (DerivativeMismatch, assert_matches_sympy, budgeted, check_against_sympy,
+                                 compact_sympy, sympy_form)
 
 
 def test_a_correct_derivative_passes_symbolically_and_numerically():
@@ -14,7 +23,7 @@ def test_a_correct_derivative_passes_symbolically_and_numerically():
     report = check_against_sympy(exp(-x**2 / 2), x, 3)
     assert report.status == "pass" and report.symbolic == "equal"
     assert len(report.points) == 5 and all(p.status == "pass" for p in report.points)
-    assert "pass" in str(report) and "dxdxdx" in str(report)
+    assert str(report).startswith("pass: d³f/dx³ of exp(-x**2/2) (symbolic equal; points by sympy: 5 pass")
 
 
 def test_a_given_derivative_is_checked_as_built():
@@ -106,9 +115,9 @@ def test_a_function_sympy_cannot_evaluate_is_inconclusive_not_fail():
         report = check_against_sympy(f, x, order)
         assert report.status == "inconclusive" and report.symbolic != "equal"
         assert report.counts == {"pass": 0, "fail": 0, "inconclusive": 5}
-        assert all(np.isfinite(p.ours) and np.isnan(p.sympy) for p in report.points)
+        assert all(np.isfinite(p.ours) and np.isnan(p.reference) for p in report.points)
         assert report.note == "SymPy cannot evaluate softplus: no to_sympy"
-        assert "(SymPy cannot evaluate softplus: no to_sympy)" in str(report)
+        assert report.summary.endswith("inconclusive); SymPy cannot evaluate softplus: no to_sympy")
     with pytest.raises(DerivativeMismatch, match="inconclusive.*softplus: no to_sympy"):
         assert_matches_sympy(f, x)
 
@@ -125,3 +134,179 @@ def test_a_wrong_rule_is_still_a_fail_next_to_an_unknown_function():
     x, y = tape.var("x"), tape.var("y")
     report = check_against_sympy(Softplus()(y) + WrongSin()(x), x)
     assert report.status == "fail"
+
+
+# -- printing --------------------------------------------------------------------------------------
+def test_a_report_prints_as_a_table_of_its_points_and_as_html():
+    tape = Tape()
+    x, y = tape.var("x"), tape.var("y")
+    report = check_against_sympy(sin(x * y), x, y, points=3)
+    lines = str(report).splitlines()
+    assert lines[0] == report.summary and lines[1].split() == ["x", "y", "ours", "sympy", "status"]
+    assert set(lines[2]) == {"-", " "} and len(lines) == 3 + 3
+    for line, p in zip(lines[3:], report.points):
+        cells = line.split()
+        assert [float(c) for c in cells[:4]] == [p.point["x"], p.point["y"], p.ours, p.reference]
+        # d²/dxdy sin(xy) = cos(xy) - xy sin(xy), the closed form
+        xy = p.point["x"] * p.point["y"]
+        assert float(cells[2]) == pytest.approx(math.cos(xy) - xy * math.sin(xy), rel=1e-14)
+        assert cells[4] == "pass"
+    page = report._repr_html_()
+    assert page.startswith("<table><caption>pass: d²f/dxdy of sin(x*y)") and page.count("<tr>") == 1 + 3
+
+
+# -- time budget -----------------------------------------------------------------------------------
+def tanh_derivative(n: int, x: float) -> float:
+    """d^n/dx^n tanh(x) = P_n(tanh x) with P_0 = u, P_(k+1) = (1 - u²) P_k'(u): exact integer
+    polynomials, independent of SymPy's diff, mpmath.diff and our graphs."""
+    u = sympy.Symbol("u")
+    p = sympy.Poly(u, u)
+    for _ in range(n):
+        p = sympy.Poly(1 - u**2, u) * p.diff(u)
+    return float(p.eval(sympy.Float(math.tanh(x), 40)))
+
+
+def test_past_the_budget_mpmath_stands_in_for_sympy():
+    """sympy.diff(tanh(x), x, 14) alone takes about 9 s; with a 1 s budget the check still ends,
+    says why SymPy gave no verdict, and mpmath's 50-digit values agree with the closed form."""
+    tape = Tape()
+    x = tape.var("x")
+    report = check_against_sympy(tanh(x), x, 14, timeout=1)
+    assert report.symbolic == "inconclusive (SymPy took > 1 s)" and report.oracle == "mpmath"
+    assert report.status == "pass" and report.counts["pass"] == 5
+    assert report.note == "reference values by mpmath.diff at 50 digits"
+    for p in report.points:
+        assert p.reference == pytest.approx(tanh_derivative(14, p.point["x"]), rel=1e-13)
+    assert "points by mpmath" in str(report) and "mpmath" in str(report).splitlines()[1]
+
+
+def slow_sympy(*args):
+    """Stands in for the SymPy step: never finishes within a test's budget."""
+    time.sleep(60)
+    yield
+
+
+@pytest.fixture
+def slow(monkeypatch):
+    """SymPy that always runs over (the forked worker inherits the patched module)."""
+    monkeypatch.setattr(testing, "_sympy_side", slow_sympy)
+
+
+def test_mpmath_stand_in_still_fails_a_wrong_rule_and_passes_mixed_partials(slow):
+    tape = Tape()
+    x, y = tape.var("x"), tape.var("y")
+    wrong = check_against_sympy(WrongSin()(x), x, timeout=0.5)
+    assert wrong.oracle == "mpmath" and wrong.status == "fail"
+    for p in wrong.points:  # the reference is the true cos, ours the wrong sin
+        assert p.reference == pytest.approx(math.cos(p.point["x"]), rel=1e-14)
+    mixed = check_against_sympy(sin(x * y) * exp(y), x, 2, y, timeout=0.5)
+    assert mixed.oracle == "mpmath" and mixed.status == "pass"
+    for p in mixed.points:  # d³/dx²dy of sin(xy) e^y, by hand
+        a, b = p.point["x"], p.point["y"]
+        truth = math.exp(b) * (-2 * b * math.sin(a * b) - b * b * a * math.cos(a * b) - b * b * math.sin(a * b))
+        assert p.reference == pytest.approx(truth, rel=1e-12)
+    unknown = check_against_sympy(Softplus()(x * x), x, timeout=0.5)
+    assert unknown.status == "inconclusive" and "SymPy cannot evaluate softplus: no to_sympy" in unknown.note
+
+
+def test_values_sympy_finished_are_kept_when_only_simplify_runs_over(monkeypatch):
+    monkeypatch.setattr(sympy, "simplify", lambda expr: time.sleep(60))
+    tape = Tape()
+    x = tape.var("x")
+    report = check_against_sympy(exp(-x**2 / 2), x, 2, timeout=2)
+    assert report.oracle == "sympy" and report.symbolic == "inconclusive (SymPy took > 2 s)"
+    for p in report.points:
+        t = p.point["x"]
+        assert p.reference == pytest.approx((t * t - 1) * math.exp(-t * t / 2), rel=1e-14)
+    assert report.status == "pass"
+
+
+def partial_then_hang(n):
+    yield "ready"
+    time.sleep(n)
+    yield "never"
+
+
+def failing():
+    raise ValueError("a message from the worker")
+    yield
+
+
+def test_budgeted_kills_the_worker_and_keeps_what_it_yielded():
+    start = time.monotonic()
+    assert budgeted(partial_then_hang, (60,), timeout=0.5) == (["ready"], False)
+    assert time.monotonic() - start < 20  # the budget is the feature: 0.5 s, with a wide margin
+    assert multiprocessing.active_children() == []  # killed and reaped
+    assert budgeted(partial_then_hang, (0,), timeout=None) == (["ready", "never"], True)
+    with pytest.raises(ValueError, match="a message from the worker"):
+        budgeted(failing, (), timeout=10)
+
+
+def test_the_spawn_start_method_works_too(monkeypatch):
+    """Where there is no fork (Windows) the worker is spawned, and the terms are pickled to it."""
+    monkeypatch.setattr(testing, "START_METHOD", "spawn")
+    tape = Tape()
+    x = tape.var("x")
+    report = check_against_sympy(exp(-x**2 / 2), x, 2, timeout=60)
+    assert report.status == "pass" and report.symbolic == "equal" and report.oracle == "sympy"
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, "5", True, float("nan")])
+def test_a_bad_timeout_is_refused(bad):
+    tape = Tape()
+    x = tape.var("x")
+    with pytest.raises(ValueError, match=f"timeout must be a positive number of seconds or None, got {bad!r}"):
+        check_against_sympy(x * x, x, timeout=bad)
+
+
+# -- compact SymPy form ------------------------------------------------------------------------------
+def rebuild(text: str) -> sympy.Expr:
+    """Substitute the numbered temporaries back into the last line."""
+    *temporaries, result = text.splitlines()
+    names: dict[str, sympy.Expr] = {}
+    for line in temporaries:
+        name, value = line.split(" = ")
+        names[name] = sympy.sympify(value, locals=dict(names))
+    return sympy.sympify(result, locals=names)
+
+
+def test_the_compact_form_is_short_and_means_the_derivative():
+    tape = Tape()
+    x = tape.var("x")
+    d = tanh(x).diff(x, 10)
+    text, cut = compact_sympy(d, max_chars=None)
+    assert not cut and re.match(r"t0 = ", text) and len(text) < 2000
+    flat = len(str(d.to_sympy()))
+    assert flat > 10 * len(text)  # the flat form repeats shared parts (16 times longer here)
+    rebuilt = rebuild(text)
+    X = sympy.Symbol("x")
+    for at in (0.3, 1.1):
+        assert float(rebuilt.subs(X, at)) == pytest.approx(tanh_derivative(10, at), rel=1e-12)
+
+
+def test_the_compact_form_is_cut_with_a_note_and_keeps_the_result():
+    tape = Tape()
+    x = tape.var("x")
+    d = tanh(x).diff(x, 12)
+    full, _ = compact_sympy(d, max_chars=None)
+    text, cut = compact_sympy(d, max_chars=300)
+    assert cut and len(text) <= 300 + 40
+    lines = text.splitlines()
+    assert lines[0] == full.splitlines()[0] and re.fullmatch(r"… \d+ more temporaries", lines[-2])
+    assert full.splitlines()[-1].startswith(lines[-1].removesuffix(" …"))
+
+
+def test_temporaries_do_not_clash_with_variable_names():
+    tape = Tape()
+    t0, t1 = tape.var("t0"), tape.var("t1")
+    text, _ = compact_sympy(tanh(t0 * t1).diff(t0, 3), max_chars=None)
+    assert re.match(r"tmp0 = ", text) and "t0" in text
+    assert rebuild(text).equals(sympy.diff(sympy.tanh(sympy.Symbol("t0") * sympy.Symbol("t1")), sympy.Symbol("t0"), 3))
+
+
+def test_sympy_form_within_a_budget():
+    tape = Tape()
+    x = tape.var("x")
+    assert sympy_form(sin(x).diff(x, 2), timeout=30) == ("-sin(x)", False)
+    with pytest.raises(ValueError, match="max_chars must be a positive number of characters or None, got 0"):
+        compact_sympy(sin(x), max_chars=0)

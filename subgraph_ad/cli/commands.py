@@ -1,5 +1,6 @@
 """The subcommands: diff, render, verify and grad. Each takes the parsed arguments and returns
-the exit status; problems are CliErrors, reported by ``main``."""
+the exit status; problems are CliErrors, reported by ``main``. Rows go to standard output as
+soon as they are known; progress goes to standard error, on a terminal only."""
 
 from __future__ import annotations
 
@@ -8,61 +9,118 @@ import json
 from typing import Any
 
 import subgraph_ad as sad
-from subgraph_ad.testing import check_against_sympy
+from subgraph_ad import progress
+from subgraph_ad.tables import text_table
+from subgraph_ad.testing import Report, check_against_sympy, sympy_form
 from subgraph_ad.viz.record import notation
 
-from .common import (CliError, bind_point, check_output, constants_line, constants_used, draw_options, number,
-                     parse_expression, parse_point, progress_printer, show, vars_of, wants_progress, wrt_sequence)
+from .common import (RowPrinter, UsageError, bind_point, check_output, constants_line, constants_used,
+                     distinct_outputs, draw_options, number, parse_expression, parse_point, read_expression, say,
+                     show, vars_of, wrt_sequence)
+
+
+def _expression(args: argparse.Namespace) -> tuple[str, sad.Term, dict[str, float]]:
+    """EXPR (or standard input) within the limits: its text, its Term and the constants it used."""
+    text = read_expression(args.expr, args.max_length)
+    f = parse_expression(text, args.max_tape_nodes)
+    return text, f, constants_used(text, f)
+
+
+def _form(term: sad.Term, args: argparse.Namespace) -> tuple[str | None, str]:
+    """The compact SymPy form of ``term`` within the budget, and a note (cut, or out of time)."""
+    found = sympy_form(term, args.max_sympy_chars, timeout=args.sympy_timeout)
+    if found is None:
+        return None, f"not shown: SymPy took > {args.sympy_timeout:g} s (raise --sympy-timeout)"
+    text, cut = found
+    return text, (f"cut to {args.max_sympy_chars} characters; raise --max-sympy-chars to see more" if cut else "")
+
+
+def _print_form(label: str, text: str | None, note: str) -> None:
+    if text is None:
+        progress.write(f"SymPy form of {label}: {note}")
+    elif "\n" in text or note:
+        progress.write(f"SymPy form of {label} (repeated parts as numbered temporaries):" if "\n" in text
+                       else f"SymPy form of {label}:")
+        progress.write("\n".join("  " + line for line in text.splitlines()) + (f"\n  ({note})" if note else ""))
+    else:
+        progress.write(f"SymPy form of {label}: {text}")
+
+
+def _counts(report: Report) -> str:
+    counts = report.counts
+    return (f"symbolic {report.symbolic}; points by {report.oracle}: {counts['pass']} pass, {counts['fail']} fail, "
+            f"{counts['inconclusive']} inconclusive" + (f"; {report.note}" if report.note else ""))
+
+
+def _check_json(report: Report) -> dict[str, Any]:
+    return {"status": report.status, "symbolic": report.symbolic, "oracle": report.oracle,
+            "points": [{"point": c.point, "ours": number(c.ours), "reference": number(c.reference),
+                        "status": c.status} for c in report.points],
+            **({"note": report.note} if report.note else {})}
 
 
 # -- subcommands -----------------------------------------------------------------------------------
 def cmd_diff(args: argparse.Namespace) -> int:
-    names = wrt_sequence(args.wrt, args.order)
+    names = wrt_sequence(args.wrt, args.order, args.max_order)
     point = parse_point(args.at)
+    distinct_outputs(([("--svg", args.svg)] if args.svg else []) + [("--animate", p) for p in args.animate or []])
     if args.svg:
         check_output(args.svg, (".svg", ".png", ".pdf", ".dot"), "--svg")
     for path in args.animate or []:
         check_output(path, (".html", ".svg", ".gif"), "--animate")
-    f = parse_expression(args.expr)
-    constants = constants_used(args.expr, f)
+    text, f, constants = _expression(args)
     tape = f.tape
     f_nodes = len(tape)
     known = bind_point(f, point, extra=names, default=args.default, complete=True)
     wrts = [known[n] for n in names]
 
-    derivatives: list[sad.Term] = []
-    new_nodes: list[int] = []
     animations: list[sad.Animation] = []
     if args.animate:  # one recording, written in each format asked for
         animations = sad.animate(f, wrts, None, args.animate, per=args.per, rankdir=args.rankdir,
-                                 precision=args.precision, title=f"{notation(names)} of {args.expr}",
-                                 max_nodes=None if args.max_nodes == 0 else args.max_nodes,
-                                 progress=progress_printer(wants_progress(args)), method=args.method)
+                                 precision=args.precision, title=f"{notation(names)} of {text}",
+                                 max_nodes=args.max_nodes, max_frames=args.max_frames, progress=say,
+                                 method=args.method)
         derivatives, new_nodes = list(animations[0].derivatives), list(animations[0].added)
     else:
-        steps = sad.derivatives(f, *wrts, method=args.method)
+        with progress.bar(f"building {notation(names)}", unit="node") as advance:
+            steps = sad.derivatives(f, *wrts, method=args.method, callback=lambda term: advance())
         derivatives, new_nodes = [s.term for s in steps], [len(s.appended) for s in steps]
+    values = [float(f.eval())] + [float(d.eval()) for d in progress.track(
+        derivatives, "evaluating", total=len(derivatives), unit="order")]
+    labels = [notation(names[:k]) for k in range(len(names) + 1)]
+    at = {name: var.value for name, var in known.items()}
+    if not args.json:
+        where = ", ".join(f"{k} = {show(v)}" for k, v in at.items())
+        progress.write(f"f = {f.to_sympy()}" + (f"   at {where}" if where else ""))
+        if constants:
+            progress.write(constants_line(constants))
+        progress.write(text_table(["order", "derivative", "value", "new nodes"],
+                                  [[k, label, value, n] for k, (label, value, n)
+                                   in enumerate(zip(labels, values, [f_nodes, *new_nodes]))]))
+        progress.write(f"tape: {f_nodes} nodes for f, {len(tape)} in all")
     if args.svg:
+        say(f"drawing {args.svg}")
         derivatives[-1].render(args.svg, outputs=[f, *derivatives], **draw_options(args))
 
-    check = None
+    check, form, form_note = None, None, ""
     if args.sympy:
-        check = check_against_sympy(f, *wrts, derivative=derivatives[-1])  # as built above
-    rows = [("f", [], f.eval(), None)] + [
-        (notation(names[:k]), names[:k], d.eval(), new_nodes[k - 1]) for k, d in enumerate(derivatives, 1)
-    ]
-    at = {name: var.value for name, var in known.items()}
+        say(f"SymPy form of {labels[-1]}")
+        form, form_note = _form(derivatives[-1], args)
+        if not args.json:
+            _print_form(labels[-1], form, form_note)
+        say(f"checking {labels[-1]} against SymPy")
+        check = check_against_sympy(f, *wrts, derivative=derivatives[-1], timeout=args.sympy_timeout)
     if args.json:
         out: dict[str, Any] = {
-            "expression": args.expr,
+            "expression": text,
             "f": str(f.to_sympy()),
             **({"constants": constants} if constants else {}),
             "point": {k: number(v) for k, v in at.items()},
             "wrt": names,
-            "value": number(rows[-1][2]),
-            "derivatives": [{"derivative": label, "wrt": wrt, "value": number(value),
-                             **({"new_nodes": n} if n is not None else {})}
-                            for label, wrt, value, n in rows],
+            "value": number(values[-1]),
+            "derivatives": [{"derivative": label, "wrt": names[:k], "value": number(value),
+                             **({"new_nodes": new_nodes[k - 1]} if k else {})}
+                            for k, (label, value) in enumerate(zip(labels, values))],
             "nodes": {"f": f_nodes, "tape": len(tape)},
         }
         if args.svg:
@@ -70,107 +128,100 @@ def cmd_diff(args: argparse.Namespace) -> int:
         if animations:
             out["animations"] = [{"path": a.path, "frames": a.frames, "nodes": a.nodes} for a in animations]
         if check is not None:
-            out["sympy"] = str(derivatives[-1].to_sympy())
-            out["check"] = {"status": check.status, "symbolic": check.symbolic,
-                            "points": [{"point": c.point, "ours": number(c.ours), "sympy": number(c.sympy),
-                                        "status": c.status} for c in check.points],
-                            **({"note": check.note} if check.note else {})}
-        print(json.dumps(out, indent=2, ensure_ascii=False))
+            out["sympy"] = form
+            if form_note:
+                out["sympy_note"] = form_note
+            out["check"] = _check_json(check)
+        progress.write(json.dumps(out, indent=2, ensure_ascii=False))
     else:
-        where = ", ".join(f"{k} = {show(v)}" for k, v in at.items())
-        print(f"f = {f.to_sympy()}" + (f"   at {where}" if where else ""))
-        if constants:
-            print(constants_line(constants))
-        print(f"{'order':>5}  {'derivative':<14} {'value':>22}  {'new nodes':>9}")
-        for k, (label, _, value, n) in enumerate(rows):
-            count = "-" if n is None else str(n)
-            print(f"{k:>5}  {label:<14} {show(value):>22}  {count:>9}")
-        print(f"tape: {f_nodes} nodes for f, {len(tape)} in all")
         if check is not None:
-            print(f"SymPy form of {rows[-1][0]}: {derivatives[-1].to_sympy()}")
-            counts = check.counts
-            print(f"check against SymPy: {check.status} (symbolic {check.symbolic}; points "
-                  f"{counts['pass']} pass, {counts['fail']} fail, {counts['inconclusive']} inconclusive"
-                  + (f"; {check.note})" if check.note else ")"))
+            progress.write(f"check against SymPy: {check.status} ({_counts(check)})")
         if args.svg:
-            print(f"wrote {args.svg}")
+            progress.write(f"wrote {args.svg}")
         for a in animations:
-            print(f"wrote {a.path} ({a.frames} frames, {a.nodes} nodes)")
+            progress.write(f"wrote {a.path} ({a.frames} frames, {a.nodes} nodes)")
     return 1 if check is not None and check.status == "fail" else 0
 
 
 def cmd_render(args: argparse.Namespace) -> int:
     check_output(args.output, (".svg", ".png", ".pdf", ".dot"), "-o")
     point = parse_point(args.at)
-    f = parse_expression(args.expr)
+    _, f, _ = _expression(args)
     bind_point(f, point)
     options = draw_options(args)
     if point and options["precision"] is None:
         options["precision"] = 4
+    say(f"drawing {args.output}")
     f.render(args.output, **options)
-    print(f"wrote {args.output}")
+    progress.write(f"wrote {args.output}")
     return 0
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    names = wrt_sequence(args.wrt, args.order)
-    if args.points < 1:
-        raise CliError(f"--points must be at least 1, got {args.points}")
+    names = wrt_sequence(args.wrt, args.order, args.max_order)
     if not args.low < args.high:
-        raise CliError(f"--range needs LOW < HIGH, got {args.low} {args.high}")
-    f = parse_expression(args.expr)
-    constants = constants_used(args.expr, f)
+        raise UsageError(f"--range needs LOW < HIGH, got {args.low:g} {args.high:g}")
+    _, f, constants = _expression(args)
     known = bind_point(f, {}, extra=names)
     wrts = [known[n] for n in names]
-    say = progress_printer(wants_progress(args))
-    print(f"f = {f.to_sympy()}: {args.points} points in [{args.low:g}, {args.high:g}], seed {args.seed}")
+    budget = f"SymPy budget {args.sympy_timeout:g} s per order" if args.sympy_timeout else "no SymPy budget"
+    progress.write(f"f = {f.to_sympy()}: {args.points} points in [{args.low:g}, {args.high:g}], "
+                   f"seed {args.seed}, {budget}")
     if constants:
-        print(constants_line(constants))
-    print(f"{'order':>5}  {'derivative':<14} {'status':<13} {'symbolic':<10} {'pass':>4} {'fail':>4} {'inconcl.':>8}")
+        progress.write(constants_line(constants))
+    labels = [notation(names[:k]) for k in range(1, len(names) + 1)]
+    slow = f"inconclusive (SymPy took > {args.sympy_timeout:g} s)" if args.sympy_timeout else ""
+    rows = RowPrinter(["order", "derivative", "status", "symbolic", "reference", "pass", "fail", "inconclusive"],
+                      [len(str(len(names))), max(map(len, labels)), len("inconclusive"),
+                       max(len("not tried"), len(slow)), len("mpmath"), *[len(str(args.points))] * 3],
+                      [True, False, False, False, False, True, True, True])
+    progress.write(rows.header())
     statuses, notes = [], []
-    for k in range(1, len(wrts) + 1):
-        label = notation(names[:k])
-        if say:
-            say(f"checking {label} ({k} of {len(wrts)})")
+    for k in progress.track(range(1, len(wrts) + 1), "checking against SymPy", total=len(wrts), unit="order"):
         report = check_against_sympy(f, *wrts[:k], points=args.points, seed=args.seed, low=args.low,
-                                     high=args.high, method=args.method)
+                                     high=args.high, method=args.method, timeout=args.sympy_timeout)
         counts = report.counts
         statuses.append(report.status)
         if report.note and report.note not in notes:
             notes.append(report.note)
-        print(f"{k:>5}  {label:<14} {report.status:<13} {report.symbolic:<10} "
-              f"{counts['pass']:>4} {counts['fail']:>4} {counts['inconclusive']:>8}")
-    failed = statuses.count("fail")
-    summary = {s: statuses.count(s) for s in ("pass", "fail", "inconclusive") if statuses.count(s)}
+        progress.write(rows.line([k, labels[k - 1], report.status, report.symbolic, report.oracle,
+                                  counts["pass"], counts["fail"], counts["inconclusive"]]))
     for note in notes:
-        print(f"note: {note}")
-    print("result: " + ", ".join(f"{n} {s}" for s, n in summary.items()))
-    return 1 if failed else 0
+        progress.write(f"note: {note}")
+    summary = {s: statuses.count(s) for s in ("pass", "fail", "inconclusive") if statuses.count(s)}
+    progress.write("result: " + ", ".join(f"{n} {s}" for s, n in summary.items()))
+    return 1 if "fail" in statuses else 0
 
 
 def cmd_grad(args: argparse.Namespace) -> int:
     point = parse_point(args.at)
-    f = parse_expression(args.expr)
-    constants = constants_used(args.expr, f)
+    requested = wrt_sequence(args.wrt, None) if args.wrt else None
+    if requested is not None and len(set(requested)) != len(requested):
+        raise UsageError(f"--wrt names a var twice: {', '.join(requested)} (grad gives first derivatives; "
+                         "for higher ones use --hessian or diff)")
+    text, f, constants = _expression(args)
     tape = f.tape
-    names = wrt_sequence(args.wrt, None) if args.wrt else list(tape.vars)
-    if len(set(names)) != len(names):
-        raise CliError(f"--wrt names a var twice: {', '.join(names)}")
+    names = requested if requested is not None else list(tape.vars)
     known = bind_point(f, point, extra=names, default=args.default, complete=True)
     wrts = [known[n] for n in names]
     f_nodes = len(tape)
     gradient = list(f.grad_graph(wrts)) if wrts else []
     hessian = sad.hessian(f, wrts) if args.hessian and wrts else []
-    checks: list[Any] = []
-    if args.sympy:
-        checks = [check_against_sympy(f, w, derivative=g) for w, g in zip(wrts, gradient)]
-        checks += [check_against_sympy(f, wrts[i], wrts[j], derivative=hessian[i][j])
-                   for i in range(len(hessian)) for j in range(i, len(hessian))]
+    labels = [f"∂f/∂{n}" for n in names]
     values = [g.eval() for g in gradient]
     matrix = [[h.eval() for h in row] for row in hessian]
+    forms: list[tuple[str, str | None, str]] = []  # label, SymPy form, note
+    checks: list[Report] = []
+    if args.sympy:
+        pairs = [(labels[i], (wrts[i],), gradient[i]) for i in range(len(gradient))]
+        pairs += [(f"∂²f/∂{names[i]}²" if i == j else f"∂²f/∂{names[i]}∂{names[j]}", (wrts[i], wrts[j]), hessian[i][j])
+                  for i in range(len(hessian)) for j in range(i, len(hessian))]
+        for label, by, term in progress.track(pairs, "checking against SymPy", total=len(pairs), unit="partial"):
+            forms.append((label, *_form(term, args)))
+            checks.append(check_against_sympy(f, *by, derivative=term, timeout=args.sympy_timeout))
     if args.json:
         out: dict[str, Any] = {
-            "expression": args.expr, "f": str(f.to_sympy()),
+            "expression": text, "f": str(f.to_sympy()),
             **({"constants": constants} if constants else {}),
             "point": {n: number(v.value) for n, v in known.items() if n in point or args.default is not None},
             "value": number(f.eval()), "wrt": names,
@@ -179,30 +230,29 @@ def cmd_grad(args: argparse.Namespace) -> int:
             "nodes": {"f": f_nodes, "tape": len(tape)},
         }
         if args.sympy:
-            out["sympy"] = {"gradient": [str(g.to_sympy()) for g in gradient],
-                            **({"hessian": [[str(h.to_sympy()) for h in row] for row in hessian]} if args.hessian else {})}
-            out["check"] = [{"derivative": " ".join(c.wrt), "status": c.status} for c in checks]
-        print(json.dumps(out, indent=2, ensure_ascii=False))
+            out["sympy"] = {"gradient": [form for _, form, _ in forms[:len(gradient)]],
+                            **({"hessian": [form for _, form, _ in forms[len(gradient):]]} if args.hessian else {})}
+            out["check"] = [{"derivative": " ".join(c.wrt), **_check_json(c)} for c in checks]
+        progress.write(json.dumps(out, indent=2, ensure_ascii=False))
     else:
         shown = vars_of(f) | set(names)
         where = ", ".join(f"{n} = {show(known[n].value)}" for n in known if n in shown)
-        print(f"f = {f.to_sympy()}" + (f"   at {where}" if where else ""))
+        progress.write(f"f = {f.to_sympy()}" + (f"   at {where}" if where else ""))
         if constants:
-            print(constants_line(constants))
-        print(f"f = {show(f.eval())}")
-        width = max([len(n) for n in names] + [1])
-        print("gradient (one reverse sweep):")
-        for n, g, v in zip(names, gradient, values):
-            print(f"  ∂f/∂{n:<{width}}  {show(v):>22}" + (f"   = {g.to_sympy()}" if args.sympy else ""))
+            progress.write(constants_line(constants))
+        progress.write(f"f = {show(f.eval())}")
+        progress.write("gradient (one reverse sweep):")
+        progress.write(text_table(["partial", "value"], [[label, float(v)] for label, v in zip(labels, values)]))
         if args.hessian:
-            print("Hessian:")
-            print("  " + " " * (width + 1) + "".join(f"{n:>23}" for n in names))
-            for n, row in zip(names, matrix):
-                print(f"  {n:<{width}} " + "".join(f"{show(v):>23}" for v in row))
-        print(f"tape: {f_nodes} nodes for f, {len(tape)} in all")
+            progress.write("Hessian:")
+            progress.write(text_table(["", *names], [[n, *map(float, row)] for n, row in zip(names, matrix)]))
+        progress.write(f"tape: {f_nodes} nodes for f, {len(tape)} in all")
         if checks:
+            for label, form, note in forms:
+                _print_form(label, form, note)
             failed = [c for c in checks if c.status == "fail"]
             counts = {s: sum(c.status == s for c in checks) for s in ("pass", "fail", "inconclusive")}
-            print(f"check against SymPy: {'fail' if failed else 'pass' if counts['pass'] else 'inconclusive'} "
-                  f"({counts['pass']} pass, {counts['fail']} fail, {counts['inconclusive']} inconclusive partials)")
+            progress.write(f"check against SymPy: {'fail' if failed else 'pass' if counts['pass'] else 'inconclusive'} "
+                           f"({counts['pass']} pass, {counts['fail']} fail, {counts['inconclusive']} inconclusive "
+                           "partials)")
     return 1 if any(c.status == "fail" for c in checks) else 0

@@ -1,34 +1,73 @@
 """What the subcommands share: errors, the argument parser class, reading expressions, points,
---wrt and --fn, output paths and progress lines."""
+--wrt and --fn, output paths, limits, tables printed row by row and progress messages."""
 
 from __future__ import annotations
 
 import argparse
-import ast
 import importlib
 import math
 import os
+import re
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Container, Sequence
 
 import subgraph_ad as sad
+from subgraph_ad import progress
 from subgraph_ad.core import dependencies
 from subgraph_ad.functions import FUNCTIONS, BinaryFn, Function
 from subgraph_ad.interop.parse import ALIASES, CONSTANTS
 
 PROG = "subgraph-ad"
 
+#: The command line's own limits (each flag raises its limit; 0 lifts it). Tighter than the
+#: library's: a typo such as --order 10000 or a runaway mixed derivative should stop with a
+#: message naming the flag, not fill the memory.
+MAX_ORDER = 200
+MAX_LENGTH = 5_000
+MAX_TAPE_NODES = 1_000_000
+MAX_FRAMES = 200
+MAX_SYMPY_CHARS = 2_000
+SYMPY_TIMEOUT = 5.0
+
 
 class CliError(Exception):
     """A problem with what the user asked for: reported as one line, exit status 1."""
 
+    status = 1
+
+
+class UsageError(CliError):
+    """A command line that cannot be right whatever the expression (a bad flag value, two flags
+    that contradict each other): one line and exit status 2, like argparse's own errors."""
+
+    status = 2
+
+
+#: characters no option has: an argument with one of them is an expression ("-x^2", "-(x+1)")
+_OPERATOR = re.compile(r"[\s^*/+()]")
+
+
+def looks_like_expression(arg: str, options: Container[str]) -> bool:
+    """Whether an argument starting with '-' is an expression rather than an option: '-x^2',
+    '-sin(x)', '-2*x', '-x' are expressions; '-q', '-o', '--wrt', '--at=x=1' are options
+    (``options``: the option strings of the parser). A lone '-' (standard input) and '--' stay
+    what argparse makes of them."""
+    if len(arg) < 2 or arg[0] != "-" or arg == "--":
+        return False
+    if arg.startswith("--"):
+        return re.fullmatch(r"--[A-Za-z][\w-]*(=.*)?", arg, re.S) is None
+    if _OPERATOR.search(arg) or not arg[1].isalpha():
+        return True
+    return arg[:2] not in options
+
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line that points at --help; a parser of a command that
-    reads an expression (``lists_functions``) ends its help with the functions and constants
-    known when the help is shown (the registry, with what --fn added)."""
+    """argparse, but a usage error is one line that points at --help; an argument like '-x^2'
+    is an expression, not an unknown option; a parser of a command that reads an expression
+    (``lists_functions``) ends its help with the functions and constants known when the help is
+    shown (the registry, with what --fn added)."""
 
     lists_functions = False
 
@@ -39,6 +78,11 @@ class _Parser(argparse.ArgumentParser):
     def format_help(self) -> str:
         text = super().format_help()
         return text + "\n" + known_names() + "\n" if self.lists_functions else text
+
+    def _parse_optional(self, arg_string: str) -> Any:
+        if looks_like_expression(arg_string, self._option_string_actions):
+            return None
+        return super()._parse_optional(arg_string)
 
 
 def known_names(width: int = 88) -> str:
@@ -59,6 +103,40 @@ def known_names(width: int = 88) -> str:
             + "constants:\n" + "".join(f"  {c}\n" for c in constants)).rstrip("\n")
 
 
+# -- flag values -----------------------------------------------------------------------------------
+def count(text: str) -> int:
+    """An argparse type: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def limit(text: str) -> int | None:
+    """An argparse type: a cap, a whole number >= 1, or 0 for none (None)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number (0 = no cap), got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 (no cap) or more, got {value}")
+    return value or None
+
+
+def seconds(text: str) -> float | None:
+    """An argparse type: a time budget in seconds > 0, or 0 for none (None)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds (0 = no budget), got {text!r}") from None
+    if not value >= 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, 0 (no budget) or more, got {text!r}")
+    return value or None
+
+
 # -- small helpers ---------------------------------------------------------------------------------
 def number(value: Any) -> Any:
     """A value for JSON: a float, or the strings "nan", "inf", "-inf" that JSON has no numbers for."""
@@ -72,19 +150,32 @@ def show(value: Any) -> str:
     return f"{float(value):.15g}"
 
 
-def parse_expression(text: str) -> sad.Term:
+def read_expression(text: str, max_length: int | None) -> str:
+    """EXPR as given, or standard input for '-' (read no further than the limit), within
+    --max-length."""
+    where = ""
+    if text == "-":
+        text = sys.stdin.read(-1 if max_length is None else max_length + 1).strip()
+        where = " on standard input"
+    if max_length is not None and len(text) > max_length:
+        raise UsageError(f"the expression{where} is longer than --max-length {max_length} characters; "
+                         "raise it with --max-length N (0 = no limit)")
+    return text
+
+
+def parse_expression(text: str, max_tape_nodes: int | None) -> sad.Term:
+    """The expression on a tape of its own, bounded by --max-tape-nodes."""
     try:
-        return sad.parse(text)
+        return sad.parse(text, tape=sad.Tape(max_nodes=max_tape_nodes))
     except sad.ParseError as exc:
         hint = "; add your own with --fn module:name" if "a call of" in str(exc) else ""
         raise CliError(f"bad expression: {exc}{hint}") from None
 
 
 def constants_used(text: str, f: sad.Term) -> dict[str, float]:
-    """The constants (``e``, ``pi``, ...) that the parsed expression ``text`` read as constants."""
-    tree = ast.parse(text.replace("^", "**").strip(), mode="eval")  # parsed before: valid
-    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called}
+    """The constants (``e``, ``pi``, ...) that the parsed expression ``text`` read as constants:
+    the names in it that are not called and not vars of its tape."""
+    names = set(re.findall(r"\b([A-Za-z_]\w*)\b(?!\s*\()", text))
     return {name: value for name, value in CONSTANTS.items() if name in names and f.tape.find_var(name) is None}
 
 
@@ -154,14 +245,14 @@ def parse_point(items: list[str] | None) -> dict[str, float]:
             name, eq, text = part.partition("=")
             name = name.strip()
             if not eq or not name.isidentifier() or not text.strip():
-                raise CliError(f"--at takes name=value pairs like x=0.5,y=1; got {part!r}")
+                raise UsageError(f"--at takes name=value pairs like x=0.5,y=1; got {part!r}")
             try:
                 value = sad.parse(text)
             except sad.ParseError as exc:
-                raise CliError(f"--at {name}: cannot read the value {text.strip()!r}: {exc}") from None
+                raise UsageError(f"--at {name}: cannot read the value {text.strip()!r}: {exc}") from None
             if value.tape.vars:
-                raise CliError(f"--at {name}: the value {text.strip()!r} must be a number, "
-                               f"not use the variable(s) {', '.join(value.tape.vars)}")
+                raise UsageError(f"--at {name}: the value {text.strip()!r} must be a number, "
+                                 f"not use the variable(s) {', '.join(value.tape.vars)}")
             point[name] = float(value.eval())
     return point
 
@@ -205,25 +296,35 @@ def vars_of(f: sad.Term) -> set[str]:
     return {tape.nodes[i].payload for i in dependencies(tape, [f.index]) if tape.nodes[i].op == "var"}
 
 
-def wrt_sequence(wrt: list[str], order: int | None) -> list[str]:
-    for name in wrt:
-        if not name.isidentifier():
-            raise CliError(f"--wrt takes a variable name, got {name!r}")
+def wrt_sequence(items: list[str], order: int | None, max_order: int | None = None) -> list[str]:
+    """The vars to differentiate by, in turn: ``--wrt x:2,y`` (or ``--wrt x --wrt x --wrt y``) is
+    ``["x", "x", "y"]``; ``--order N`` repeats a single plain ``--wrt``. More than
+    ``max_order`` derivatives is a usage error naming --max-order."""
+    names: list[str] = []
+    for item in items:
+        for part in item.split(","):
+            name, colon, times = (s.strip() for s in part.partition(":"))
+            if not name.isidentifier() or (colon and not times.isdigit()):
+                raise UsageError(f"--wrt takes VAR, VAR:N or a list like x:2,y (d³/dx²dy); got {item!r}")
+            if colon and int(times) < 1:
+                raise UsageError(f"--wrt {item}: a count must be at least 1, got {part.strip()!r}")
+            names += [name] * (int(times) if colon else 1)
     if order is not None:
-        if order < 1:
-            raise CliError(f"--order must be at least 1, got {order}")
-        if len(wrt) > 1:
-            raise CliError("use --order with a single --wrt; for mixed derivatives repeat --wrt "
-                           "(e.g. --wrt x --wrt x --wrt y)")
-        return wrt * order
-    return list(wrt)
+        if len(names) != 1:
+            raise UsageError(f"--order {order} goes with a single --wrt VAR, got --wrt {' --wrt '.join(items)}; "
+                             "for mixed derivatives give the counts instead (e.g. --wrt x:2,y)")
+        names = names * order
+    if max_order is not None and len(names) > max_order:
+        raise UsageError(f"{len(names)} derivatives asked for, more than --max-order {max_order}; "
+                         "raise it with --max-order N (0 = no limit)")
+    return names
 
 
 def check_output(path: str, suffixes: tuple[str, ...], option: str) -> str:
     """Fail early (before long work) on an output path that cannot be written."""
     suffix = Path(path).suffix.lower()
     if suffix not in suffixes:
-        raise CliError(f"{option} {path}: unsupported file type {suffix or '(none)'!r}; use {', '.join(suffixes)}")
+        raise UsageError(f"{option} {path}: unsupported file type {suffix or '(none)'!r}; use {', '.join(suffixes)}")
     target = Path(path)
     parent = target.resolve().parent
     if target.is_dir():
@@ -235,15 +336,23 @@ def check_output(path: str, suffixes: tuple[str, ...], option: str) -> str:
     return path
 
 
-def progress_printer(enabled: bool) -> Callable[[str], None] | None:
-    """Progress lines on stderr, only for a person watching a terminal."""
-    if not enabled:
-        return None
-    return lambda message: print(f"{PROG}: {message}...", file=sys.stderr, flush=True)
+def distinct_outputs(outputs: Sequence[tuple[str, str]]) -> None:
+    """Refuse two outputs (flag, path) that name one file: the second would silently replace the
+    first. Compared as resolved paths (``./a.svg``, ``a.svg`` and a symlink to it are one)."""
+    seen: dict[Path, tuple[str, str]] = {}
+    for flag, path in outputs:
+        key = Path(path).resolve()
+        for other, (other_flag, other_path) in seen.items():
+            if other == key or (key.exists() and other.exists() and os.path.samefile(key, other)):
+                raise UsageError(f"{other_flag} {other_path} and {flag} {path} name the same file; "
+                                 "give each output its own path")
+        seen[key] = (flag, path)
 
 
-def wants_progress(args: argparse.Namespace) -> bool:
-    return not getattr(args, "quiet", False) and sys.stderr.isatty()
+def say(message: str) -> None:
+    """A progress message on stderr, only while progress is shown (a terminal, no --quiet)."""
+    if progress.is_enabled():
+        progress.write(f"{PROG}: {message}...", file=sys.stderr)
 
 
 def constants_line(constants: dict[str, float]) -> str:
@@ -251,5 +360,35 @@ def constants_line(constants: dict[str, float]) -> str:
 
 
 def draw_options(args: argparse.Namespace) -> dict[str, Any]:
-    return {"precision": args.precision, "rankdir": args.rankdir,
-            "max_nodes": None if args.max_nodes == 0 else args.max_nodes}
+    return {"precision": args.precision, "rankdir": args.rankdir, "max_nodes": args.max_nodes}
+
+
+def limit_message(exc: Exception) -> str:
+    """An error about a limit, worded with the flag that raises it: the library's messages name
+    its keyword arguments (max_frames=, max_nodes=), which mean nothing on the command line."""
+    if isinstance(exc, sad.GraphTooLarge) and exc.option == "max_frames":
+        return (f"the GIF would have {exc.size} frames, more than --max-frames {exc.limit}; raise it "
+                f"(--max-frames {exc.size}, or 0 for no cap), use --per pass (one frame per derivative "
+                "order), or write .html or .svg")
+    if isinstance(exc, sad.GraphTooLarge):
+        return (f"the drawing would have {exc.size} nodes, more than --max-nodes {exc.limit}; Graphviz layout "
+                f"time grows steeply with size: raise it (--max-nodes {exc.size}, or 0 for no cap)")
+    return f"{exc} (on the command line: raise --max-tape-nodes, or 0 for no limit)"
+
+
+class RowPrinter:
+    """A plain-text table printed one row at a time, as soon as each row is known, laid out like
+    ``tables.text_table`` (two spaces between columns, a rule under the header, numbers
+    right-aligned); the widths are fixed up front from the widest value each column can take."""
+
+    def __init__(self, headers: Sequence[str], widths: Sequence[int], numeric: Sequence[bool]) -> None:
+        self.widths = [max(w, len(h)) for h, w in zip(headers, widths)]
+        self.numeric = list(numeric)
+        self.headers = list(headers)
+
+    def line(self, cells: Sequence[object]) -> str:
+        return "  ".join(str(c).rjust(w) if num else str(c).ljust(w)
+                         for c, w, num in zip(cells, self.widths, self.numeric)).rstrip()
+
+    def header(self) -> str:
+        return self.line(self.headers) + "\n" + "  ".join("-" * w for w in self.widths)
