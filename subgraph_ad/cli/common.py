@@ -17,7 +17,7 @@ import subgraph_ad as sad
 from subgraph_ad import progress
 from subgraph_ad.core import dependencies
 from subgraph_ad.functions import FUNCTIONS, BinaryFn, Function
-from subgraph_ad.interop.parse import ALIASES, CONSTANTS
+from subgraph_ad.interop.parse import ALIASES, CONSTANTS, free_names
 
 PROG = "subgraph-ad"
 
@@ -168,14 +168,14 @@ def parse_expression(text: str, max_tape_nodes: int | None) -> sad.Term:
     try:
         return sad.parse(text, tape=sad.Tape(max_nodes=max_tape_nodes))
     except sad.ParseError as exc:
-        hint = "; add your own with --fn module:name" if "a call of" in str(exc) else ""
+        hint = " (a function of your own: --fn module:name)" if "a call of" in str(exc) else ""
         raise CliError(f"bad expression: {exc}{hint}") from None
 
 
 def constants_used(text: str, f: sad.Term) -> dict[str, float]:
     """The constants (``e``, ``pi``, ...) that the parsed expression ``text`` read as constants:
     the names in it that are not called and not vars of its tape."""
-    names = set(re.findall(r"\b([A-Za-z_]\w*)\b(?!\s*\()", text))
+    names = set(free_names(text))
     return {name: value for name, value in CONSTANTS.items() if name in names and f.tape.find_var(name) is None}
 
 
