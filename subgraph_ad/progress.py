@@ -10,6 +10,7 @@ that is being drawn. Depends on nothing else in the package.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -42,7 +43,11 @@ def is_enabled() -> bool:
 
 @cache
 def _tqdm() -> Any:
-    from tqdm.auto import tqdm
+    # tqdm.auto's notebook widget needs ipywidgets; without it, it would warn on every bar
+    if importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.auto import tqdm
+    else:
+        from tqdm.std import tqdm
 
     class Bar(tqdm):  # type: ignore[misc, valid-type]
         # no monitor thread: a process with threads must not fork, and the SymPy budget forks
@@ -72,8 +77,6 @@ def _options() -> dict[str, Any]:
 
 def write(line: str, file: IO[str] | None = None) -> None:
     """Print ``line`` (to standard output by default) at once, above any bar being drawn."""
-    from tqdm.auto import tqdm
-
     stream = sys.stdout if file is None else file
-    tqdm.write(line, file=stream)
+    _tqdm().write(line, file=stream)
     stream.flush()

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
+
+import numpy as np
 
 from .forward import gen_graph
-from ..core import Callback, LimitError, Tape, Term
+from ..core import Callback, LimitError, Tape, Term, UnfedPlaceholder
+from ..numeric.modes import values_of
+from ..tables import html_table, text_table
 from .taylor import taylor_diff, taylor_graph
 
 
@@ -129,6 +133,27 @@ def diff(z: Term, *args: Any, method: str = "auto", callback: Callback | None = 
         return result
 
 
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def notation(names: Sequence[str], plain: bool = False) -> str:
+    """Leibniz notation for differentiating f by ``names`` in turn (none: f itself).
+
+    >>> notation(["x", "x", "x"]), notation(["x", "y"]), notation(["x", "x"], plain=True), notation([])
+    ('d³f/dx³', 'd²f/dxdy', 'd^2f/dx^2', 'f')
+    """
+    if not names:
+        return "f"
+
+    def power(n: int) -> str:
+        if n == 1:
+            return ""
+        return f"^{n}" if plain else str(n).translate(_SUPERSCRIPT)
+
+    groups = [(name, len(list(run))) for name, run in itertools.groupby(names)]
+    return f"d{power(len(names))}f/" + "".join(f"d{name}{power(count)}" for name, count in groups)
+
+
 class Step(NamedTuple):
     """One derivative along a ``derivatives`` sequence, the nodes appended for it and how it was
     built (``"graph"``: a gen_graph pass, ``"taylor"``: one order of a Taylor-mode run)."""
@@ -138,7 +163,66 @@ class Step(NamedTuple):
     method: str
 
 
-def derivatives(z: Term, *args: Any, method: str = "auto", callback: Callback | None = None) -> list[Step]:
+class Derivatives(list):  # a list of Step
+    """What ``derivatives`` returns: a list of Steps that also knows f and the vars, so it prints as
+    a table (``str``, the IPython console, Jupyter's HTML) and draws with each output named.
+
+    >>> from subgraph_ad import Tape
+    >>> tape = Tape(); x = tape.var("x", 1.0); y = tape.var("y", 2.0)
+    >>> steps = derivatives(x**3 * y, x, 2, y)
+    >>> print(steps)
+    order  derivative  wrt  method  new nodes  node  value
+    -----  ----------  ---  ------  ---------  ----  -----
+        1  df/dx       x    graph           5     9    6.0
+        2  d²f/dx²     x    graph           4    13   12.0
+        3  d³f/dx²dy   y    graph           0    12    6.0
+    >>> steps.labels()
+    ['f', 'df/dx', 'd²f/dx²', 'd³f/dx²dy']
+    """
+
+    def __init__(self, steps: Iterable[Step], f: Term, wrts: Sequence[Term]) -> None:
+        super().__init__(steps)
+        self.f = f
+        self.wrts = tuple(wrts)
+
+    def labels(self) -> list[str]:
+        """The name of f and of each derivative, in Leibniz notation: f, df/dx, d²f/dx², …"""
+        names = [w.name or "?" for w in self.wrts]
+        return [notation(names[:k]) for k in range(len(self) + 1)]
+
+    def _rows(self) -> tuple[list[str], list[list[Any]], str]:
+        """Header, rows and a note; values at the vars' current values, all in one sweep."""
+        note = ""
+        try:
+            values = values_of(self.f.tape, sorted({s.term.index for s in self}), None)
+        except UnfedPlaceholder as exc:
+            values, note = {}, f"no values: {exc}"
+        rows = []
+        for k, (step, label, wrt) in enumerate(zip(self, self.labels()[1:], self.wrts), 1):
+            value: Any = values.get(step.term.index)
+            if value is None:
+                value = ""
+            elif np.ndim(value) > 0:
+                value = f"array of shape {np.shape(value)}"
+            else:
+                value = float(value)
+            rows.append([k, label, wrt.name or "?", step.method, len(step.appended), step.term.index, value])
+        return ["order", "derivative", "wrt", "method", "new nodes", "node", "value"], rows, note
+
+    def __str__(self) -> str:
+        headers, rows, note = self._rows()
+        return text_table(headers, rows) + (f"\n{note}" if note else "")
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+    def _repr_html_(self) -> str:
+        headers, rows, note = self._rows()
+        caption = f"derivatives of f (node {self.f.index}) at the current values" + (f"; {note}" if note else "")
+        return html_table(headers, rows, caption)
+
+
+def derivatives(z: Term, *args: Any, method: str = "auto", callback: Callback | None = None) -> Derivatives:
     """Every derivative along ``diff``-style args, each with the nodes appended for it:
     ``derivatives(z, x, 2, y)`` gives dz/dx, d2z/dx2 and d3z/dx2dy (what a table of all orders,
     or an animation of them, needs). Same ``method`` rule as ``diff``; a Taylor-mode run builds
@@ -149,10 +233,12 @@ def derivatives(z: Term, *args: Any, method: str = "auto", callback: Callback | 
     >>> tape = Tape(); x = tape.var("x", 0.5); y = tape.var("y", 2.0)
     >>> [s.term.to_sympy() for s in derivatives(x**3 * y, x, 3, y)]
     [3*x**2*y, 6*x*y, 6*y, 6]
+
+    The result is a ``Derivatives``: a list of Steps that prints as a table.
     """
     runs = _runs(z, args, method)
     tape = z.tape
-    steps: list[Step] = []
+    steps = Derivatives([], z, [w for w, count in runs for _ in range(count)])
     with tape.transaction():
         result = z
         for w, count in runs:

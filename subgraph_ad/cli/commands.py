@@ -100,7 +100,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         progress.write(f"tape: {f_nodes} nodes for f, {len(tape)} in all")
     if args.svg:
         say(f"drawing {args.svg}")
-        derivatives[-1].render(args.svg, outputs=[f, *derivatives], **draw_options(args))
+        derivatives[-1].render(args.svg, outputs=[f, *derivatives], labels=labels, **draw_options(args))
 
     check, form, form_note = None, None, ""
     if args.sympy:

@@ -12,9 +12,10 @@ import struct
 from io import BytesIO
 from typing import Any, Callable
 
-from .dot import dot_source
+from ..progress import track
+from .dot import GraphTooLarge, dot_source
 from .record import HOLD, NEW, Recording, notation
-from .render import run_graphviz
+from .render import layout
 
 #: GIFs hold every frame as an image: past this many frames, use per="pass" or .html instead.
 MAX_GIF_FRAMES = 200
@@ -23,16 +24,28 @@ MAX_GIF_FRAMES = 200
 _PLAIN = str.maketrans({"×": "*", "−": "-", "…": "...", "·": "|"})
 
 
+def check_frames(count: int, max_frames: int | None) -> None:
+    """GraphTooLarge naming ``max_frames`` if a GIF of ``count`` frames would pass it (None: no cap)."""
+    if max_frames is not None and count > max_frames:
+        raise GraphTooLarge(
+            f"the GIF would have {count} frames, more than max_frames={max_frames}; use per='pass' (one frame "
+            f"per derivative order), write .html or .svg instead, or pass max_frames={count} (or None)",
+            option="max_frames", size=count, limit=max_frames)
+
+
 def _final_dot(rec: Recording, options: dict[str, Any], **hooks: Any) -> str:
-    """DOT of the final graph, which every frame is cut from; ``hooks`` as for ``dot_source``."""
-    return dot_source(rec.drawn, outputs=rec.outputs, **options, **hooks)
+    """DOT of the final graph, which every frame is cut from; ``hooks`` as for ``dot_source``.
+    No boxes per derivative order: ``neato -n2`` would not draw them where ``dot`` put them."""
+    options = {**options, "group_by_order": False}
+    return dot_source(rec.drawn, outputs=rec.outputs, labels=rec.labels, **options, **hooks)
 
 
 def _layout(rec: Recording, options: dict[str, Any]) -> tuple[dict[str, dict], dict[str, dict]]:
-    """Node and edge geometry of the final graph from one ``dot -Tjson0`` run, keyed by DOT id."""
-    layout = json.loads(run_graphviz(_final_dot(rec, options), "json0"))
-    nodes = {o["name"]: o for o in layout.get("objects", []) if "pos" in o}
-    edges = {e["id"]: e for e in layout.get("edges", []) if "id" in e}
+    """Node and edge geometry of the final graph from one ``dot -Tjson0`` run, keyed by DOT id
+    (constants that a compact drawing writes into their users have none)."""
+    geometry = json.loads(layout(_final_dot(rec, options), "json0", len(rec.indices)))
+    nodes = {o["name"]: o for o in geometry.get("objects", []) if "pos" in o}
+    edges = {e["id"]: e for e in geometry.get("edges", []) if "id" in e}
     return nodes, edges
 
 
@@ -48,7 +61,9 @@ def frame_sources(rec: Recording, options: dict[str, Any] | None = None) -> list
     for f, frame in enumerate(rec.frames):
         node_attrs: dict[int, dict[str, str]] = {}
         for i in rec.indices:
-            geo = nodes[f"n{i}"]
+            geo = nodes.get(f"n{i}")
+            if geo is None:
+                continue
             attrs = {"pos": geo["pos"] + "!", "width": geo["width"], "height": geo["height"]}
             if rec.appear[i] > f:
                 attrs["style"] = "invis"
@@ -57,6 +72,8 @@ def frame_sources(rec: Recording, options: dict[str, Any] | None = None) -> list
             node_attrs[i] = attrs
         edge_attrs: dict[tuple[int, int], dict[str, str]] = {}
         for i, k in rec.edges:
+            if f"e{i}_{k}" not in edges:
+                continue
             attrs = {"pos": edges[f"e{i}_{k}"]["pos"]}
             if rec.appear[i] > f:
                 attrs["style"] = "invis"
@@ -89,14 +106,17 @@ def split_png_stream(data: bytes) -> list[bytes]:
 
 
 def write_gif(rec: Recording, options: dict[str, Any], interval: float, path: str,
-              progress: Callable[[str], None]) -> None:
-    """Draw every frame with one ``neato`` run, caption each, and save them as one looping GIF."""
+              progress: Callable[[str], None], max_frames: int | None = MAX_GIF_FRAMES) -> None:
+    """Draw every frame with one ``neato`` run, caption each, and save them as one looping GIF;
+    more than ``max_frames`` frames is GraphTooLarge (None: no cap)."""
     from PIL import Image, ImageDraw, ImageFont
 
+    check_frames(len(rec.frames), max_frames)
     progress(f"laying out {len(rec.indices)} nodes once")
     sources = frame_sources(rec, options)
     progress(f"drawing {len(sources)} frames")
-    pngs = split_png_stream(run_graphviz("".join(sources), "png", program="neato", args=["-n2"]))
+    pngs = split_png_stream(layout("".join(sources), "png", len(rec.indices) * len(sources),
+                                   engine="neato", neato_no_op=2))
     try:
         font: Any = ImageFont.load_default(size=14)
     except TypeError:  # Pillow < 10.1 has only the small bitmap font
@@ -104,7 +124,7 @@ def write_gif(rec: Recording, options: dict[str, Any], interval: float, path: st
     strip = 28
     names = [w.name or "?" for w in rec.wrts]
     images = []
-    for frame, png in zip(rec.frames, pngs):
+    for frame, png in track(list(zip(rec.frames, pngs)), desc="GIF frames", unit="frame"):
         picture = Image.open(BytesIO(png)).convert("RGB")
         canvas = Image.new("RGB", (picture.width, picture.height + strip), "white")
         canvas.paste(picture, (0, strip))

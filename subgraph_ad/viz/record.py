@@ -14,11 +14,10 @@ True
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..ad.diff import derivatives as derivative_steps
+from ..ad.diff import derivatives as derivative_steps, notation
 from ..core import Tape, Term, dependencies
 from .dot import describe
 
@@ -27,26 +26,6 @@ PER = ("node", "pass")
 NEW = "#d62728"
 #: Seconds the last frame is held before the animated SVG or the GIF starts over.
 HOLD = 2.5
-
-_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def notation(names: Sequence[str], plain: bool = False) -> str:
-    """Leibniz notation for differentiating f by ``names`` in turn (none: f itself).
-
-    >>> notation(["x", "x", "x"]), notation(["x", "y"]), notation(["x", "x"], plain=True), notation([])
-    ('d³f/dx³', 'd²f/dxdy', 'd^2f/dx^2', 'f')
-    """
-    if not names:
-        return "f"
-
-    def power(n: int) -> str:
-        if n == 1:
-            return ""
-        return f"^{n}" if plain else str(n).translate(_SUPERSCRIPT)
-
-    groups = [(name, len(list(run))) for name, run in itertools.groupby(names)]
-    return f"d{power(len(names))}f/" + "".join(f"d{name}{power(count)}" for name, count in groups)
 
 
 @dataclass(frozen=True)
@@ -85,6 +64,12 @@ class Recording:
     def outputs(self) -> list[Term]:
         """f and its derivatives: the nodes drawn with a double outline."""
         return [self.term, *self.derivatives]
+
+    @property
+    def labels(self) -> list[str]:
+        """The name of each output on the picture: f, df/dx, d²f/dx², …"""
+        names = [w.name or "?" for w in self.wrts]
+        return [notation(names[:k]) for k in range(len(self.derivatives) + 1)]
 
     @property
     def edges(self) -> list[tuple[int, int]]:

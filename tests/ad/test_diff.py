@@ -127,3 +127,25 @@ def test_auto_sizes_differ_both_ways_and_a_tape_limit_picks_what_fits():
     X = sympy.Symbol("x")
     expected = sympy_value(sympy.diff(sympy.tanh(sympy.tanh(sympy.tanh(X))), X, 3), x=0.6)
     assert close(f.diff(x, 3).eval(), expected, rtol=1e-12)
+
+def test_derivatives_display_as_a_table_and_stay_a_list_of_steps():
+    tape = Tape()
+    x, y = tape.var("x", 1.5), tape.var("y", 2.0)
+    steps = sad.derivatives(x**3 * y, x, 2, y, method="graph")
+    assert isinstance(steps, list) and all(isinstance(s, sad.ad.diff.Step) for s in steps) and len(steps) == 3
+    assert steps == list(steps) and steps[1:] == [steps[1], steps[2]]
+    # 3x²y = 13.5, 6xy = 18, 6x = 9 at (1.5, 2)
+    lines = str(steps).splitlines()
+    assert lines[0].split() == ["order", "derivative", "wrt", "method", "new", "nodes", "node", "value"]
+    rows = [line.split() for line in lines[2:]]
+    assert [r[:4] for r in rows] == [["1", "df/dx", "x", "graph"], ["2", "d²f/dx²", "x", "graph"],
+                                     ["3", "d³f/dx²dy", "y", "graph"]]
+    assert [float(r[-1]) for r in rows] == [13.5, 18.0, 9.0]
+    assert [int(r[4]) for r in rows] == [len(s.appended) for s in steps]
+    assert [int(r[5]) for r in rows] == [s.term.index for s in steps]
+    page = steps._repr_html_()
+    assert page.count("<tr>") == 4 and "<th>derivative</th>" in page and "<td>d³f/dx²dy</td>" in page
+    assert ">18.0</td>" in page
+    p = tape.placeholder("p")
+    unfed = str(sad.derivatives(p * x, x))
+    assert "unfed placeholder 'p'" in unfed and "df/dx" in unfed

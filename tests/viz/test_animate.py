@@ -103,8 +103,8 @@ def test_gif_frames_keep_every_node_in_place_and_the_canvas_fixed():
     sources = gif.frame_sources(rec)
     assert len(sources) == len(rec.frames)
     early, late = 2, len(sources) - 1
-    size_early, early_boxes = node_boxes(run_graphviz(sources[early], "svg", "neato", ["-n2"]))
-    size_late, late_boxes = node_boxes(run_graphviz(sources[late], "svg", "neato", ["-n2"]))
+    size_early, early_boxes = node_boxes(run_graphviz(sources[early], "svg", "neato", 2))
+    size_late, late_boxes = node_boxes(run_graphviz(sources[late], "svg", "neato", 2))
     assert size_early == size_late
     shared = set(early_boxes) & set(late_boxes)
     assert len(shared) == len(early_boxes) == sum(rec.appear[i] <= early for i in rec.indices)
@@ -131,33 +131,77 @@ def test_gif_file_has_one_frame_per_node_all_the_same_size(tmp_path):
     assert len(sizes) == 1
 
 
+def player_data(page: str) -> dict:
+    return json.loads(re.search(r"var data = (\{.*?\});\n", page).group(1))
+
+
 def test_html_player_is_self_contained_and_names_every_element(tmp_path):
     tape, x, f = gaussian()
     out = sad.animate(f, x, 3, tmp_path / "g.html")
     page = (tmp_path / "g.html").read_text(encoding="utf-8")
     assert page.count("<svg") == 1  # one layout for every frame
     assert not re.search(r'(src|href)="https?:|<link|@import|fetch\(', page)
-    for control in ('id="sad-slider"', 'id="sad-play"', "ArrowRight", "ArrowLeft", 'id="sad-caption"'):
+    for control in ("sad-slider", "sad-play", "sad-caption", "sad-in", "sad-out", "sad-fit", "ArrowRight", "wheel"):
         assert control in page
-    data = json.loads(re.search(r"var data = (\{.*?\});\n", page).group(1))
+    data = player_data(page)
     assert len(data["frames"]) == out.frames
     svg_ids = set(re.findall(r'id="([^"]+)"', page))
     assert all(data["prefix"] + key in svg_ids for key in data["appear"])
     assert all(data["prefix"] + key in svg_ids for fr in data["frames"] for key in fr["new"])
     assert any(fr["caption"].startswith("d³f/dx³") for fr in data["frames"])
     assert max(data["appear"].values()) == out.frames - 1
+    # every output carries its name on the picture, in bold above its own label
+    for name in ("f", "df/dx", "d²f/dx²", "d³f/dx³"):
+        assert f'font-weight="bold" font-size="14.00">{name}</text>' in page
+    # the same animation written twice gives the same bytes
+    tape2, x2, f2 = gaussian()
+    sad.animate(f2, x2, 3, tmp_path / "twice.html")
+    assert (tmp_path / "twice.html").read_bytes() == page.encode("utf-8")
 
 
-def test_animated_svg_reveals_in_order_and_falls_back_to_the_final_graph(tmp_path):
+def test_animate_without_a_path_displays_inline_and_two_players_never_share_ids(tmp_path):
+    tape, x, f = gaussian()
+    before = len(tape)
+    movie = sad.animate(f, x, 2)
+    assert movie.path is None and movie.format == "html" and not list(tmp_path.iterdir())
+    assert math.isclose(movie.result.eval(), gaussian_derivative(2, 0.5), rel_tol=1e-12)
+    assert len(tape) > before  # the derivative nodes stay, as with diff
+    first, second = movie._repr_html_(), movie._repr_html_()
+    ids = [set(re.findall(r'\bid="([^"]+)"', html)) for html in (first, second)]
+    assert len(ids[0]) > 20 and not ids[0] & ids[1]
+    for html, own in zip((first, second), ids):
+        root = re.search(r'<div class="sad-player" id="([^"]+)"', html).group(1)
+        assert player_data(html)["prefix"] == root + "_"
+        assert all(i == root or i.startswith(root + "_") for i in own)
+        assert f'document.getElementById("{root}")' in html
+        assert "<body" not in html and "<html" not in html  # a fragment for a notebook cell
+    # an animation written only to .svg has no player to show
+    tape2, x2, f2 = gaussian()
+    assert sad.animate(f2, x2, 1, tmp_path / "g.svg")._repr_html_() is None
+
+
+def test_animated_svg_reveals_in_order_shows_each_caption_and_falls_back_to_the_final_graph(tmp_path):
     tape, x, f = gaussian()
     out = sad.animate(f, x, 2, tmp_path / "g.svg", per="pass")
+    tape2, x2, f2 = gaussian()
+    captions = [fr.caption for fr in record(f2, [x2] * 2, per="pass").frames]
     root = ET.parse(out.path).getroot()  # well-formed XML
     style = root.find(f"{SVG}style").text
-    assert "@keyframes sad_f1" in style and "@keyframes sad_f2" in style
+    prefix = re.search(r"@keyframes (sad[0-9a-f]+_)f1 ", style).group(1)
+    assert f"@keyframes {prefix}f2" in style
     classes = [g.get("class", "") for g in root.iter(f"{SVG}g")]
-    assert any("sad_f2" in c for c in classes)
-    # without CSS animation nothing is hidden: no element carries opacity or visibility itself
-    assert all(e.get("opacity") is None and e.get("visibility") is None for e in root.iter())
+    assert any(f"{prefix}f2" in c for c in classes)
+    # one caption per frame, each animated in its own window; the last one is the fallback
+    texts = [t for t in root.iter(f"{SVG}text") if t.get("class", "").startswith(f"{prefix}c")]
+    assert [t.text for t in texts] == captions and len(texts) == 3
+    assert texts[-1].text.startswith("d²f/dx² (pass 2 of 2)")
+    assert [t.get("opacity") for t in texts] == ["0", "0", None]
+    assert all(f"@keyframes {prefix}c{k} " in style for k in range(3))
+    # the caption strip is inside the picture: the viewBox starts above the graph
+    x0, y0, w, h = map(float, root.get("viewBox").split())
+    assert all(y0 < float(t.get("y")) < y0 + 22 for t in texts)
+    # without CSS animation nothing else is hidden: no node or edge carries opacity or visibility
+    assert all(e.get("opacity") is None and e.get("visibility") is None for e in root.iter() if e not in texts)
 
 
 def test_a_list_of_paths_writes_one_recording_in_each_format(tmp_path):
@@ -225,3 +269,42 @@ def test_demo_writes_the_gaussian_graph_and_animation(tmp_path):
     assert ET.parse(svg).getroot().tag.endswith("svg")
     frames = json.loads(re.search(r"var data = (\{.*?\});\n", page.read_text(encoding="utf-8")).group(1))["frames"]
     assert frames[-1]["caption"].startswith("d⁶f/dx⁶ (pass 6 of 6)")
+
+
+def test_max_frames_is_named_and_checked_by_the_gif_writer_too(tmp_path):
+    tape, x, f = gaussian()
+    with pytest.raises(sad.GraphTooLarge, match=r"would have \d+ frames, more than max_frames=3") as info:
+        sad.animate(f, x, 4, tmp_path / "g.gif", max_frames=3)
+    assert info.value.option == "max_frames" and info.value.limit == 3 and info.value.size > 3
+    rec = record(f, [x] * 2)
+    with pytest.raises(sad.GraphTooLarge, match="max_frames=2"):
+        gif.write_gif(rec, {}, 0.5, str(tmp_path / "w.gif"), lambda message: None, max_frames=2)
+    assert not (tmp_path / "w.gif").exists()
+    tape2, x2, f2 = gaussian()
+    movie = sad.animate(f2, x2, 2, tmp_path / "ok.html", max_frames=3)  # the cap is for GIFs
+    assert movie.frames > 3
+    tape3, x3, f3 = gaussian()
+    once = sad.animate(f3, x3)  # order defaults to one derivative
+    assert len(once.derivatives) == 1 and math.isclose(once.result.eval(), gaussian_derivative(1, 0.5))
+
+
+def test_a_big_animation_is_compact_and_names_what_it_shows(tmp_path):
+    tape = Tape()
+    x = tape.var("x", 0.5)
+    f = sad.tanh(sad.tanh(sad.tanh(x)))
+    movie = sad.animate(f, x, 4, per="pass")
+    assert movie.nodes >= 60
+    page = movie._repr_html_()
+    data = player_data(page)
+    ids = set(re.findall(r'\bid="([^"]+)"', page))
+    assert all(data["prefix"] + key in ids for key in data["appear"])
+    # each order's box appears with its pass, and the outputs carry their names
+    assert {key: data["appear"][key] for key in ("o1", "o2", "o3", "o4")} == {"o1": 1, "o2": 2, "o3": 3, "o4": 4}
+    for name in ("f", "df/dx", "d²f/dx²", "d³f/dx³", "d⁴f/dx⁴"):
+        assert f">{name}</text>" in page
+    # constants written into their users: none is a node of its own, in the player or the GIF frames
+    consts = [i for i in sad.core.dependencies(tape, [d.index for d in movie.derivatives]) if tape.nodes[i].op == "const"]
+    assert consts and not any(data["prefix"] + f"n{i}" in ids for i in consts)
+    rec = record(sad.tanh(sad.tanh(sad.tanh(x))), [x], per="pass")
+    sources = gif.frame_sources(rec, {"compact": True})
+    assert all(re.search(r'^  n(\d+) \[(?!.*pos=")', s, re.M) is None for s in sources)  # every node pinned
