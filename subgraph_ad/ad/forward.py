@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from ..core import Callback, Tape, Term, dependencies
 from ..core.graph import live_since
-from ..functions import differentiate, log
+from ..functions import differentiate, xlogy
 
 D = Optional[Term]  # a derivative: a Term, or None for a structural zero
 
@@ -40,9 +40,10 @@ def mul(a: D, b: D) -> D:
 
 
 def _pow_rule(a: Term, b: Term, out: Term, da: D, db: D) -> D:
-    # d(a**b) = b*a**(b-1)*da + out*log(a)*db; the first term stays valid for a <= 0.
+    # d(a**b) = b*a**(b-1)*da + out*log(a)*db; the first term stays valid for a <= 0, the second
+    # is xlogy(out, a): 0 where the power is 0 at a base of 0 (0**b, b > 0), not 0*(-inf)
     via_base = None if da is None else b * a ** (b - 1) * da
-    via_exponent = None if db is None else out * log(a) * db
+    via_exponent = None if db is None else xlogy(out, a) * db
     return add(via_base, via_exponent)
 
 

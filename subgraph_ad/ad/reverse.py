@@ -20,16 +20,17 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence
 
 from ..core import Callback, Tape, Term, dependencies
-from ..functions import chain, local_derivatives, log
+from ..functions import chain, local_derivatives, xlogy
 from .forward import derivative_order
 
 A = Optional[Term]  # an adjoint contribution: a Term, or None for a structural zero
 
 
 def _pow_vjp(a: Term, b: Term, out: Term, bar: Term, need: tuple[bool, ...]) -> tuple[A, A]:
-    # the exponent's adjoint only when it depends on a var: out*log(a) is nan for a <= 0
+    # the exponent's adjoint only when it depends on a var: out*log(a) is nan for a < 0; as
+    # xlogy(out, a) it is 0 where the power is 0 at a base of 0
     return (bar * (b * a ** (b - 1)) if need[0] else None,
-            bar * (out * log(a)) if need[1] else None)
+            bar * xlogy(out, a) if need[1] else None)
 
 
 def _fn_vjp(fn: Any, *args: Any) -> tuple[A, ...]:

@@ -19,7 +19,9 @@ built-ins):
 
 A compiled function works elementwise on NumPy arrays, and on Dask arrays blockwise
 (``dask.array.map_blocks`` under the hood; the result is a lazy Dask array). It pickles, so
-Dask's distributed workers can run it.
+Dask's distributed workers can run it. Like ``eval``, it gives IEEE values without NumPy's
+floating-point warnings; ``lambdify(..., warn=True)`` reports them where NumPy computes (the
+NumPy backend, and single points on either backend; Numba's compiled loops report none).
 
 >>> import numpy as np
 >>> from subgraph_ad import Tape, lambdify, sin
@@ -44,6 +46,7 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 
 from ..core import Term
+from ..numeric.modes import floating
 from .backends import numba as numba_backend
 from .backends import numpy as numpy_backend
 from .program import Program, build_program, define
@@ -112,13 +115,13 @@ class Compiled:
     """A compiled function of the inputs: a value for one output, a tuple for a list."""
 
     def __init__(self, program: Program, names: list[str], single: bool, backend: str,
-                 block: int = BLOCK, parallel: bool = True) -> None:
+                 block: int = BLOCK, parallel: bool = True, warn: bool = False) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"lambdify backend must be {' or '.join(map(repr, BACKENDS))}, got {backend!r}")
         if not (isinstance(block, int) and block > 0):
             raise ValueError(f"lambdify block must be a positive int, got {block!r}")
         self.program, self.names, self.single = program, names, single
-        self.block, self.parallel = block, parallel
+        self.block, self.parallel, self.warn = block, parallel, warn
         self.source, namespace = numpy_backend.scalar_source(program)
         self._scalar = define(self.source, namespace, "scalar")
         arrays_only = (False,) * program.n_inputs
@@ -148,7 +151,7 @@ class Compiled:
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt from the program on unpickling (e.g. on a Dask worker): code objects and
         # Numba kernels do not travel, the program does.
-        return (Compiled, (self.program, self.names, self.single, self.backend, self.block, self.parallel))
+        return (Compiled, (self.program, self.names, self.single, self.backend, self.block, self.parallel, self.warn))
 
     def __repr__(self) -> str:
         return (f"<lambdify ({', '.join(self.names)}) -> {len(self.program.outputs)} output(s), "
@@ -162,7 +165,7 @@ class Compiled:
         arrays = [np.asarray(a, dtype=float) for a in args]
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
         if not shape:
-            with np.errstate(all="ignore"):
+            with floating(self.warn):
                 results = self._scalar(*(np.float64(a) for a in arrays))
             results = tuple(float(r) for r in results)
         else:
@@ -189,7 +192,12 @@ class Compiled:
 
             def worker() -> Run:
                 run = backend.worker(kernel, step)
-                return lambda a, b: run([_part(v, a, b) for v in flat], [o[a:b] for o in outs])
+
+                def slice_run(a: int, b: int) -> None:
+                    with floating(self.warn):  # per thread: NumPy's error state is thread-local
+                        run([_part(v, a, b) for v in flat], [o[a:b] for o in outs])
+
+                return slice_run
 
             self._split(worker, size)
         return tuple(o.reshape(shape) for o in outs)
@@ -243,14 +251,15 @@ class Compiled:
 
 
 def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], backend: str = "numpy",
-             block: int = BLOCK, parallel: bool = True) -> Compiled:
+             block: int = BLOCK, parallel: bool = True, *, warn: bool = False) -> Compiled:
     """Compile ``outputs`` as a function of the vars ``inputs``.
 
     Returns a value for one output and a tuple for a list; works elementwise on arrays, with
     every output broadcast to the inputs' common shape, and on Dask arrays blockwise. IEEE
-    semantics: never raises on values. ``backend`` is ``"numpy"`` or ``"numba"`` (falls back to
-    NumPy with a ``BackendWarning`` when unusable); ``block`` is the NumPy backend's points per
-    block; ``parallel`` lets either backend share the blocks out over every core.
+    semantics: never raises on values, and no NumPy warnings unless ``warn=True``. ``backend``
+    is ``"numpy"`` or ``"numba"`` (falls back to NumPy with a ``BackendWarning`` when unusable);
+    ``block`` is the NumPy backend's points per block; ``parallel`` lets either backend share
+    the blocks out over every core.
     """
     ins, _ = _as_list(inputs, "inputs")
     outs, single = _as_list(outputs, "outputs")
@@ -262,4 +271,4 @@ def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], back
     for t in outs:
         ins[0]._lift(t)  # same tape, or a clear ValueError
     program = build_program(tape, ins, outs)
-    return Compiled(program, [v.name for v in ins], single, backend, block, parallel)
+    return Compiled(program, [v.name for v in ins], single, backend, block, parallel, warn)

@@ -1,5 +1,6 @@
 """The built-in two-argument functions atan2, hypot and pow, written through the public
-BinaryFn door: a value, the two partials as values and as Terms."""
+BinaryFn door: a value, the two partials as values and as Terms; and xlogy, the partial of a
+power in its exponent."""
 
 from __future__ import annotations
 
@@ -66,6 +67,66 @@ class Hypot(BinaryFn):
         return sympy.sqrt(a**2 + b**2)
 
 
+def _xlogy(p: float, a: float) -> float:
+    """The scalar xlogy, for Numba (``np.log``: nan below 0, -inf at 0, as NumPy)."""
+    if p == 0.0 and a == a:  # a == a: not nan
+        return 0.0
+    return p * np.log(a)
+
+
+@dataclass(frozen=True, repr=False)
+class Xlogy(BinaryFn):
+    """xlogy(p, a) = p·log(a), and 0 where p is 0 and a is not nan (as ``scipy.special.xlogy``).
+
+    It is ∂(a ** b)/∂b = out·log(a) with the limits IEEE arithmetic misses: where a power is 0
+    because its base is 0 (0 ** b, b > 0) or inf (inf ** b, b < 0), it is 0 near that b, so every
+    derivative in the exponent is 0 — 0·(∓inf) would say nan. Linear in p, so its derivative
+    in p is again an xlogy: d xlogy(p, a) = xlogy(dp, a) + p·da/a, and the n-th derivative of
+    0 ** b in b is n nested xlogy, 0 where b > 0. A base that is a positive constant needs none
+    of this: there it is the plain product p·log(a), whose log(a) folds to a number.
+
+    >>> from subgraph_ad import Tape
+    >>> tape = Tape(); b = tape.var("b", 1.5)
+    >>> (0.0 ** b).diff(b, 3).eval(), xlogy(0.0, 0.0)
+    (0.0, 0.0)
+    """
+
+    name = "xlogy"
+    scalar = staticmethod(_xlogy)
+
+    def __call__(self, p: Any, a: Any) -> Any:
+        if isinstance(p, Term) and not isinstance(a, Term):
+            a = p._lift(a)
+        if isinstance(a, Term) and a.node.op == "const" and 0.0 < a.node.payload < math.inf:
+            return p * log(a)
+        return super().__call__(p, a)
+
+    def f(self, p: Any, a: Any) -> Any:
+        value = p * np.log(a)
+        return np.where((p == 0.0) & ~np.isnan(a), 0.0, value)[()]
+
+    def grad(self, p: Any, a: Any) -> tuple[Any, Any]:
+        # ∂/∂p is log(a), taken as 0 where p is 0 and log(a) infinite, as the value is: there
+        # xlogy stays 0 (0 ** b near b > 0), where a tangent times log(0) would say nan
+        log_a = np.log(a)
+        return np.where((p == 0.0) & np.isinf(log_a), 0.0, log_a)[()], p / a
+
+    def fdiff(self, lhs: Term, rhs: Term, output: Term) -> tuple[Term, Term]:
+        return log(rhs), lhs / rhs
+
+    def gen_graph(self, lhs: Term, rhs: Term, output: Term, dlhs: Term | None, drhs: Term | None) -> Term | None:
+        via_p = None if dlhs is None else xlogy(dlhs, rhs)
+        via_a = None if drhs is None else (lhs * drhs) / rhs
+        if via_p is None:
+            return via_a
+        return via_p if via_a is None else via_p + via_a
+
+    def to_sympy(self, p: Any, a: Any) -> Any:
+        import sympy
+
+        return p * sympy.log(a)
+
+
 @dataclass(frozen=True, repr=False)
 class Pow(BinaryFn):
     """pow(a, b) = a ** b (real powers: nan for a negative base and a fractional exponent). On
@@ -84,10 +145,10 @@ class Pow(BinaryFn):
         return np.power(a, b)
 
     def grad(self, a: Any, b: Any) -> tuple[Any, Any]:
-        return b * a ** (b - 1.0), np.power(a, b) * np.log(a)
+        return b * a ** (b - 1.0), xlogy.f(np.power(a, b), a)
 
     def fdiff(self, lhs: Term, rhs: Term, output: Term) -> tuple[Term, Term]:
-        return rhs * lhs ** (rhs - 1.0), output * log(lhs)
+        return rhs * lhs ** (rhs - 1.0), xlogy(output, lhs)
 
     def to_sympy(self, a: Any, b: Any) -> Any:
         return a**b
@@ -96,3 +157,5 @@ class Pow(BinaryFn):
 atan2 = register(Atan2())
 hypot = register(Hypot())
 pow_ = register(Pow())
+#: Not registered: it is what differentiating a power builds, not a function users name.
+xlogy = Xlogy()

@@ -8,6 +8,22 @@ follow IEEE/NumPy semantics (log(-1) is nan, 1/0 is inf) and never raise; NumPy 
 >>> z = x * y + sin(x)
 >>> round(z.eval(), 6), round(z.derive(x), 6), z.grad()[y]
 (2.579426, 5.077583, 0.5)
+
+Warnings: NumPy's floating-point warnings (overflow, invalid value, divide by zero) are off, since
+nan and inf are the answer here, not an accident — whatever ``np.seterr`` says. ``warn=True``
+(on ``eval``, ``derive``, ``grad``, ``jvp``, ``vjp`` and ``lambdify``) turns them on as
+``RuntimeWarning``s, to find where a nan first appears:
+
+>>> import warnings
+>>> from subgraph_ad import log
+>>> tape = Tape(); x = tape.var("x", -1.0)
+>>> log(x).eval()
+nan
+>>> with warnings.catch_warnings(record=True) as caught:
+...     warnings.simplefilter("always")
+...     _ = log(x).eval(warn=True)
+>>> [str(w.message) for w in caught]
+['invalid value encountered in log']
 """
 
 from __future__ import annotations
@@ -17,8 +33,16 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from ..core import OPS, UNFED, Tape, Term, UnfedPlaceholder, dependencies
+from ..functions import xlogy
+from ..tables import html_table, text_table
 
 Values = Mapping[Any, Any]
+
+
+def floating(warn: bool) -> np.errstate:
+    """The ``np.errstate`` of a numeric sweep: NumPy's floating-point events ignored (nan and inf
+    are values), or reported as RuntimeWarnings when ``warn`` is true."""
+    return np.errstate(all="warn" if warn else "ignore")
 
 
 def _as_number(value: Any) -> Any:
@@ -61,8 +85,8 @@ def _node_value(tape: Tape, i: int, vals: dict[int, Any], bound: dict[int, Any])
     return OPS[node.op].value(*(vals[a] for a in node.args))  # the op registry's NumPy semantics
 
 
-def values_of(tape: Tape, roots: list[int], values: Values | None) -> dict[int, Any]:
-    """Value of every node the roots depend on."""
+def values_of(tape: Tape, roots: list[int], values: Values | None, *, warn: bool = False) -> dict[int, Any]:
+    """Value of every node the roots depend on (``warn``: see the module's docstring)."""
     bound = bind(tape, values)
     order = dependencies(tape, roots)
     unfed = [tape.nodes[i].payload for i in order if bound.get(i, None) is UNFED]
@@ -72,22 +96,24 @@ def values_of(tape: Tape, roots: list[int], values: Values | None) -> dict[int, 
             f"give {'them' if len(unfed) > 1 else 'it'} a value, e.g. eval({{{unfed[0]}: 1.0}})"
         )
     vals: dict[int, Any] = {}
-    with np.errstate(all="ignore"):
+    with floating(warn):
         for i in order:
             vals[i] = _node_value(tape, i, vals, bound)
     return vals
 
 
-def evaluate(term: Term, values: Values | None = None) -> Any:
-    """Value of ``term``: a float, or an ndarray when a value is an array."""
+def evaluate(term: Term, values: Values | None = None, *, warn: bool = False) -> Any:
+    """Value of ``term``: a float, or an ndarray when a value is an array. ``warn=True``
+    reports NumPy's floating-point warnings (off by default: nan and inf are answers)."""
     if not isinstance(term, Term):
         raise TypeError(f"evaluate() takes a Term, got {type(term).__name__} {term!r}")
-    return _scalar(values_of(term.tape, [term.index], values)[term.index])
+    return _scalar(values_of(term.tape, [term.index], values, warn=warn)[term.index])
 
 
 def _pow_partials(a: Any, b: Any, out: Any, exponent_is_constant: bool) -> tuple[Any, Any]:
-    # the log term is skipped for a constant exponent (it would be 0 * log(a) = nan for a <= 0)
-    return b * a ** (b - 1.0), None if exponent_is_constant else out * np.log(a)
+    # the log term is skipped for a constant exponent (it would be 0 * log(a) = nan for a <= 0);
+    # otherwise xlogy: 0 where the power is 0 at a base of 0 (0 ** b, b > 0), not 0 * (-inf)
+    return b * a ** (b - 1.0), None if exponent_is_constant else xlogy.f(out, a)
 
 
 #: The local partial derivatives of each op with respect to its operands, as values:
@@ -112,13 +138,14 @@ def _partials(tape: Tape, i: int, vals: dict[int, Any]) -> tuple[Any, ...]:
     return PARTIALS[node.op](*extra, *(vals[a] for a in node.args), vals[i], constant)
 
 
-def _tangents(tape: Tape, roots: list[int], seeds: dict[int, Any], values: Values | None) -> dict[int, Any]:
+def _tangents(tape: Tape, roots: list[int], seeds: dict[int, Any], values: Values | None,
+              warn: bool) -> dict[int, Any]:
     """One forward tangent sweep over what the roots need, seeded with var tangents. A node
     that depends on no seeded var has no tangent at all, so a singular value elsewhere cannot
     leak in as 0 * inf."""
-    vals = values_of(tape, roots, values)
+    vals = values_of(tape, roots, values, warn=warn)
     tangent: dict[int, Any] = {}
-    with np.errstate(all="ignore"):
+    with floating(warn):
         for i in vals:  # insertion order is tape order
             if i in seeds:
                 tangent[i] = seeds[i]
@@ -142,10 +169,11 @@ def _seeds(tape: Tape, tangents: Any) -> dict[int, Any]:
     return {tape.check_var(v, "tangent key").index: _as_number(t) for v, t in tangents.items()}
 
 
-def derive(term: Term, wrt: Term | Mapping[Term, Any], values: Values | None = None) -> Any:
+def derive(term: Term, wrt: Term | Mapping[Term, Any], values: Values | None = None, *, warn: bool = False) -> Any:
     """Forward mode: d(term)/d(wrt) numerically, in one tangent sweep; ``wrt`` may be a
     direction ``{x: 1.0, y: 2.0}`` (the directional derivative). ``values`` are temporary var
-    values, as in ``eval`` — for a higher derivative, ``term.diff(x, 2).eval()``."""
+    values, as in ``eval`` — for a higher derivative, ``term.diff(x, 2).eval()``; ``warn`` as
+    in ``eval``."""
     tape = term.tape
     if values is not None and not isinstance(values, Mapping):
         raise TypeError(
@@ -153,16 +181,32 @@ def derive(term: Term, wrt: Term | Mapping[Term, Any], values: Values | None = N
             f"{values!r}; for the n-th derivative use term.diff(x, n).eval()"
         )
     seeds = _seeds(tape, wrt) if isinstance(wrt, Mapping) else {tape.check_var(wrt, "wrt").index: np.float64(1.0)}
-    return _scalar(_tangents(tape, [term.index], seeds, values).get(term.index, 0.0))
+    return _scalar(_tangents(tape, [term.index], seeds, values, warn).get(term.index, 0.0))
 
 
-def jvp(outputs: Sequence[Term], tangents: Mapping[Term, Any], values: Values | None = None) -> list[Any]:
+def jvp(outputs: Sequence[Term], tangents: Mapping[Term, Any], values: Values | None = None, *,
+        warn: bool = False) -> list[Any]:
     """Σ_w t_w·∂out/∂w for every output (a float each, or an array), from ONE forward tangent
     sweep over what they all need: the Jacobian-vector product."""
     outs = _outputs(outputs)
     tape = outs[0].tape
-    found = _tangents(tape, [t.index for t in outs], _seeds(tape, tangents), values)
+    found = _tangents(tape, [t.index for t in outs], _seeds(tape, tangents), values, warn)
     return [_scalar(found.get(t.index, 0.0)) for t in outs]
+
+
+#: How many partials ``repr(grad)`` lists before it says how many more there are.
+REPR_VARS = 6
+
+
+def _shown(value: Any) -> Any:
+    """A partial as a table cell: a float, or an array on one line."""
+    if np.ndim(value) == 0:
+        return float(value)
+    return np.array2string(np.asarray(value), threshold=6, max_line_width=10**6).replace("\n", "")
+
+
+def _counted(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 class Grad(Mapping):
@@ -194,9 +238,32 @@ class Grad(Mapping):
     def __len__(self) -> int:
         return len(self.tape.vars)
 
+    def _rows(self) -> list[tuple[str, Any]]:
+        return [(v.name, _shown(p)) for v, p in self.items()]
+
     def __repr__(self) -> str:
-        body = ", ".join(f"{v.name}: {p!r}" for v, p in self.items())
-        return f"Grad({{{body}}})"
+        """One line, the first ``REPR_VARS`` partials and how many more."""
+        items = [f"{name}: {value!r}" if isinstance(value, float) else f"{name}: {value}"
+                 for name, value in self._rows()[:REPR_VARS]]
+        more = len(self) - REPR_VARS
+        return f"Grad({{{', '.join(items + ([f'… {more} more'] if more > 0 else []))}}})"
+
+    def __str__(self) -> str:
+        """A table of every var and its partial.
+
+        >>> from subgraph_ad import Tape
+        >>> tape = Tape(); x = tape.var("x", 2.0); y = tape.var("y", 3.0)
+        >>> print((x * y).grad())
+        var  partial
+        ---  -------
+        x        3.0
+        y        2.0
+        """
+        return text_table(("var", "partial"), self._rows())
+
+    def _repr_html_(self) -> str:
+        """The same table in HTML, for Jupyter."""
+        return html_table(("var", "partial"), self._rows(), f"gradient: {_counted(len(self), 'var')}")
 
 
 def _outputs(outputs: Any) -> list[Term]:
@@ -209,19 +276,20 @@ def _outputs(outputs: Any) -> list[Term]:
     raise TypeError(f"outputs must be a Term or a non-empty list of Terms, got {type(outputs).__name__} {outputs!r}")
 
 
-def vjp(outputs: Term | Sequence[Term], cotangents: Sequence[Any], values: Values | None = None) -> Grad:
+def vjp(outputs: Term | Sequence[Term], cotangents: Sequence[Any], values: Values | None = None, *,
+        warn: bool = False) -> Grad:
     """Σ_i c_i·∇out_i as a Grad, from ONE backward sweep seeded with the output cotangents:
     the vector-Jacobian product."""
     outs = _outputs(outputs)
     if isinstance(cotangents, (str, bytes)) or not hasattr(cotangents, "__len__") or len(cotangents) != len(outs):
         raise ValueError(f"vjp: one cotangent per output ({len(outs)}) is expected, got {cotangents!r}")
     tape = outs[0].tape
-    vals = values_of(tape, [t.index for t in outs], values)
+    vals = values_of(tape, [t.index for t in outs], values, warn=warn)
     adjoint: dict[int, Any] = {}
-    for t, c in zip(outs, cotangents):
-        c = _as_number(c)
-        adjoint[t.index] = c if t.index not in adjoint else adjoint[t.index] + c
-    with np.errstate(all="ignore"):
+    with floating(warn):
+        for t, c in zip(outs, cotangents):
+            c = _as_number(c)
+            adjoint[t.index] = c if t.index not in adjoint else adjoint[t.index] + c
         for i in reversed(list(vals)):
             if i not in adjoint or not tape.nodes[i].args:
                 continue
@@ -233,9 +301,9 @@ def vjp(outputs: Term | Sequence[Term], cotangents: Sequence[Any], values: Value
     return Grad(tape, adjoint)
 
 
-def grad(term: Term, values: Values | None = None) -> Grad:
+def grad(term: Term, values: Values | None = None, *, warn: bool = False) -> Grad:
     """Reverse mode: all partials of ``term`` (and the adjoint of every node it needs) in one
-    backward sweep."""
+    backward sweep; ``warn`` as in ``eval``."""
     if not isinstance(term, Term):
         raise TypeError(f"grad() takes a Term, got {type(term).__name__} {term!r}")
-    return vjp([term], [1.0], values)
+    return vjp([term], [1.0], values, warn=warn)

@@ -87,3 +87,14 @@ def test_overflow_only_where_true() -> None:
     tape = Tape(); x = tape.var("x", 0.1)
     assert sad.exp(2 * x).diff(x, 1100).eval() == math.inf
     assert sad.exp(x / 2).diff(x, 1100).eval() == 0.0
+
+
+def test_powers_at_the_edges_past_the_floats_factorials() -> None:
+    """Order 200 (exact scalars): 0 ** x is 0 for x > 0 and so is every derivative; a var base
+    at 0 likewise in the exponent; a base of 1/2 gives log(1/2)^200·(1/2)^x."""
+    tape = Tape(); x = tape.var("x", 1.5); y = tape.var("y", 0.0)
+    assert (0.0**x).diff(x, 200).eval() == 0.0
+    assert math.isnan(((-2.0) ** x).diff(x, 200).eval({x: 2.0}))
+    d = (y**x).diff(x, 200)
+    assert d.eval() == 0.0
+    assert close(d.eval({y: 0.5}), mpmath.log(mpmath.mpf(0.5)) ** 200 * mpmath.mpf(0.5) ** 1.5, 1e-13)

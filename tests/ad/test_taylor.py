@@ -366,3 +366,14 @@ def test_taylor_grows_quadratically():
         sizes.append(len(tape) - mark)
     exponent = math.log(sizes[2] / sizes[1]) / math.log(2)
     assert 1.7 < exponent < 2.2
+
+
+def test_a_power_of_a_two_argument_function():
+    # atan2(x, y)**2 in x: Taylor mode reads the coefficients of atan2 through a scale (2·atan2),
+    # which asked the BinaryFn for a unary-only fact and raised AttributeError
+    tape = Tape()
+    x, y = tape.var("x", 0.5), tape.var("y", 2.0)
+    d = (sad.atan2(x, y) ** 2).diff(x, 9, method="taylor")
+    X, Y = sympy.symbols("x y")
+    expected = sympy.diff(sympy.atan2(X, Y) ** 2, X, 9)
+    assert close(d.eval(), sympy_value(expected, x=0.5, y=2.0), rtol=1e-12)

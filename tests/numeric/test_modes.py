@@ -94,3 +94,34 @@ def test_value_errors_are_clear(tape):
     with pytest.raises(TypeError, match="got NoneType"):
         tape.var("w", None)
     assert x.value == 0.5 and "w" not in tape.vars
+
+
+def test_grad_prints_as_a_table_of_partials(tape):
+    # z = x·y + x³: ∂z/∂x = y + 3x² = 4.2 + 0.75, ∂z/∂y = x = 0.5; w has no part in z
+    x, y, w = tape.var("x", 0.5), tape.var("y", 4.2), tape.var("w", 1.0)
+    g = (x * y + x**3).grad()
+    assert str(g).splitlines() == [
+        "var  partial",
+        "---  -------",
+        "x       4.95",
+        "y        0.5",
+        "w        0.0",
+    ]
+    html = g._repr_html_()
+    assert html.startswith("<table><caption>gradient: 3 vars</caption><thead><tr><th>var</th><th>partial</th>")
+    assert html.count("<tr>") == 4 and ">4.95</td>" in html and "<td>w</td>" in html
+
+
+def test_grad_repr_stays_one_short_line(tape):
+    xs = [tape.var(f"x{k}", float(k)) for k in range(50)]
+    z = sum(k * x for k, x in enumerate(xs))
+    text = repr(z.grad())
+    assert text == "Grad({x0: 0.0, x1: 1.0, x2: 2.0, x3: 3.0, x4: 4.0, x5: 5.0, … 44 more})"
+    assert len(str(z.grad()).splitlines()) == 52  # the table has them all
+
+
+def test_grad_of_arrays_prints_each_partial_on_one_line(tape):
+    x, y = tape.var("x", 0.0), tape.var("y", 2.0)
+    g = (x * x * y).grad({x: np.array([1.0, 2.0, 3.0])})  # ∂/∂x = 2xy, ∂/∂y = x²
+    rows = str(g).splitlines()[2:]
+    assert rows == ["x    [ 4.  8. 12.]", "y    [1. 4. 9.]"]

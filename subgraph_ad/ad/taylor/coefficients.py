@@ -43,7 +43,7 @@ def snap(c: float) -> float:
     """Scalars are products of 1/k, j and k! in floating point, so k!·(1/k!) may come out as
     1.0000000000000002. Within a few ulps of a whole number it is that number, and needs no
     constant node of its own (what snapping changes is the rounding error itself)."""
-    if type(c) is not float:  # an exact scalar has no rounding error to remove
+    if type(c) is not float or not math.isfinite(c):  # exact, or nothing to round to
         return c
     r = round(c)
     return float(r) if r != c and abs(c - r) <= 1e-15 * abs(c) else c  # 1e-15: about 4 ulps
@@ -65,7 +65,9 @@ class Arithmetic:
         self.scaled: dict[tuple[float, int], int] = {}  # (c, T) -> the node c·T
 
     def canon(self, value: Lazy) -> Lazy:
-        """Move constant factors and signs of the Term into the scalar: -A, 3·A -> (c, A)."""
+        """Move constant factors and signs of the Term into the scalar: -A, 3·A -> (c, A). A
+        constant that is not finite, or would make the scalar so (log(0)·b), stays a node, so
+        that 0·inf is nan where it is evaluated, not an exception while building."""
         if value is None:
             return None
         c, t = value
@@ -73,12 +75,16 @@ class Arithmetic:
         while t is not None:
             node = nodes[t]
             if node.op == "const":
+                if not math.isfinite(c * node.payload):  # ±inf, nan: stays a node (IEEE at run time)
+                    break
                 return (c * node.payload, None) if c * node.payload != 0.0 else None
             if node.op == "neg":
                 c, t = -c, node.args[0]
             elif node.op == "fn" and self.negated(t) is not None:
                 c, t = -c, self.negated(t)
             elif node.op == "mul" and nodes[node.args[0]].op == "const":
+                if not math.isfinite(c * nodes[node.args[0]].payload):
+                    break
                 c, t = c * nodes[node.args[0]].payload, node.args[1]
             else:
                 break

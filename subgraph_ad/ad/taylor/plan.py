@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 #: The degree of a node whose Taylor series does not end (exp, a division by x, ...).
 UNBOUNDED = 1 << 30
 #: How many leading operands of a form enter coefficient k linearly (a_k in add, u_k in root, ...).
-LINEAR = {"add": 2, "sub": 2, "neg": 1, "div": 1, "root": 1}
+LINEAR = {"add": 2, "sub": 2, "neg": 1, "div": 1, "root": 1, "xlogy": 1}
 
 
 def whole(node: Node) -> bool:
@@ -116,5 +116,5 @@ def plan(series: Series, root: int, wanted: range) -> list[tuple[int, int]]:
                     uses[ka] = uses.get(ka, 0) + 1
                     uses[kb] = uses.get(kb, 0) + 1
         terms[key] = live
-        kinds[key] = 2 if best and form[0] in ("div", "root") else best
+        kinds[key] = 2 if best and form[0] in ("div", "root", "xlogy") else best
     return order

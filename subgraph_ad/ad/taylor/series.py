@@ -32,7 +32,7 @@ class Series:
         if i in self.aliases:
             return self.aliases[i]
         node = self.tape.nodes[i]
-        g = node.payload.negative_of if node.op == "fn" else None
+        g = node.payload.negative_of if node.op == "fn" and node.payload.arity == 1 else None
         if g is None:  # not cached: nodes a pruned scope renumbers must leave no stale entry
             return None
         self.aliases[i] = g(Term(self.tape, node.args[0])).index

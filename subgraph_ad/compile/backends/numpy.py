@@ -127,7 +127,6 @@ def worker(blocks: Blocks, step: int) -> Callable[[Sequence[Any], Sequence[np.nd
     own = [np.empty(step) for _ in range(blocks.registers)]
 
     def run(ins: Sequence[Any], outs: Sequence[np.ndarray]) -> None:
-        with np.errstate(all="ignore"):
-            blocks.run(*ins, outs, outs[0].shape[0], step, own)
+        blocks.run(*ins, outs, outs[0].shape[0], step, own)
 
     return run
