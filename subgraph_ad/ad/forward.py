@@ -125,15 +125,15 @@ def directional(outputs: Sequence[Term], tangents: Mapping[Term, Any], callback:
     if not outputs or not all(isinstance(t, Term) for t in outputs):
         raise TypeError(f"directional derivatives take a non-empty list of Terms, got {outputs!r}")
     tape = outputs[0].tape
-    seeds: dict[int, Term] = {}
-    for var, value in tangents.items():
-        tape.check_var(var, "direction key")
-        seeds[var.index] = outputs[0]._lift(value)
     for t in outputs:
         outputs[0]._lift(t)
     unused: list[bool] = []
     order = max(derivative_order(t) for t in outputs) + 1
     with tape.transaction(callback, order=order):
+        seeds: dict[int, Term] = {}
+        for var, value in tangents.items():  # numbers become constants: inside the transaction
+            tape.check_var(var, "direction key")
+            seeds[var.index] = outputs[0]._lift(value)
         found = tape.pruned(lambda: _sweep(tape, [t.index for t in outputs], seeds, unused), needed=lambda: bool(unused))
         return [Term(tape, i) if i >= 0 else tape.zero for i in found]
 

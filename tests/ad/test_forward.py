@@ -1,10 +1,13 @@
 """gen_graph and diff: arithmetic rules to order 4 and mixed partials against SymPy, sharing,
 structural zeros, transactions, argument errors and a 100,000-node chain."""
 
+import math
+
 import numpy as np
 import pytest
 import sympy
 
+import subgraph_ad as sad
 from subgraph_ad import Tape, cos, exp, log, sin, sqrt, tanh
 from conftest import close, sympy_value
 
@@ -251,3 +254,16 @@ def test_a_100000_node_chain_differentiates_evaluates_and_grads():
     assert close(d.eval(), derivative, 1e-10)
     assert close(z.derive(x), derivative, 1e-10)
     assert close(z.grad()[x], derivative, 1e-10)
+
+
+def test_a_direction_that_fails_leaves_no_constants_behind():
+    """Numeric tangents become constants inside the transaction: a bad component later in the
+    direction (or an interrupt) leaves the tape as it was."""
+    tape = sad.Tape()
+    x, y = tape.var("x", 1.0), tape.var("y", 2.0)
+    f = x * y + sad.sin(x)
+    before = list(tape.nodes)
+    with pytest.raises(TypeError, match="str 'a'"):
+        f.gen_graph({x: 3.5, y: "a"})
+    assert tape.nodes == before
+    assert f.gen_graph({x: 3.5, y: 4.5}).eval() == pytest.approx(3.5 * (2.0 + math.cos(1.0)) + 4.5 * 1.0, rel=1e-15)
