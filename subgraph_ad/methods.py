@@ -1,9 +1,9 @@
 """The convenience methods of Term and Tape, attached here from the layers that implement them.
 
 The core's Term knows arithmetic and structure only; ``z.eval()``, ``z.gen_graph(x)``,
-``z.diff(x, 3)``, ``z.grad()``, ``z.to_sympy()``, ``z.render(path)`` and the Jupyter display
-are the functions of the upper layers, made methods by this one module so that the core never
-imports upward. SymPy loads on the first SymPy call, not here.
+``z.diff(x, 3)``, ``z.grad()``, ``z.to_sympy()``, ``z.render(path)``, ``str(z)`` (the formula)
+and the Jupyter display are the functions of the upper layers, made methods by this one module
+so that the core never imports upward. SymPy loads on the first SymPy call, not here.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from .ad.reverse import grad_graph
 from .core import Tape, Term
 from .functions import FUNCTIONS
 from .interop.numpy_dispatch import array_ufunc, ufunc_method
+from .interop.printing import formula, latex
 from .numeric.modes import derive, evaluate, grad
 from .viz.dot import to_dot
 from .viz.render import render, repr_mimebundle
@@ -35,9 +36,28 @@ def from_sympy(tape: Tape, expr: Any) -> Term:
     return convert(expr, tape)
 
 
+def _sympy_(term: Term) -> Any:
+    """SymPy's conversion protocol: ``sympy.sin(term)``, ``sympify(term)`` and
+    ``sympy.lambdify([x], term)`` take a Term as its SymPy expression."""
+    return to_sympy(term)
+
+
+def _repr_latex_(term: Term) -> str:
+    """The formula in LaTeX, for notebooks."""
+    return latex(term)
+
+
 def _repr_mimebundle_(obj: Any, include: Any = None, exclude: Any = None) -> dict[str, str]:
-    """Jupyter shows a term (or a tape) as the SVG of the nodes it depends on."""
-    return repr_mimebundle(obj)
+    """Jupyter shows a term (or a tape) as the SVG of the nodes it depends on; a term also as
+    its formula, in text and in LaTeX, for a frontend or a viewer without SVG."""
+    bundle = repr_mimebundle(obj)
+    if not isinstance(obj, Term):
+        return bundle
+    note = bundle.pop("text/plain", None)  # why there is no drawing, if there is none
+    bundle["text/plain"] = str(obj) if note is None else f"{obj}\n{note.splitlines()[-1]}"
+    if "text/latex" not in (exclude or ()) and (include is None or "text/latex" in include):
+        bundle["text/latex"] = latex(obj)
+    return bundle
 
 
 Term.eval = evaluate  # type: ignore[attr-defined]
@@ -50,6 +70,9 @@ Term.to_sympy = to_sympy  # type: ignore[attr-defined]
 Term.to_dot = to_dot  # type: ignore[attr-defined]
 Term.render = render  # type: ignore[attr-defined]
 Term._repr_mimebundle_ = _repr_mimebundle_  # type: ignore[attr-defined]
+Term._repr_latex_ = _repr_latex_  # type: ignore[attr-defined]
+Term._sympy_ = _sympy_  # type: ignore[attr-defined]
+Term.__str__ = formula  # type: ignore[assignment,method-assign]
 Term.__array_ufunc__ = array_ufunc  # type: ignore[attr-defined]  # np.sin(x) appends sin(x)
 Term.__getattr__ = ufunc_method  # type: ignore[attr-defined]  # np.sin(array of Terms)
 Term.__abs__ = lambda self: FUNCTIONS["abs"](self)  # type: ignore[attr-defined]  # abs(x), np.abs

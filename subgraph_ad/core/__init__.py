@@ -3,8 +3,8 @@ It imports nothing from the layers above."""
 
 from .graph import appended, dependencies
 from .ops import FUNCTION, LEAVES, OPS, Node, Op
-from .tape import UNFED, Callback, LimitError, Tape, Trial, UnfedPlaceholder
+from .tape import MAX_NODES, UNFED, Callback, LimitError, Tape, Trial, UnfedPlaceholder
 from .term import Term
 
-__all__ = ["UNFED", "UnfedPlaceholder", "Callback", "FUNCTION", "LEAVES", "LimitError", "Node", "OPS", "Op", "Tape", "Term", "Trial",
+__all__ = ["MAX_NODES", "UNFED", "UnfedPlaceholder", "Callback", "FUNCTION", "LEAVES", "LimitError", "Node", "OPS", "Op", "Tape", "Term", "Trial",
            "appended", "dependencies"]

@@ -12,24 +12,43 @@ derivative order the new nodes are tagged with, changed inside by ``tag``), ``tr
 rolled back; says how many nodes it appended) and ``pruned`` (keeps only what a build's roots
 need).
 
+Interrupts. A scope that fails — a user rule raises, the node budget is met, a
+KeyboardInterrupt lands on any line — leaves every table as it was: nodes, orders, the intern
+table, vars and values, the memo, the listener and the order tag. So does one builder call
+(``var``, ``append``: a fold may append two nodes). Each append enters its node in the tables as
+one step, a memo entry is journaled before it exists, and undoing is idempotent, so an undo that
+is itself interrupted is finished by a second handler, and a second Ctrl-C waits until the
+tape is whole. Python cannot block an interrupt, so a third one landing on the first line of
+that second handler is the limit. Only a public call is all or nothing: ``x * 2 + 1`` is two.
+
+Copies. ``copy.copy(tape)``, ``copy.deepcopy(tape)`` and pickling give an independent tape with
+the same nodes, vars, values and memo, and no scope open. The function objects in the nodes are
+immutable and shared by copies; a pickle carries them by value, so a user function that should
+still meet its old nodes in the intern table after unpickling must compare equal to its copy
+(a frozen dataclass, as the built-ins are). A Term is ``(tape, index)``: ``copy.copy(term)`` is
+a second handle on the same tape; ``copy.deepcopy(term)`` and pickling a term copy its tape, and
+terms copied together share one copy.
+
 >>> tape = Tape()
 >>> x = tape.var("x", 2.0)
 >>> (x * 3).index == (3 * x).index
 True
->>> len(tape)
-3
+>>> tape
+Tape(3 nodes; vars x=2.0; by order 0: 3)
 """
 
 from __future__ import annotations
 
+import copy
+from fractions import Fraction
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Union
 
 import numpy as np
 
-from .fold import fold
+from .fold import fold, fold_fn
 from .graph import live_since
-from .ops import Node, intern_key
+from .ops import Node, const_node, exact_key, intern_key
 from .term import Term
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -38,9 +57,20 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 Number = Union[int, float]
 Callback = Callable[[Term], None]
 
+#: The node budget of ``Tape()``: generous (at roughly 400 bytes a node with its tables, some
+#: 4 GB), so that only a runaway build meets it and then fails cleanly instead of taking all
+#: memory. ``Tape(max_nodes=None)`` lifts it.
+MAX_NODES = 10_000_000
+
+#: What a copy or a pickle leaves out: the state of scopes open on the original.
+_SCOPE_STATE = ("_journal", "_listener", "_order")
+#: Tables whose items are immutable (nodes, indices, keys): a copy needs new containers only.
+_IMMUTABLE_ITEMS = ("nodes", "orders", "_intern", "_vars", "deriv_cache")
+
 
 class LimitError(RuntimeError):
-    """A tape grew past its ``max_nodes``; the operation that did it was rolled back."""
+    """A tape grew past its ``max_nodes``; the operation that did it was rolled back. Raise the
+    budget with ``Tape(max_nodes=...)``, or lift it with ``Tape(max_nodes=None)``."""
 
 
 def check_value(value: Any, what: str) -> Any:
@@ -64,6 +94,9 @@ class _Placeholder:
     def __repr__(self) -> str:
         return "<unfed>"
 
+    def __reduce__(self) -> str:
+        return "UNFED"  # a pickled placeholder is still unfed: the one instance, found by name
+
 
 #: The current value of a placeholder that has not been fed.
 UNFED = _Placeholder()
@@ -75,16 +108,42 @@ class Trial:
     appended: int = 0
 
 
+def _shown(value: Any) -> str:
+    """A var's value in a summary: short, and the same text for the same value."""
+    if value is UNFED:
+        return "<unfed>"
+    array = np.asarray(value, dtype=float)
+    if array.ndim:
+        return f"<array {array.shape}>"
+    text = repr(float(array))
+    return text if len(text) <= 10 else format(float(array), ".6g")
+
+
+def _counted(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _listed(items: list[str], limit: int) -> str:
+    """At most ``limit`` items, then how many more."""
+    more = len(items) - limit
+    return ", ".join(items[:limit] + ([f"… {more} more"] if more > 0 else []))
+
+
 class Tape:
     """The node list (arena) every Term lives on.
 
-    ``max_nodes`` bounds the tape: an operation that would pass it raises LimitError and
-    leaves the tape as it was.
+    ``max_nodes`` is the node budget (default ``MAX_NODES``, ten million; None: no budget): an
+    operation that would pass it raises LimitError naming the budget and the count, and leaves
+    the tape as it was. ``repr(tape)`` is a one-line summary, ``str(tape)`` a longer one.
     """
 
-    def __init__(self, max_nodes: int | None = None) -> None:
+    def __init__(self, max_nodes: int | None = MAX_NODES) -> None:
+        if max_nodes is not None and (isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer))):
+            raise TypeError(f"max_nodes must be an int or None (no budget), got {type(max_nodes).__name__} {max_nodes!r}")
+        if max_nodes is not None and max_nodes < 0:
+            raise ValueError(f"max_nodes must be >= 0 or None (no budget), got {max_nodes}")
         self.nodes: list[Node] = []
-        self.max_nodes = max_nodes
+        self.max_nodes = None if max_nodes is None else int(max_nodes)
         self._intern: dict[tuple, int] = {}
         self._values: dict[int, Any] = {}
         self._vars: dict[str, int] = {}
@@ -99,6 +158,18 @@ class Tape:
     # -- vars and constants ---------------------------------------------------------------
     def var(self, name: str, value: Any = 0.0) -> Term:
         """A named input. Names are unique per tape; vars are never merged."""
+        self._check_new_var(name)
+        check_value(value, f"the value of var {name!r}")
+        return Term(self, self._push(Node("var", (), name), None, value))
+
+    def placeholder(self, name: str) -> Term:
+        """A var with no value, as in a static graph: evaluating anything that needs it raises
+        ``UnfedPlaceholder`` naming it until it is fed (``eval({p: 3.0})``, ``p.set(3.0)``, or
+        an argument of a compiled function)."""
+        self._check_new_var(name)
+        return Term(self, self._push(Node("var", (), name), None, UNFED))
+
+    def _check_new_var(self, name: Any) -> None:
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(f"var name must be an identifier string, got {name!r}")
         if name in self._vars:
@@ -106,25 +177,15 @@ class Tape:
                 f"var {name!r} already exists on this tape (node {self._vars[name]}); "
                 f"use tape.vars[{name!r}] to get it"
             )
-        check_value(value, f"the value of var {name!r}")
-        index = self._push(Node("var", (), name), key=None)
-        self._vars[name] = index
-        self._values[index] = value
-        return Term(self, index)
 
-    def placeholder(self, name: str) -> Term:
-        """A var with no value, as in a static graph: evaluating anything that needs it raises
-        ``UnfedPlaceholder`` naming it until it is fed (``eval({p: 3.0})``, ``p.set(3.0)``, or
-        an argument of a compiled function)."""
-        term = self.var(name)
-        self._values[term.index] = UNFED
-        return term
+    def const(self, value: Number | Fraction) -> Term:
+        """A constant node; equal constants are one node. Integers and Fractions are exact
+        (``const(Fraction(1, 3))`` is 1/3 to SymPy, not 0.333…)."""
 
-    def const(self, value: Number) -> Term:
-        """A constant node; equal constants are one node."""
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, Fraction, np.floating, np.integer)):
             raise TypeError(f"a constant must be a real number, got {type(value).__name__} {value!r}")
-        return Term(self, self.constant(float(value)))
+        exact = Fraction(int(value)) if isinstance(value, (int, np.integer)) else value if isinstance(value, Fraction) else None
+        return Term(self, self.constant(float(value), exact))
 
     @property
     def zero(self) -> Term:
@@ -144,8 +205,57 @@ class Tape:
             raise IndexError(f"node index {index} out of range for a tape of {len(self)} nodes")
         return Term(self, index % len(self.nodes))
 
+    # -- summaries --------------------------------------------------------------------------
+    def _var_texts(self) -> list[str]:
+        return [f"{name}={_shown(self._values[i])}" for name, i in self._vars.items()]
+
+    def _order_texts(self) -> list[str]:
+        counts: dict[int, int] = {}
+        for order in self.orders:
+            counts[order] = counts.get(order, 0) + 1
+        return [f"{order}: {counts[order]}" for order in sorted(counts)]
+
     def __repr__(self) -> str:
-        return f"Tape({len(self)} nodes, vars={list(self._vars)})"
+        """One line: how many nodes, the vars with their values (``<unfed>`` for a placeholder
+        nobody fed), and how many nodes each derivative order made.
+
+        >>> tape = Tape(); x = tape.var("x", 0.5); p = tape.placeholder("p")
+        >>> _ = (x * p).gen_graph(x)
+        >>> tape
+        Tape(4 nodes; vars x=0.5, p=<unfed>; by order 0: 3, 1: 1)
+        """
+        parts = [_counted(len(self), "node")]
+        if self._vars:
+            parts.append(f"vars {_listed(self._var_texts(), 6)}")
+        if self.nodes:
+            parts.append(f"by order {_listed(self._order_texts(), 6)}")
+        return f"Tape({'; '.join(parts)})"
+
+    def __str__(self) -> str:
+        """A few lines: size and budget, every var, nodes by derivative order and by operation
+        (functions by name, in the order they first appear).
+
+        >>> import subgraph_ad as sad
+        >>> tape = Tape(); x = tape.var("x", 0.5)
+        >>> _ = sad.sin(x).gen_graph(x)
+        >>> print(tape)
+        Tape of 4 nodes (budget 10,000,000)
+        vars: x=0.5
+        by derivative order: 0: 2, 1: 2
+        by op: var 1, sin 1, const 1, cos 1
+        """
+        budget = "no budget" if self.max_nodes is None else f"budget {self.max_nodes:,}"
+        ops: dict[str, int] = {}
+        for node in self.nodes:
+            what = node.payload.name if node.op == "fn" else node.op
+            ops[what] = ops.get(what, 0) + 1
+        lines = [f"Tape of {_counted(len(self), 'node')} ({budget})"]
+        if self._vars:
+            lines.append(f"vars: {_listed(self._var_texts(), 20)}")
+        if self.nodes:
+            lines.append(f"by derivative order: {_listed(self._order_texts(), 20)}")
+            lines.append(f"by op: {_listed([f'{op} {n}' for op, n in ops.items()], 20)}")
+        return "\n".join(lines)
 
     def find_var(self, name: str) -> Term | None:
         """The var called ``name``, or None."""
@@ -181,6 +291,31 @@ class Tape:
             )
         return var
 
+    # -- copies -------------------------------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        """What a pickle or a copy carries: every table but the state of open scopes."""
+        return {name: value for name, value in self.__dict__.items() if name not in _SCOPE_STATE}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._journal, self._listener, self._order = [], None, 0
+
+    def __copy__(self) -> Tape:
+        """An independent tape with the same content: new tables, the same (immutable) nodes
+        and values."""
+        new = type(self).__new__(type(self))
+        new.__setstate__({name: copy.copy(value) for name, value in self.__getstate__().items()})
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tape:
+        """Like ``copy.copy``, with the values copied too (an array value is not shared); the
+        nodes, and the functions in them, are immutable and shared."""
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        new.__setstate__({name: copy.copy(value) if name in _IMMUTABLE_ITEMS else copy.deepcopy(value, memo)
+                          for name, value in self.__getstate__().items()})
+        return new
+
     # -- the builder ------------------------------------------------------------------------
     def apply(self, fn: Function, *args: Term) -> Term:
         """Append ``fn(*args)``; constant arguments fold to a constant."""
@@ -188,18 +323,18 @@ class Tape:
 
     def op(self, op: str, *args: Term) -> Term:
         """Append an arithmetic node, folding trivial algebra first."""
-        return Term(self, fold(self, op, tuple([a.index for a in args])))
+        return Term(self, self.append(op, tuple([a.index for a in args])))
 
     def append(self, op: str, args: tuple[int, ...], payload: Any = None) -> int:
         """The index-level builder: fold, then intern; returns the node's index. ``fn`` nodes
-        (payload: the function) of constant operands fold to the constant value."""
-        if op == "fn":
-            operands = [self.nodes[a] for a in args]
-            if all(node.op == "const" for node in operands):
-                with np.errstate(all="ignore"):
-                    return self.constant(float(payload.f(*(np.float64(node.payload) for node in operands))))
-            return self.intern(Node("fn", args, payload))
-        return fold(self, op, args)
+        (payload: the function) of constant operands fold to the constant value. Folding may
+        append a node or two on the way (a constant factor): if the call fails, none stays."""
+        mark = len(self.nodes)
+        try:
+            return fold(self, op, args) if op != "fn" else fold_fn(self, payload, args)
+        except BaseException:
+            self._rollback(mark, len(self._journal))
+            raise
 
     def intern(self, node: Node) -> int:
         """The index of ``node``, appended unless an equal node exists. No folding: for a node
@@ -207,21 +342,39 @@ class Tape:
         found = self._intern.get(intern_key(node))
         return found if found is not None else self._push(node, intern_key(node))
 
-    def constant(self, value: float) -> int:
-        """The index of the constant ``value``."""
-        return self.intern(Node("const", (), float(value)))
+    def constant(self, value: float, exact: Any = ...) -> int:
+        """The index of the constant ``value``; ``exact`` is its exact form (``ops.Exact``), or
+        None for a float known only as a float. Omitted, for a float an engine recomputed from
+        the tape's constants (a Taylor coefficient): the exact constant of the same bits, if the
+        tape has one, so that 1/3 recomputed is the exact 1/3, not a second node."""
 
-    def _push(self, node: Node, key: tuple | None) -> int:
-        if self.max_nodes is not None and len(self.nodes) >= self.max_nodes:
+        if exact is ...:
+            found = self._intern.get(exact_key(value))
+            if found is not None:
+                return found
+            exact = None
+        return self.intern(const_node(value, exact))
+
+    def _push(self, node: Node, key: tuple | None, value: Any = None) -> int:
+        """Append one node and enter it in the tables — the intern table under ``key``, or for
+        a var the var table with its ``value`` — as one step: if that is interrupted, the node
+        is removed again. Then the listener hears of it."""
+        index = len(self.nodes)
+        if self.max_nodes is not None and index >= self.max_nodes:
             raise LimitError(
-                f"tape limit reached: appending node {len(self.nodes) + 1} ({node.op}) "
+                f"tape limit reached: appending node {index + 1} ({node.op}, to a tape of {index} nodes) "
                 f"would exceed max_nodes={self.max_nodes}"
             )
-        index = len(self.nodes)
-        self.nodes.append(node)
-        self.orders.append(self._order)
-        if key is not None:
-            self._intern[key] = index
+        try:
+            self.nodes.append(node)
+            self.orders.append(self._order)
+            if key is not None:
+                self._intern[key] = index
+            elif node.op == "var":
+                self._vars[node.payload], self._values[index] = index, value
+        except BaseException:
+            self._rollback(index, len(self._journal))
+            raise
         if self._listener is not None:
             self._listener(Term(self, index))
         return index
@@ -231,28 +384,32 @@ class Tape:
         """Memoise d(node)/d(wrt); undone with the transaction that made it."""
         key = (node, wrt)
         if key not in self.deriv_cache:
+            self._journal.append(key)  # journaled first: no entry ever exists that a rollback misses
             self.deriv_cache[key] = result
-            self._journal.append(key)
 
+    # Each scope below guards its work with two handlers: an interrupt that lands on the first
+    # handler's own lines, before its undo has begun, is caught by the second, which undoes
+    # again (undoing twice is harmless). ``transaction`` and ``trial`` are generators, so their
+    # handlers are already active when the block ends and the generator resumes.
     @contextmanager
     def transaction(self, callback: Callback | None = None, order: int | None = None) -> Iterator[Tape]:
         """Undo every append made inside the block if it raises anything (KeyboardInterrupt too).
 
         ``callback`` is called with each appended Term; ``order`` tags the appended nodes.
         """
-        mark, journal_mark = len(self.nodes), len(self._journal)
-        saved = self._listener, self._order
-        if callback is not None:
-            self._listener = callback
-        if order is not None:
-            self._order = order
+        mark, journal, saved = len(self.nodes), len(self._journal), (self._listener, self._order)
         try:
-            yield self
+            try:
+                self._listener, self._order = (saved[0] if callback is None else callback,
+                                               saved[1] if order is None else order)
+                yield self
+                self._listener, self._order = saved
+            except BaseException:
+                self._restore(mark, journal, saved)
+                raise
         except BaseException:
-            self._rollback(mark, journal_mark)
+            self._restore(mark, journal, saved)
             raise
-        finally:
-            self._listener, self._order = saved
 
     def tag(self, order: int) -> None:
         """Tag the nodes appended from now on with this derivative order; the enclosing
@@ -272,15 +429,17 @@ class Tape:
         (3, 1)
         """
         trial = Trial()
-        mark, journal_mark = len(self.nodes), len(self._journal)
-        saved = self._listener, self._order
-        self._listener = None
+        mark, journal, saved = len(self.nodes), len(self._journal), (self._listener, self._order)
         try:
-            yield trial
-        finally:
-            trial.appended = len(self.nodes) - mark
-            self._rollback(mark, journal_mark)
-            self._listener, self._order = saved
+            try:
+                self._listener = None
+                yield trial
+            finally:
+                trial.appended = len(self.nodes) - mark
+                self._restore(mark, journal, saved)
+        except BaseException:
+            self._restore(mark, journal, saved)
+            raise
 
     def pruned(self, build: Callable[[], list[int]], needed: Callable[[], bool] | None = None) -> list[int]:
         """Run ``build``, which appends nodes and returns root indices, and keep only the nodes
@@ -288,71 +447,117 @@ class Tape:
         roots' new indices. The listener hears only the kept nodes; memo entries follow them.
         Taylor mode reads a function's f′ and uses only part of what that built; the chain rule
         through a reciprocal f′ = 1/v leaves the reciprocal unused. ``needed()``, asked after
-        the build, may say that nothing can be unused (then the check is skipped)."""
-        mark, journal_mark = len(self.nodes), len(self._journal)
-        listener, self._listener = self._listener, None
+        the build, may say that nothing can be unused (then the check is skipped). All or
+        nothing: if anything raises, the tape is left as it was."""
+        mark, journal, saved = len(self.nodes), len(self._journal), (self._listener, self._order)
         try:
-            roots = build()
-            if needed is None or needed():
-                live = live_since(self, mark, roots)
-                if not all(live):
-                    roots = self._keep(mark, journal_mark, live, roots)
-        finally:
-            self._listener = listener
-        if listener is not None:
-            for index in range(mark, len(self.nodes)):
-                listener(Term(self, index))
-        return roots
+            try:
+                self._listener = None
+                roots = build()
+                if needed is None or needed():
+                    live = live_since(self, mark, roots)
+                    if not all(live):
+                        roots = self._keep(mark, journal, live, roots)
+                self._listener = saved[0]
+                if saved[0] is not None:
+                    for index in range(mark, len(self.nodes)):
+                        saved[0](Term(self, index))
+                return roots
+            except BaseException:
+                self._restore(mark, journal, saved)
+                raise
+        except BaseException:
+            self._restore(mark, journal, saved)
+            raise
 
     def _keep(self, mark: int, journal_mark: int, live: bytearray, roots: list[int]) -> list[int]:
         """Compact the nodes since ``mark`` in place, dropping those not ``live``: nodes before
         the first dropped one stay where they are (and so do their memo entries), later ones
-        move down and are re-interned."""
-        nodes, orders, intern, cache = self.nodes, self.orders, self._intern, self.deriv_cache
+        move down and are re-interned. All of it is worked out first and then written in steps
+        that ``_rollback`` can undo from any point, should one be interrupted."""
+        nodes, intern, cache, journal = self.nodes, self._intern, self.deriv_cache, self._journal
         first = mark + live.index(0)
-        journal = self._journal
-        stay = [key for key in journal[journal_mark:] if key[0] < first and (cache[key] is None or cache[key] < first)]
-        memo = [(key, cache.pop(key)) for key in journal[journal_mark:] if not (key[0] < first and (cache[key] is None or cache[key] < first))]
-        del journal[journal_mark:]
-        journal += stay
         moved: dict[int, int] = {}
-        write = first
+        tail: list[Node] = []
+        tail_orders: list[int] = []
+        stale: list[tuple] = []  # intern keys of the nodes from ``first`` on
+        fresh: list[tuple[tuple, int]] = []  # the keys of the moved nodes at their new places
+        var_moves: list[tuple[str, int, int]] = []
         for index in range(first, len(nodes)):
             node = nodes[index]
-            # an old key may already name a moved node (its new key): drop it only if it is ours
+            if node.op != "var" and intern.get(intern_key(node)) == index:
+                stale.append(intern_key(node))
             if not live[index - mark]:
-                if intern.get(intern_key(node)) == index:  # never a var: vars are always live
-                    del intern[intern_key(node)]
                 continue
+            write = first + len(tail)
             if node.op == "var":
-                self._vars[node.payload] = write
-                self._values[write] = self._values.pop(index)
+                var_moves.append((node.payload, index, write))
             else:
-                if intern.get(intern_key(node)) == index:
-                    del intern[intern_key(node)]
                 node = node._replace(args=tuple([moved.get(a, a) for a in node.args]))
-                intern[intern_key(node)] = write
-            nodes[write], orders[write] = node, orders[index]
+                fresh.append((intern_key(node), write))
             moved[index] = write
-            write += 1
-        del nodes[write:], orders[write:]
-        for (node_index, wrt), result in memo:
-            kept = live[node_index - mark] if node_index >= mark else True
-            if result is not None and result >= mark:
-                kept = kept and live[result - mark]
-            if kept:
-                self.remember(moved.get(node_index, node_index), moved.get(wrt, wrt),
-                              None if result is None else moved.get(result, result))
+            tail.append(node)
+            tail_orders.append(self.orders[index])
+        stay: list[tuple[int, int]] = []
+        dropped: list[tuple[int, int]] = []
+        renamed: dict[tuple[int, int], int | None] = {}
+        for key in journal[journal_mark:]:
+            (node_index, wrt), result = key, cache[key]
+            if node_index < first and wrt < first and (result is None or result < first):
+                stay.append(key)
+                continue
+            dropped.append(key)
+            if (node_index < mark or live[node_index - mark]) and (result is None or result < mark or live[result - mark]):
+                renamed[(moved.get(node_index, node_index), moved.get(wrt, wrt))] = None if result is None else moved.get(result, result)
+        for key in dropped:
+            del cache[key]
+        for key in stale:
+            del intern[key]
+        nodes[first:] = tail
+        self.orders[first:] = tail_orders
+        for key, write in fresh:
+            intern[key] = write
+        for name, index, write in var_moves:  # ascending, and write < index: no value is overwritten
+            self._values[write] = self._values[index]
+            self._vars[name] = write
+            del self._values[index]
+        journal[journal_mark:] = stay + list(renamed)
+        cache.update(renamed)
         return [moved.get(r, r) for r in roots]
 
-    def _rollback(self, mark: int, journal_mark: int) -> None:
-        for index in range(len(self.nodes) - 1, mark - 1, -1):
-            node = self.nodes[index]
-            if node.op == "var":
-                del self._vars[node.payload], self._values[index]
-            else:
-                self._intern.pop(intern_key(node), None)
-        del self.nodes[mark:], self.orders[mark:]
-        for key in self._journal[journal_mark:]:
-            del self.deriv_cache[key]
-        del self._journal[journal_mark:]
+    def _restore(self, mark: int, journal: int, saved: tuple[Callback | None, int]) -> None:
+        """Roll back to ``mark`` nodes and ``journal`` memo entries and restore the listener and
+        tag. A KeyboardInterrupt landing in here (a second Ctrl-C) waits until the tape is whole
+        again, then is raised."""
+        interrupted: KeyboardInterrupt | None = None
+        while True:
+            try:
+                self._rollback(mark, journal)
+                self._listener, self._order = saved
+                break
+            except KeyboardInterrupt as exc:
+                interrupted = exc
+        if interrupted is not None:
+            raise interrupted
+
+    def _rollback(self, mark: int, journal: int) -> None:
+        """Remove every node from ``mark`` on, with its intern entry, var and value, and every
+        memo entry journaled from ``journal`` on. Idempotent, and each step leaves the tables
+        consistent, so running it again after an interrupt finishes the job."""
+        entries, cache = self._journal, self.deriv_cache
+        while len(entries) > journal:
+            cache.pop(entries[-1], None)
+            entries.pop()
+        nodes, intern = self.nodes, self._intern
+        while len(nodes) > mark:
+            node = nodes[-1]
+            if node.op != "var" and intern.get(intern_key(node)) == len(nodes) - 1:
+                del intern[intern_key(node)]
+            nodes.pop()
+        del self.orders[mark:]
+        names, values = self._vars, self._values
+        while names and next(reversed(names.values())) >= mark:  # vars are in tape order
+            values.pop(names.popitem()[1], None)
+        if len(values) != len(names):  # a var's value caught half-way through a move
+            for index in [i for i in values if i >= mark]:
+                del values[index]

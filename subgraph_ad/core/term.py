@@ -1,12 +1,14 @@
 """Term: a handle ``(tape, index)`` on one node. Arithmetic on Terms appends nodes.
 
 The core knows only arithmetic and structure. The convenience methods of the layers above
-(``eval``, ``gen_graph``, ``diff``, ``grad``, ``to_sympy``, ``render``, …) are attached by
-``subgraph_ad.methods`` when the package is imported, so this module imports nothing above it.
+(``eval``, ``gen_graph``, ``diff``, ``grad``, ``to_sympy``, ``render``, ``str`` as a formula, …)
+are attached by ``subgraph_ad.methods`` when the package is imported, so this module imports
+nothing above it. ``repr`` stays the short, unambiguous ``Term(index: op)``.
 """
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
@@ -16,7 +18,7 @@ from .ops import Node
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .tape import Tape
 
-Operand = Union["Term", int, float]
+Operand = Union["Term", int, float, Fraction]
 
 _NOT_A_NUMBER = (
     "a Term is a node of a graph, not a number: {self!r} has no value until it is evaluated; use "
@@ -70,10 +72,10 @@ class Term:
                     f"and {other!r} on {other.tape!r}"
                 )
             return other
-        if isinstance(other, (int, float, np.integer, np.floating)) and not isinstance(other, bool):
-            return self.tape.const(other)
+        if isinstance(other, (int, float, Fraction, np.integer, np.floating)) and not isinstance(other, bool):
+            return self.tape.const(other)  # ints and Fractions are exact constants
         raise TypeError(
-            f"cannot combine a Term with {type(other).__name__} {other!r}; expected a Term, int or float"
+            f"cannot combine a Term with {type(other).__name__} {other!r}; expected a Term, int, float or Fraction"
         )
 
     def _binary(self, op: str, other: Operand, reflected: bool = False) -> Term:

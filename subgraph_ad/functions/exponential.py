@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import partial
 from typing import Any
 
@@ -226,7 +227,7 @@ class Cbrt(UnaryFn):
         return 1.0 / (3.0 * np.cbrt(v) ** 2)
 
     def fdiff(self, input: Term, output: Term) -> Term:
-        return (1.0 / 3.0) / (output * output)
+        return Fraction(1, 3) / (output * output)
 
     def to_sympy(self, arg: Any) -> Any:
         import sympy

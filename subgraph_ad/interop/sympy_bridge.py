@@ -4,8 +4,12 @@ SymPy is the independent oracle: every derivative can be converted and compared 
 ``sympy.diff``. Vars become ``sympy.Symbol(name)``; functions (of one or two arguments) use their
 ``to_sympy`` hook, or become an undefined ``sympy.Function(name)`` without one. On the way back,
 every registered function whose hook is a plain SymPy function (``sympy.atan2(a, b)``) is
-recognised by that function's class, and an undefined function by its registered name;
-``sympy.E`` and ``sympy.pi`` become float constants.
+recognised by that function's class, and an undefined function by its registered name.
+
+Constants keep their exact form both ways (``core.ops.Exact``): Integers and Rationals become
+exact constants, ``pi``, ``E`` and the other named constants stay named, ``log(2)`` and
+``sqrt(2)`` stay what they are, and a Float stays a Float (a Python float that is a short binary
+fraction, 0.5, is that fraction exactly; any other, 0.1, is a Float).
 
 >>> import sympy
 >>> from subgraph_ad import Tape
@@ -15,33 +19,70 @@ recognised by that function's class, and an undefined function by its registered
 exp(-x**2/2)
 >>> tape.from_sympy(sympy.sympify("atan2(y, x) + Abs(x)")).to_sympy()
 Abs(x) + atan2(y, x)
+>>> tape.from_sympy(sympy.Rational(1, 3) * sympy.pi * sympy.log(2) + sympy.Float(0.5)).to_sympy()
+0.5 + pi*log(2)/3
 """
 
 from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import Any, Mapping
 
 import sympy
 
+from ..core import OPS, Node, Tape, Term, dependencies
+from ..core.fold import fold_fn
+from ..core.ops import float_form, plain_fraction
 from ..functions import FUNCTIONS, Function
-from ..core import OPS, Tape, Term, dependencies
 
 
 class SympyConversionError(ValueError):
     """A SymPy construct has no counterpart on the tape."""
 
 
-def _const_to_sympy(value: float) -> sympy.Expr:
+#: The named constants that stay named on the tape, by their SymPy name.
+NAMED: dict[str, sympy.Expr] = {str(c): c for c in (sympy.pi, sympy.E, sympy.EulerGamma, sympy.Catalan,
+                                                    sympy.GoldenRatio, sympy.TribonacciConstant)}
+
+
+def exact_to_sympy(exact: Any) -> sympy.Expr:
+    """The SymPy value of an exact form (a Fraction or an exact tree), walked iteratively."""
+    out: dict[int, sympy.Expr] = {}
+    stack: list[tuple[Any, bool]] = [(exact, False)]
+    while stack:
+        item, expanded = stack.pop()
+        if id(item) in out:
+            continue
+        if isinstance(item, Fraction):
+            out[id(item)] = sympy.Rational(item.numerator, item.denominator)
+        elif item[0] == "named":
+            out[id(item)] = NAMED[item[1]]
+        elif item[0] == "float":
+            out[id(item)] = sympy.Float(item[1])
+        else:
+            operands = item[2:] if item[0] == "fn" else item[1:]
+            if not expanded:
+                stack.append((item, True))
+                stack.extend((a, False) for a in operands)
+                continue
+            args = [out[id(a)] for a in operands]
+            out[id(item)] = fn_to_sympy(item[1], *args) if item[0] == "fn" else OPS[item[0]].apply(*args)
+    return out[id(exact)]
+
+
+def const_to_sympy(node: Node) -> sympy.Expr:
+    """The SymPy value of a constant: its exact form, else the rational its float plainly is,
+    else a Float."""
+    value = node.payload
+    if node.exact is not None:
+        return exact_to_sympy(node.exact)
     if math.isnan(value):
         return sympy.nan
     if math.isinf(value):
         return sympy.oo if value > 0 else -sympy.oo
-    fraction = Fraction(value)
-    if fraction.denominator <= 1 << 20:  # exact binary fractions such as 0.5 stay exact
-        return sympy.Rational(fraction.numerator, fraction.denominator)
-    return sympy.Float(value)
+    plain = plain_fraction(value)
+    return sympy.Float(value) if plain is None else sympy.Rational(plain.numerator, plain.denominator)
 
 
 def fn_to_sympy(fn: Function, *args: sympy.Expr) -> sympy.Expr:
@@ -52,19 +93,29 @@ def fn_to_sympy(fn: Function, *args: sympy.Expr) -> sympy.Expr:
 
 def to_sympy(term: Term) -> sympy.Expr:
     """The SymPy expression of ``term``."""
-    tape = term.tape
+    return convert(term.tape, [term.index])[term.index]
+
+
+def convert(tape: Tape, roots: list[int], names: Mapping[int, sympy.Expr] | None = None) -> dict[int, sympy.Expr]:
+    """The SymPy expressions of the roots (and of what they depend on), in one walk; an operand
+    in ``names`` is written as its name there (a temporary; as a root it is expanded)."""
+    names = names or {}
+    wanted = set(roots)
     out: dict[int, sympy.Expr] = {}
-    for i in dependencies(tape, [term.index]):
+    for i in dependencies(tape, roots, (lambda i: i in names and i not in wanted) if names else None):
+        if i in names and i not in wanted:
+            continue
         node = tape.nodes[i]
+        args = [names[a] if a in names else out[a] for a in node.args]
         if node.op == "var":
             out[i] = sympy.Symbol(node.payload)
         elif node.op == "const":
-            out[i] = _const_to_sympy(node.payload)
+            out[i] = const_to_sympy(node)
         elif node.op == "fn":
-            out[i] = fn_to_sympy(node.payload, *(out[a] for a in node.args))
+            out[i] = fn_to_sympy(node.payload, *args)
         else:  # SymPy implements the Python operators of the op registry
-            out[i] = OPS[node.op].apply(*(out[a] for a in node.args))
-    return out[term.index]
+            out[i] = OPS[node.op].apply(*args)
+    return out
 
 
 #: The reverse map and the registry it was read from: (snapshot of FUNCTIONS.items(), map). The
@@ -107,6 +158,12 @@ def _leaf(expr: sympy.Basic, tape: Tape) -> Term:
     if isinstance(expr, sympy.Symbol):
         existing = tape.find_var(expr.name)
         return existing if existing is not None else tape.var(expr.name)
+    if isinstance(expr, sympy.Rational):
+        return tape.const(Fraction(int(expr.p), int(expr.q)))
+    if isinstance(expr, sympy.Float):
+        return Term(tape, tape.constant(float(expr), float_form(float(expr))))
+    if isinstance(expr, sympy.NumberSymbol) and str(expr) in NAMED:
+        return Term(tape, tape.constant(float(expr), ("named", str(expr))))
     if isinstance(expr, (sympy.Number, sympy.NumberSymbol)) and expr.is_real:
         return tape.const(float(expr))
     raise SympyConversionError(f"cannot convert {expr!r} ({type(expr).__name__}): only real numbers and symbols are supported as leaves")
@@ -123,14 +180,14 @@ def _combine(expr: sympy.Basic, args: list[Term], classes: dict[Any, Function]) 
         for a in args[1:]:
             result = result * a
         return result
+    fn = classes.get(expr.func)
     if isinstance(expr, sympy.Pow):
         base, exponent = args
-        if expr.exp == sympy.Rational(1, 2):
-            return FUNCTIONS["sqrt"](base)
         if expr.exp == -1:
             return 1 / base
-        return base**exponent
-    fn = classes.get(expr.func)
+        if expr.exp != sympy.Rational(1, 2):
+            return base**exponent
+        fn, args = FUNCTIONS["sqrt"], [base]
     if fn is None and isinstance(expr, sympy.core.function.AppliedUndef):  # registered without a hook
         fn = FUNCTIONS.get(str(expr.func))
     if fn is None or len(args) != fn.arity:
@@ -138,7 +195,7 @@ def _combine(expr: sympy.Basic, args: list[Term], classes: dict[Any, Function]) 
         raise SympyConversionError(
             f"cannot convert {type(expr).__name__} in {expr}: not supported (supported: {supported})"
         )
-    return fn(*args)
+    return Term(args[0].tape, fold_fn(args[0].tape, fn, tuple([a.index for a in args])))
 
 
 def from_sympy(expr: Any, tape: Tape) -> Term:

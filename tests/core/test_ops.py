@@ -2,6 +2,7 @@
 value and symbolic form agree with plain arithmetic and SymPy."""
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -13,7 +14,8 @@ from subgraph_ad.ad.reverse import VJPS
 from subgraph_ad.compile.backends import numba as numba_backend
 from subgraph_ad.compile.backends import numpy as numpy_backend
 from subgraph_ad.ad.taylor.recurrences import COMPUTE, FORMS, PRODUCTS
-from subgraph_ad.core import OPS
+from subgraph_ad.core import OPS, Node, Tape
+from subgraph_ad.core.ops import exact_field, intern_key, plain_fraction
 from subgraph_ad.numeric.modes import PARTIALS
 
 TABLES = {"forward RULES": RULES, "reverse VJPS": VJPS, "numeric PARTIALS": PARTIALS, "Taylor FORMS": FORMS,
@@ -54,3 +56,60 @@ def test_symbolic_forms_are_sympys():
     assert [OPS[n].apply(a, b) for n in ("add", "sub", "mul", "div", "pow")] == [a + b, a - b, a * b, a / b, a**b]
     assert OPS["neg"].apply(a) == -a
     assert [n for n, op in OPS.items() if op.ordered] == ["sub", "div", "pow"]
+
+
+def test_a_node_is_still_built_and_read_as_before():
+    node = Node("mul", (1, 2))
+    assert (node.op, node.args, node.payload, node.exact) == ("mul", (1, 2), None, None)
+    assert node == Node("mul", (1, 2), None) and node._replace(args=(2, 3)).args == (2, 3)
+    tape = Tape()
+    assert tape.const(1.0).node == Node("const", (), 1.0)  # a plain constant records no exact form
+    assert tape.const(2).index == tape.const(2.0).index
+
+
+@pytest.mark.parametrize("value, plain", [
+    (0.5, Fraction(1, 2)), (-3.0, Fraction(-3)), (2.125, Fraction(17, 8)), (2.0**52, Fraction(2**52)),
+    (0.1, None), (1 / 3, None), (2.0**60, None), (1e300, None), (math.inf, None), (math.nan, None),
+])
+def test_plain_fractions_are_integers_and_short_binary_fractions(value, plain):
+    assert plain_fraction(value) == plain
+    if plain is not None:
+        assert sympy.Rational(plain.numerator, plain.denominator) == sympy.Rational(value)  # the float's exact value
+
+
+def test_constants_are_interned_by_their_bits_and_exact_form():
+    third = Node("const", (), 1 / 3, Fraction(1, 3))
+    assert intern_key(third) != intern_key(Node("const", (), 1 / 3))
+    assert intern_key(Node("const", (), 0.0)) != intern_key(Node("const", (), -0.0))
+    assert exact_field(0.5, Fraction(1, 2)) is None and exact_field(1 / 3, Fraction(1, 3)) == Fraction(1, 3)
+    assert exact_field(math.inf, Fraction(1, 3)) is None
+
+
+def test_an_engines_recomputed_float_is_the_exact_constant_of_its_bits():
+    tape = Tape()
+    third = tape.const(Fraction(1, 3))
+    assert tape.constant(1 / 3) == third.index  # recomputed in floats (Taylor mode): the exact one
+    assert tape.const(1 / 3).index != third.index  # a user's float stays a float
+    x = tape.var("x")
+    assert ((x * 3) * (1 / 9)).node.args[0] == third.index  # float arithmetic landing on its bits
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "cbrt", "tanh", "sin", "atan", "sigmoid", "erf"])
+@pytest.mark.parametrize("method", ["graph", "taylor", "auto"])
+def test_exact_constants_add_no_nodes_to_derivatives(monkeypatch, name, method):
+    """x/3 makes the exact constant 1/3; with exact forms switched off (every constant only a
+    float, as before they existed) its derivatives append exactly as many nodes."""
+    import subgraph_ad as sad
+    from subgraph_ad.core import ops
+
+    def appended() -> int:
+        tape = Tape()
+        x = tape.var("x", 0.3)
+        f = sad.FUNCTIONS[name](0.5 + x * x / 3)
+        start = len(tape)
+        f.diff(x, 10, method=method)
+        return len(tape) - start
+
+    with_exact = appended()
+    monkeypatch.setattr(ops, "exact_field", lambda value, exact: None)
+    assert appended() == with_exact

@@ -231,3 +231,51 @@ def test_pruned_keeps_the_intern_table_exact_when_new_keys_meet_old_ones(tape):
         if node.op != "var":
             assert tape.intern(node) == i
     assert len(tape) == root + 1
+
+
+def test_pruned_renames_a_memo_entry_taken_with_respect_to_a_var_it_moved(tape):
+    x = tape.var("x", 0.5)
+
+    def build():
+        sin(x)  # dropped: everything after it moves down one place
+        w = tape.var("w", 2.0)
+        tape.remember(x.index, w.index, None)  # dx/dw = 0, keyed by the var that moves
+        return []
+
+    tape.pruned(build)
+    assert tape.find_var("w").index == 1 and tape.deriv_cache == {(0, 1): None}
+
+
+def test_a_failed_pruned_build_outside_any_transaction_leaves_nothing(tape):
+    x = tape.var("x", 0.5)
+    before = list(tape.nodes)
+
+    def build():
+        exp(x) * x
+        tape.remember(0, 0, 0)
+        raise ValueError("stop")
+
+    with pytest.raises(ValueError, match="stop"):
+        tape.pruned(build)
+    assert tape.nodes == before and tape.deriv_cache == {} and len(tape.orders) == 1
+
+
+def test_repr_is_a_one_line_summary_of_nodes_vars_and_orders():
+    tape = Tape()
+    x, a, p = tape.var("x", 0.5), tape.var("a", np.zeros(3)), tape.placeholder("p")
+    (sin(x) * p).diff(x, 2, method="graph")
+    # order 0: x, a, p, sin(x), sin(x)*p; order 1: 1, cos(x), cos(x)*p; order 2: -sin(x), -sin(x)*p
+    assert repr(tape) == "Tape(10 nodes; vars x=0.5, a=<array (3,)>, p=<unfed>; by order 0: 5, 1: 3, 2: 2)"
+    assert repr(Tape()) == "Tape(0 nodes)"
+
+
+def test_repr_caps_a_long_var_list_and_str_lists_every_var_and_op():
+    tape = Tape(max_nodes=None)
+    vs = [tape.var(f"v{k}", k / 3) for k in range(8)]
+    exp(vs[0] * vs[1]) + vs[2]
+    assert repr(tape) == ("Tape(11 nodes; vars v0=0.0, v1=0.333333, v2=0.666667, v3=1.0, v4=1.33333, v5=1.66667, "
+                          "… 2 more; by order 0: 11)")
+    assert str(tape) == ("Tape of 11 nodes (no budget)\n"
+                         "vars: v0=0.0, v1=0.333333, v2=0.666667, v3=1.0, v4=1.33333, v5=1.66667, v6=2.0, v7=2.33333\n"
+                         "by derivative order: 0: 11\n"
+                         "by op: var 8, mul 1, exp 1, add 1")

@@ -1,11 +1,14 @@
 """to_sympy / from_sympy: round trips, unsupported constructs, deep expressions."""
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 import sympy
 
 import subgraph_ad as sad
 from subgraph_ad import SympyConversionError, Tape
+from subgraph_ad.core import OPS
 from conftest import Cube
 
 X, Y = sympy.symbols("x y")
@@ -28,8 +31,7 @@ def test_round_trip_is_the_same_function(text):
     tape = Tape()
     t = tape.from_sympy(expr)
     back = t.to_sympy()
-    if not expr.has(sympy.pi, sympy.E):  # those become floats on the tape
-        assert sympy.simplify(back - expr) == 0
+    assert sympy.simplify(back - expr) == 0
     point = {"x": 1.7, "y": 1.3}
     want = float(expr.evalf(30, subs={X: 1.7, Y: 1.3}))
     assert float(back.evalf(30, subs={X: 1.7, Y: 1.3})) == pytest.approx(want, rel=1e-13)
@@ -136,10 +138,100 @@ def test_sympy_classes_map_to_the_registered_functions(tape, expr, name):
     assert t.node.op == "fn" and t.node.payload is sad.FUNCTIONS[name]
 
 
-def test_e_and_pi_become_float_constants(tape):
+def test_e_and_pi_stay_named_constants(tape):
     t = tape.from_sympy(sympy.E * X + sympy.pi)
+    assert t.to_sympy() == sympy.E * X + sympy.pi
     assert t.eval({"x": 2.0}) == pytest.approx(2 * np.e + np.pi, rel=1e-15)
     assert set(tape.vars) == {"x"}
+
+
+def test_sympy_functions_accept_terms(tape):
+    x = tape.var("x", 0.3)
+    t = sad.exp(-x**2 / 2) * sad.sin(3 * x)
+    reference = sympy.exp(-X**2 / 2) * sympy.sin(3 * X)
+    assert sympy.sympify(t) == reference
+    assert sympy.sin(t) == sympy.sin(reference)
+    assert X + t == X + reference
+    f = sympy.lambdify([X], t)
+    assert f(0.3) == pytest.approx(float(reference.subs(X, 0.3)), rel=1e-14)
+    g = sympy.lambdify([X], [t, t.diff(x)])
+    assert g(0.3)[1] == pytest.approx(float(sympy.diff(reference, X).subs(X, 0.3)), rel=1e-13)
+
+
+@pytest.mark.parametrize("constant", [
+    sympy.Rational(1, 3), sympy.Rational(-7, 3), sympy.pi, sympy.E, sympy.EulerGamma, sympy.log(2), sympy.sqrt(2),
+    sympy.cbrt(3), sympy.exp(2), sympy.pi**2 / 6, sympy.atan(sympy.Rational(1, 2)), 2 * sympy.sqrt(2) * sympy.log(3),
+    sympy.Integer(3)**40,
+])
+def test_exact_constants_round_trip_exactly(tape, constant):
+    expr = constant * X**sympy.Rational(3, 2) + constant
+    back = tape.from_sympy(expr).to_sympy()
+    assert back == expr and not back.has(sympy.Float)
+    assert tape.from_sympy(constant).eval() == pytest.approx(float(constant), rel=1e-15)
+
+
+def test_a_rational_and_a_rational_power_come_back_exactly(tape):
+    back = tape.from_sympy(sympy.Rational(1, 3) * X**sympy.Rational(3, 2)).to_sympy()
+    assert back == X**sympy.Rational(3, 2) / 3
+
+
+def test_the_derivative_of_2_to_the_x_keeps_log_2(tape):
+    x = tape.var("x", 0.5)
+    assert (2**x).diff(x).to_sympy() == 2**X * sympy.log(2)
+    assert (2**x).diff(x, 2, method="graph").to_sympy() == 2**X * sympy.log(2)**2
+    assert str((2**x).diff(x)) == "log(2)*2**x"
+
+
+def test_derivatives_keep_exact_rationals(tape):
+    x = tape.var("x", 0.5)
+    assert (x ** Fraction(1, 3)).diff(x, 2).to_sympy() == -2 * X**sympy.Rational(-5, 3) / 9
+    assert (x**2 / 3).diff(x).to_sympy() == 2 * X / 3
+
+
+def test_floats_stay_floats(tape):
+    x = tape.var("x")
+    for value in (0.1, 0.5, 2.0, 1e-20):
+        back = tape.from_sympy(sympy.Float(value) * X + sympy.pi * sympy.Float(value)).to_sympy()
+        assert back == sympy.Float(value) * X + sympy.pi * sympy.Float(value), value
+    assert (x * 0.1).to_sympy() == sympy.Float(0.1) * X
+    assert (x * 0.5).to_sympy() == X / 2  # a short binary fraction is that fraction exactly
+
+
+def test_exact_and_float_constants_are_interned_apart(tape):
+    third, rounded = tape.const(Fraction(1, 3)), tape.const(1 / 3)
+    assert third.index != rounded.index
+    assert third.to_sympy() == sympy.Rational(1, 3) and rounded.to_sympy() == sympy.Float(1 / 3)
+    assert tape.const(2).index == tape.const(2.0).index == tape.from_sympy(sympy.Integer(2)).index
+    assert tape.const(0.5).index == tape.from_sympy(sympy.Rational(1, 2)).index
+    assert tape.from_sympy(sympy.Float(0.5)).index != tape.const(0.5).index
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "pow"])
+def test_folded_rationals_are_sympys_rationals(tape, op):
+    rng = np.random.default_rng(3)
+    apply = OPS[op].apply
+    for _ in range(20):
+        a = Fraction(int(rng.integers(-20, 20)), int(rng.integers(1, 12)))
+        b = Fraction(int(rng.integers(-5, 5)), 1 if op == "pow" else int(rng.integers(1, 12)))
+        if (op == "div" and b == 0) or (op == "pow" and a == 0 and b < 0):
+            continue
+        folded = apply(tape.const(a), tape.const(b))
+        assert folded.op == "const"
+        assert folded.to_sympy() == apply(sympy.Rational(a.numerator, a.denominator), sympy.Rational(b.numerator, b.denominator))
+
+
+def test_folded_rational_powers_are_exact_or_real(tape):
+    assert (tape.const(Fraction(4, 9)) ** tape.const(Fraction(1, 2))).to_sympy() == sympy.Rational(2, 3)
+    assert (tape.const(Fraction(8, 27)) ** tape.const(Fraction(-2, 3))).to_sympy() == sympy.Rational(9, 4)
+    assert (tape.const(2) ** tape.const(Fraction(1, 2))).to_sympy() == sympy.sqrt(2)
+    assert (tape.const(-8) ** tape.const(Fraction(1, 3))).to_sympy() is sympy.nan  # real powers only
+
+
+def test_exact_forms_past_the_size_limit_become_floats(tape):
+    big = tape.const(Fraction(1, 3)) ** tape.const(300)  # 476 bits: more than an exact form keeps
+    assert big.to_sympy() == sympy.Float(float(Fraction(1, 3) ** 300))
+    x = tape.var("x")
+    assert str(big * x) == f"{float(Fraction(1, 3) ** 300)!r}*x"
 
 
 class Erfi(sad.UnaryFn):
