@@ -453,4 +453,7 @@ def _resolve(name: str, tape: Tape) -> Term:
     existing = tape.find_var(name)
     if existing is not None:
         return existing
-    return tape.const(CONSTANTS[name]) if name in CONSTANTS else tape.var(name)
+    if name not in CONSTANTS:
+        return tape.var(name)
+    # exact, so that SymPy and str() see pi and E rather than 15 digits
+    return Term(tape, tape.constant(CONSTANTS[name], ("named", "pi" if name.lower() == "pi" else "E")))

@@ -99,6 +99,8 @@ def combine(op: str, operands: list[Piece]) -> Piece:
         rhs = _paren(right) if right.prec < POW or right.signed else right.text
     else:
         lhs = _paren(left) if left.prec < prec else left.text
+        if op == "add" and right.signed and right.prec > prec:  # a - 12*b, not a + (-12*b)
+            return Piece(f"{lhs} - {right.text[1:]}", prec, left.signed and lhs is left.text, constant)
         associative = OPS[op].commutative and right.prec == prec  # a + (b - c) is a + b - c
         rhs = _paren(right) if (right.prec <= prec and not associative) or right.signed else right.text
     return Piece(f"{lhs}{SEPARATORS[op]}{rhs}", prec, left.signed and lhs is left.text, constant)
