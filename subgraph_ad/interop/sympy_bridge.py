@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from collections import Counter
 from typing import Any, Mapping
 
 import sympy
@@ -101,12 +102,41 @@ def convert(tape: Tape, roots: list[int], names: Mapping[int, sympy.Expr] | None
     in ``names`` is written as its name there (a temporary; as a root it is expanded)."""
     names = names or {}
     wanted = set(roots)
+    order = dependencies(tape, roots, (lambda i: i in names and i not in wanted) if names else None)
+    uses = Counter(a for i in order if i not in names or i in wanted for a in tape.nodes[i].args)
     out: dict[int, sympy.Expr] = {}
-    for i in dependencies(tape, roots, (lambda i: i in names and i not in wanted) if names else None):
+    # A chain of sums (or of products) is collected into one operand list and handed to SymPy
+    # once: Add(Add(a, b), c), … re-flattens the growing sum at every step, quadratic in its length.
+    chains: dict[int, list[sympy.Expr]] = {}
+
+    def close(a: int) -> None:
+        if a in chains:
+            out[a] = (sympy.Add if FAMILY[tape.nodes[a].op] == "add" else sympy.Mul)(*chains.pop(a))
+
+    def value(a: int) -> sympy.Expr:
+        if a in names:
+            return names[a]
+        close(a)
+        return out[a]
+
+    for i in order:
         if i in names and i not in wanted:
             continue
         node = tape.nodes[i]
-        args = [names[a] if a in names else out[a] for a in node.args]
+        if node.op in CHAINS:
+            parts = []
+            for a, sign in zip(node.args, CHAINS[node.op]):
+                if sign and a in chains and uses[a] == 1 and a not in wanted and FAMILY[tape.nodes[a].op] == FAMILY[node.op]:
+                    parts.append(chains.pop(a))
+                else:
+                    v = value(a)
+                    parts.append([v if sign else (-v if node.op == "sub" else 1 / v)])
+            parts.sort(key=len, reverse=True)  # extend the longest: linear however the chain leans
+            for part in parts[1:]:
+                parts[0].extend(part)
+            chains[i] = parts[0]
+            continue
+        args = [value(a) for a in node.args]
         if node.op == "var":
             out[i] = sympy.Symbol(node.payload)
         elif node.op == "const":
@@ -115,7 +145,15 @@ def convert(tape: Tape, roots: list[int], names: Mapping[int, sympy.Expr] | None
             out[i] = fn_to_sympy(node.payload, *args)
         else:  # SymPy implements the Python operators of the op registry
             out[i] = OPS[node.op].apply(*args)
+    for r in roots:
+        close(r)
     return out
+
+
+#: The ops whose operand lists SymPy flattens: for each operand, whether it enters as it is
+#: (True) or negated / inverted (False). Subtraction and division join their chains' lists too.
+CHAINS = {"add": (True, True), "sub": (True, False), "mul": (True, True), "div": (True, False)}
+FAMILY = {"add": "add", "sub": "add", "mul": "mul", "div": "mul"}
 
 
 #: The reverse map and the registry it was read from: (snapshot of FUNCTIONS.items(), map). The
@@ -180,7 +218,6 @@ def _combine(expr: sympy.Basic, args: list[Term], classes: dict[Any, Function]) 
         for a in args[1:]:
             result = result * a
         return result
-    fn = classes.get(expr.func)
     if isinstance(expr, sympy.Pow):
         base, exponent = args
         if expr.exp == -1:
@@ -188,14 +225,25 @@ def _combine(expr: sympy.Basic, args: list[Term], classes: dict[Any, Function]) 
         if expr.exp != sympy.Rational(1, 2):
             return base**exponent
         fn, args = FUNCTIONS["sqrt"], [base]
-    if fn is None and isinstance(expr, sympy.core.function.AppliedUndef):  # registered without a hook
-        fn = FUNCTIONS.get(str(expr.func))
+    else:
+        fn = _function(expr, classes)
     if fn is None or len(args) != fn.arity:
-        supported = "+ - * / **, numbers, symbols, " + ", ".join(sorted(FUNCTIONS))
-        raise SympyConversionError(
-            f"cannot convert {type(expr).__name__} in {expr}: not supported (supported: {supported})"
-        )
+        raise _unsupported(expr)
     return Term(args[0].tape, fold_fn(args[0].tape, fn, tuple([a.index for a in args])))
+
+
+def _function(expr: sympy.Basic, classes: dict[Any, Function]) -> Function | None:
+    """The registered function ``expr`` applies, if any (one registered without a hook is an
+    undefined SymPy function of its name)."""
+    fn = classes.get(expr.func)
+    if fn is None and isinstance(expr, sympy.core.function.AppliedUndef):
+        fn = FUNCTIONS.get(str(expr.func))
+    return fn
+
+
+def _unsupported(expr: sympy.Basic) -> SympyConversionError:
+    supported = "+ - * / **, numbers, symbols, " + ", ".join(sorted(FUNCTIONS))
+    return SympyConversionError(f"cannot convert {type(expr).__name__} in {expr}: not supported (supported: {supported})")
 
 
 def from_sympy(expr: Any, tape: Tape) -> Term:
@@ -220,7 +268,9 @@ def from_sympy(expr: Any, tape: Tape) -> Term:
                 built[node] = _leaf(node, tape)
             elif expanded:
                 built[node] = _combine(node, [built[a] for a in node.args], classes)
-            else:
+            else:  # refuse the outermost unsupported construct (Integral, not its Tuple)
+                if not isinstance(node, (sympy.Add, sympy.Mul, sympy.Pow)) and _function(node, classes) is None:
+                    raise _unsupported(node)
                 stack.append((node, True))
                 stack.extend((a, False) for a in reversed(node.args) if a not in built)
         return built[expr]
