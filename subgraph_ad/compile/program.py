@@ -10,6 +10,7 @@ here, so a new backend is one lowering table over this program.
 from __future__ import annotations
 
 import functools
+import heapq
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -155,20 +156,27 @@ def allocate(program: Program) -> tuple[dict[int, tuple[str, int]], int]:
     """
     last = last_use(program)
     location: dict[int, tuple[str, int]] = {v: ("o", k) for v, k in _output_chains(program).items()}
-    free: list[int] = []
+    free: list[int] = []  # a heap, with ``freed`` for membership: O(log n) a step
+    freed: set[int] = set()
+
+    def release(register: int) -> None:
+        if register not in freed:
+            freed.add(register)
+            heapq.heappush(free, register)
+
     count = 0
     for s, (dest, _, args, _) in enumerate(program.steps):
         for kind, v in args:  # operands dying here may be overwritten by this very step
-            if kind == "t" and last[v] == s and location[v][0] == "r" and location[v][1] not in free:
-                free.append(location[v][1])
+            if kind == "t" and last[v] == s and location[v][0] == "r":
+                release(location[v][1])
         if dest not in location:
             if free:
-                free.sort()
-                register = free.pop(0)
+                register = heapq.heappop(free)
+                freed.discard(register)
             else:
                 register, count = count, count + 1
             location[dest] = ("r", register)
             if dest not in last:  # never read: free after this statement
-                free.append(register)
+                release(register)
     return location, count
 
