@@ -18,7 +18,7 @@ import math
 import operator
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable, NamedTuple, Union
+from typing import Any, Callable, NamedTuple, TypeVar, Union
 
 import numpy as np
 
@@ -30,6 +30,7 @@ import numpy as np
 #: folded from it numbers a Float too, as in SymPy (``Float(0.5) * 2`` is ``Float(1.0)``,
 #: ``Float(0.5) + pi`` stays that sum).
 Exact = Union[Fraction, tuple]
+T = TypeVar("T")
 
 
 def float_form(value: float) -> tuple:
@@ -85,6 +86,28 @@ def exact_size(exact: Any) -> int:
         if isinstance(item, tuple):
             stack.extend(a for a in item[1:] if isinstance(a, (tuple, Fraction)))
     return size
+
+
+def reduce_exact(exact: Any, leaf: Callable[[Any], T], apply: Callable[[tuple, list[T]], T]) -> T:
+    """Fold an exact form bottom-up without recursion: ``leaf(item)`` for a Fraction, a
+    ``("named", …)`` or a ``("float", …)`` item, ``apply(item, operand_results)`` for an op or a
+    ``("fn", function, …)`` item. What SymPy and the printer each make of exact constants."""
+    out: dict[int, T] = {}
+    stack: list[tuple[Any, bool]] = [(exact, False)]
+    while stack:
+        item, expanded = stack.pop()
+        if id(item) in out:
+            continue
+        if isinstance(item, Fraction) or item[0] in ("named", "float"):
+            out[id(item)] = leaf(item)
+            continue
+        operands = item[2:] if item[0] == "fn" else item[1:]
+        if not expanded:
+            stack.append((item, True))
+            stack.extend((a, False) for a in operands)
+            continue
+        out[id(item)] = apply(item, [out[id(a)] for a in operands])
+    return out[id(exact)]
 
 
 def exact_field(value: float, exact: Any) -> Any:

@@ -31,7 +31,7 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from ..core import OPS, Tape, Term, dependencies
-from ..core.ops import Node
+from ..core.ops import Node, reduce_exact
 
 #: Lines (temporaries and the result) that ``str`` prints before it cuts.
 MAX_LINES = 60
@@ -119,28 +119,17 @@ def call(name: str, operands: list[Piece]) -> Piece:
 
 
 def exact_piece(exact: Any) -> Piece:
-    """The text of an exact constant (``core.ops.Exact``), walked iteratively."""
-    out: dict[int, Piece] = {}
-    stack: list[tuple[Any, bool]] = [(exact, False)]
-    while stack:
-        item, expanded = stack.pop()
-        if id(item) in out:
-            continue
+    """The text of an exact constant (``core.ops.Exact``)."""
+
+    def leaf(item: Any) -> Piece:
         if isinstance(item, Fraction):
-            out[id(item)] = _fraction(item)
-        elif item[0] == "named":
-            out[id(item)] = Piece(item[1], ATOM, False, True)
-        elif item[0] == "float":
-            out[id(item)] = _number(item[1])
-        else:
-            operands = item[2:] if item[0] == "fn" else item[1:]
-            if not expanded:
-                stack.append((item, True))
-                stack.extend((a, False) for a in operands)
-                continue
-            args = [out[id(a)] for a in operands]
-            out[id(item)] = call(item[1].name, args) if item[0] == "fn" else combine(item[0], args)
-    return out[id(exact)]
+            return _fraction(item)
+        return Piece(item[1], ATOM, False, True) if item[0] == "named" else _number(item[1])
+
+    def apply(item: tuple, args: list[Piece]) -> Piece:
+        return call(item[1].name, args) if item[0] == "fn" else combine(item[0], args)
+
+    return reduce_exact(exact, leaf, apply)
 
 
 def node_piece(node: Node, operands: list[Piece]) -> Piece:

@@ -34,7 +34,7 @@ import sympy
 
 from ..core import OPS, Node, Tape, Term, dependencies
 from ..core.fold import fold_fn
-from ..core.ops import float_form, plain_fraction
+from ..core.ops import float_form, plain_fraction, reduce_exact
 from ..functions import FUNCTIONS, Function
 
 
@@ -48,28 +48,17 @@ NAMED: dict[str, sympy.Expr] = {str(c): c for c in (sympy.pi, sympy.E, sympy.Eul
 
 
 def exact_to_sympy(exact: Any) -> sympy.Expr:
-    """The SymPy value of an exact form (a Fraction or an exact tree), walked iteratively."""
-    out: dict[int, sympy.Expr] = {}
-    stack: list[tuple[Any, bool]] = [(exact, False)]
-    while stack:
-        item, expanded = stack.pop()
-        if id(item) in out:
-            continue
+    """The SymPy value of an exact form (a Fraction or an exact tree)."""
+
+    def leaf(item: Any) -> sympy.Expr:
         if isinstance(item, Fraction):
-            out[id(item)] = sympy.Rational(item.numerator, item.denominator)
-        elif item[0] == "named":
-            out[id(item)] = NAMED[item[1]]
-        elif item[0] == "float":
-            out[id(item)] = sympy.Float(item[1])
-        else:
-            operands = item[2:] if item[0] == "fn" else item[1:]
-            if not expanded:
-                stack.append((item, True))
-                stack.extend((a, False) for a in operands)
-                continue
-            args = [out[id(a)] for a in operands]
-            out[id(item)] = fn_to_sympy(item[1], *args) if item[0] == "fn" else OPS[item[0]].apply(*args)
-    return out[id(exact)]
+            return sympy.Rational(item.numerator, item.denominator)
+        return NAMED[item[1]] if item[0] == "named" else sympy.Float(item[1])
+
+    def apply(item: tuple, args: list[sympy.Expr]) -> sympy.Expr:
+        return fn_to_sympy(item[1], *args) if item[0] == "fn" else OPS[item[0]].apply(*args)
+
+    return reduce_exact(exact, leaf, apply)
 
 
 def const_to_sympy(node: Node) -> sympy.Expr:
