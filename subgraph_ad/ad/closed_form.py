@@ -39,6 +39,10 @@ MAX_EXPONENT = 64
 #: polynomial keeps every digit far below 2**(WIDTH − 1).
 WIDTH = 32
 MAX_DEGREE = 1 << 20
+#: Atoms of one expansion: a closed form is a short polynomial over a few functions of x; a sum of
+#: hundreds of distinct functions has none, and splitting its terms atom by atom for the Horner
+#: form costs atoms × terms (a 2,000-operand sum of sines: 17 s at order 3), so it is not tried.
+MAX_ATOMS = 64
 #: A closed form is kept only if, at every probe point where the recurrence's value is finite, it
 #: agrees with that value to this much of the value's own magnitude: a relative test per point,
 #: so a form that cancels where the derivative is small (Legendre's (x² − 1)¹⁷ at x = ±1, far
@@ -71,6 +75,7 @@ class _Expansion:
 
     def atom(self, i: int) -> dict[int, float]:
         self.atoms.append(i)
+        self.over = self.over or len(self.atoms) > MAX_ATOMS
         return {1 << (WIDTH * (len(self.atoms) - 1)): 1.0}
 
     def add(self, p: dict[int, float], q: dict[int, float], sign: float) -> dict[int, float]:
