@@ -104,26 +104,25 @@ def known_names(width: int = 88) -> str:
 
 
 # -- flag values -----------------------------------------------------------------------------------
-def count(text: str) -> int:
-    """An argparse type: a whole number >= 1."""
+def _whole(text: str, least: int, expected: str) -> int:
+    """``text`` as a whole number of at least ``least``, else the argparse error saying so."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+        raise argparse.ArgumentTypeError(f"expected a whole number{expected}, got {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be {'at least 1' if least else '0 (no cap) or more'}, got {value}")
     return value
+
+
+def count(text: str) -> int:
+    """An argparse type: a whole number >= 1."""
+    return _whole(text, 1, "")
 
 
 def limit(text: str) -> int | None:
     """An argparse type: a cap, a whole number >= 1, or 0 for none (None)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number (0 = no cap), got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 (no cap) or more, got {value}")
-    return value or None
+    return _whole(text, 0, " (0 = no cap)") or None
 
 
 def seconds(text: str) -> float | None:
