@@ -28,6 +28,7 @@ import numpy as np
 
 from .ad.diff import diff
 from .ad.matrices import hessian as hessian_terms
+from .ad.matrices import Sparse, sparse_matrix
 from .ad.matrices import jacobian as jacobian_terms
 from .ad.reverse import grad_graph
 from .compile.lambdify import lambdify
@@ -144,6 +145,14 @@ def _shaped(shape: tuple[int, ...]) -> Callable[[list[Any]], Any]:
     return lambda values: float(values[0]) if not shape else np.array(values, dtype=float).reshape(shape)
 
 
+def _sparse(matrix: Sparse, tape: Tape) -> tuple[list[Term], Callable[[list[Any]], Any]]:
+    """A traced sparse matrix: its nonzero Terms, and their values as a ``scipy.sparse`` CSR
+    matrix (a dense ndarray without SciPy). No nonzero at all still compiles one Term, the 0."""
+    n = len(matrix.terms)
+    return (list(matrix.terms) or [tape.zero],
+            lambda values: sparse_matrix(matrix.rows, matrix.cols, np.array(values[:n], dtype=float), matrix.shape))
+
+
 def grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
     """The gradient of a scalar function: ``grad(f)(*args)`` is ∂f/∂args[argnums], a float for a
     number argument and an array of its shape for an array one (a tuple for several argnums).
@@ -198,17 +207,21 @@ def derivative(f: Callable[..., Any], n: int = 1, argnum: int = 0) -> Callable[.
     return _Derivative(f, "derivative", build)
 
 
-def jacobian(f: Any, inputs: Any = None, argnums: int = 0) -> Any:
-    """``jacobian(outputs, inputs)`` on Terms: rows of Terms (see ``ad.matrices``). Given a
-    Python function, a callable returning the Jacobian of its output (array) with respect to
-    argument ``argnums`` as a NumPy array of shape output.shape + argument.shape."""
+def jacobian(f: Any, inputs: Any = None, argnums: int = 0, sparse: bool = False) -> Any:
+    """``jacobian(outputs, inputs)`` on Terms: rows of Terms, or a ``Sparse`` matrix with
+    ``sparse=True`` (see ``ad.matrices``). Given a Python function, a callable returning the
+    Jacobian of its output (array) with respect to argument ``argnums`` as a NumPy array of shape
+    output.shape + argument.shape; with ``sparse=True`` a ``scipy.sparse`` matrix of shape
+    (output.size, argument.size) holding only the structural nonzeros."""
     if inputs is not None or isinstance(f, (Term, list, tuple)):
-        return jacobian_terms(f, inputs)
+        return jacobian_terms(f, inputs, sparse=sparse)
 
     def build(trace: Traced) -> tuple[list[Term], Callable[[list[Any]], Any]]:
         (k,) = _argnums(argnums, len(trace.args), "jacobian")
         outs, out_shape = trace.outputs("jacobian")
         xs = trace.vars_of(k)
+        if sparse:
+            return _sparse(jacobian_terms(outs, xs, sparse=True), trace.tape)
         rows = jacobian_terms(outs, xs)
         return [t for row in rows for t in row], _shaped(out_shape + np.shape(trace.args[k]))
 
@@ -216,15 +229,18 @@ def jacobian(f: Any, inputs: Any = None, argnums: int = 0) -> Any:
 
 
 def hessian(f: Any, inputs: Any = None, argnums: int = 0, sparse: bool = False) -> Any:
-    """``hessian(output, inputs)`` on Terms: rows of Terms (see ``ad.matrices``). Given a Python
-    function, a callable returning its Hessian with respect to argument ``argnums`` as a NumPy
-    array (shape argument.shape * 2)."""
+    """``hessian(output, inputs)`` on Terms: rows of Terms, or a ``Sparse`` matrix with
+    ``sparse=True`` (see ``ad.matrices``). Given a Python function, a callable returning its
+    Hessian with respect to argument ``argnums`` as a NumPy array (shape argument.shape * 2); with
+    ``sparse=True`` a ``scipy.sparse`` matrix of shape (argument.size, argument.size)."""
     if inputs is not None or isinstance(f, Term):
         return hessian_terms(f, inputs, sparse=sparse)
 
     def build(trace: Traced) -> tuple[list[Term], Callable[[list[Any]], Any]]:
         (k,) = _argnums(argnums, len(trace.args), "hessian")
         z = trace.scalar_output("hessian")
+        if sparse:
+            return _sparse(hessian_terms(z, trace.vars_of(k), sparse=True), trace.tape)
         rows = hessian_terms(z, trace.vars_of(k))
         shape = np.shape(trace.args[k])
         return [t for row in rows for t in row], _shaped(shape + shape if shape else ())

@@ -22,6 +22,7 @@ True
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
@@ -48,44 +49,63 @@ def _vars(z: Term, inputs: Any) -> list[Term]:
     return xs
 
 
-def jacobian(outputs: Term | Sequence[Term], inputs: Term | Sequence[Term]) -> list[list[Term]]:
-    """Rows of Terms: J[i][j] = ∂outputs[i]/∂inputs[j] (reverse sweeps when there are fewer
-    outputs than inputs, forward passes otherwise). Structural zeros are the tape's 0."""
+def jacobian(outputs: Term | Sequence[Term], inputs: Term | Sequence[Term], sparse: bool = False) -> Any:
+    """Rows of Terms: J[i][j] = ∂outputs[i]/∂inputs[j], structural zeros the tape's 0; or, with
+    ``sparse=True``, a ``Sparse`` matrix of the structural nonzeros. Reverse sweeps (a row each)
+    when there are fewer outputs than inputs, forward passes (a column each) otherwise; either
+    way only the entries whose output depends on the input at all are differentiated."""
     fs = _terms(outputs, "outputs")
     xs = _vars(fs[0], inputs)
     for f in fs:
         fs[0]._lift(f)
     tape = fs[0].tape
+    entries: dict[tuple[int, int], Term] = {}
     with tape.transaction():
+        reach = _var_sets(tape, [f.index for f in fs], [x.index for x in xs])
         if len(fs) < len(xs):
-            return [list(grad_graph(f, xs)) for f in fs]  # type: ignore[arg-type]
-        columns = [gen_graph_many(fs, x) for x in xs]
-    return [[columns[j][i] for j in range(len(xs))] for i in range(len(fs))]
+            for i, f in enumerate(fs):
+                cols = sorted(reach[f.index])
+                if cols:
+                    entries.update(zip(((i, j) for j in cols), grad_graph(f, [xs[j] for j in cols])))  # type: ignore[arg-type]
+        else:
+            for j, x in enumerate(xs):
+                rows = [i for i, f in enumerate(fs) if j in reach[f.index]]
+                if rows:
+                    entries.update(zip(((i, j) for i in rows), gen_graph_many([fs[i] for i in rows], x)))
+        zero = tape.zero
+    return _assemble(entries, (len(fs), len(xs)), zero, sparse, symmetric=False)
 
 
 def hessian(output: Term, inputs: Term | Sequence[Term], sparse: bool = False) -> Any:
     """The Hessian of ``output``: rows of Terms, H[i][j] and H[j][i] one node, structural zeros
-    the tape's 0; or, with ``sparse=True``, a ``Sparse`` matrix of its structural nonzeros."""
+    the tape's 0; or, with ``sparse=True``, a ``Sparse`` matrix of its structural nonzeros
+    (both triangles listed, each pair one Term)."""
     if not isinstance(output, Term):
         raise TypeError(f"hessian takes one output Term, got {type(output).__name__} {output!r}")
     xs = _vars(output, inputs)
     tape = output.tape
-    zero = None
+    upper: dict[tuple[int, int], Term] = {}
     with tape.transaction():
         gradient = list(grad_graph(output, xs))  # type: ignore[arg-type]
-        zero = tape.zero
         reach = _var_sets(tape, [g.index for g in gradient], [x.index for x in xs])
-        upper: dict[tuple[int, int], Term] = {}
         for j, x in enumerate(xs):  # column j: only the g_i (i <= j) that depend on x_j at all
             rows = [i for i in range(j + 1) if j in reach[gradient[i].index]]
             if rows:
                 upper.update(zip(((i, j) for i in rows), gen_graph_many([gradient[i] for i in rows], x)))
-    dense = [[upper.get((min(i, j), max(i, j)), zero) for j in range(len(xs))] for i in range(len(xs))]
+        zero = tape.zero
+    return _assemble(upper, (len(xs), len(xs)), zero, sparse, symmetric=True)
+
+
+def _assemble(entries: dict[tuple[int, int], Term], shape: tuple[int, int], zero: Term, sparse: bool,
+              symmetric: bool) -> Any:
+    """Dense rows (zero where no entry), or the nonzero entries in row-major order as ``Sparse``;
+    a symmetric matrix's entries are its upper triangle, mirrored."""
+    if symmetric:
+        entries = {**entries, **{(j, i): t for (i, j), t in entries.items()}}
     if not sparse:
-        return dense
-    entries = [(i, j, dense[i][j]) for i in range(len(xs)) for j in range(len(xs)) if dense[i][j] != zero]
-    return Sparse(tuple(e[0] for e in entries), tuple(e[1] for e in entries), tuple(e[2] for e in entries),
-                  (len(xs), len(xs)))
+        return [[entries.get((i, j), zero) for j in range(shape[1])] for i in range(shape[0])]
+    found = sorted((key, t) for key, t in entries.items() if t != zero)
+    return Sparse(tuple(i for (i, _), _ in found), tuple(j for (_, j), _ in found), tuple(t for _, t in found), shape)
 
 
 def _var_sets(tape: Any, roots: list[int], wrts: list[int]) -> dict[int, frozenset[int]]:
@@ -108,25 +128,75 @@ def _var_sets(tape: Any, roots: list[int], wrts: list[int]) -> dict[int, frozens
 
 
 class Sparse(NamedTuple):
-    """A sparse matrix of Terms: entry k is ``terms[k]`` at (``rows[k]``, ``cols[k]``); every
-    other entry is zero by structure."""
+    """A sparse matrix of Terms: entry k is ``terms[k]`` at (``rows[k]``, ``cols[k]``), in
+    row-major order; every other entry is zero by structure.
+
+    ``compile(inputs)`` turns it into numbers: the nonzeros as one array indexed by ``rows`` and
+    ``cols`` (a batch of points at once), or a ``scipy.sparse`` matrix for a point."""
 
     rows: tuple[int, ...]
     cols: tuple[int, ...]
     terms: tuple[Term, ...]
     shape: tuple[int, int]
 
-    def values(self, compiled: Any, *args: Any) -> Any:
-        """The matrix at a point from ``compiled = lambdify(inputs, list(self.terms))``: a
-        ``scipy.sparse.csr_matrix`` when SciPy is installed, else a dense ndarray."""
-        data = np.asarray(compiled(*args), dtype=float)
-        try:
-            import scipy.sparse
-        except ImportError:
-            dense = np.zeros(self.shape)
-            dense[list(self.rows), list(self.cols)] = data
-            return dense
-        return scipy.sparse.csr_matrix((data, (self.rows, self.cols)), shape=self.shape)
+    def compile(self, inputs: Term | Sequence[Term], backend: str = "numpy", **options: Any) -> CompiledSparse:
+        """Compile the nonzeros as functions of the vars ``inputs`` (``lambdify``'s backend and
+        options); a Term listed twice (a symmetric pair) is computed once."""
+        from ..compile.lambdify import lambdify
+
+        if not self.terms:
+            raise ValueError(f"this {self.shape[0]}x{self.shape[1]} matrix has no structural nonzero to compile")
+        unique: dict[int, Term] = {}
+        for t in self.terms:
+            unique.setdefault(t.index, t)
+        position = {i: k for k, i in enumerate(unique)}
+        return CompiledSparse(np.array(self.rows, dtype=np.intp), np.array(self.cols, dtype=np.intp), self.shape,
+                              lambdify(inputs, list(unique.values()), backend, **options),
+                              np.array([position[t.index] for t in self.terms], dtype=np.intp))
+
+
+@dataclass(frozen=True)
+class CompiledSparse:
+    """A compiled ``Sparse``: ``values(*args)`` gives the nonzeros (shape (nnz,) + the points'
+    shape), in the order of the index arrays ``rows`` and ``cols``; calling it on one point gives
+    a ``scipy.sparse.csr_matrix`` (a dense ndarray without SciPy); ``dense(*args)`` scatters a
+    batch into arrays of shape points' shape + ``shape``."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    shape: tuple[int, int]
+    compiled: Any  # the distinct Terms, lambdified
+    take: np.ndarray  # entry k is compiled output take[k]
+
+    def values(self, *args: Any) -> np.ndarray:
+        results = self.compiled(*args)
+        return np.stack(np.broadcast_arrays(*results))[self.take]
+
+    def dense(self, *args: Any) -> np.ndarray:
+        data = self.values(*args)
+        out = np.zeros(data.shape[1:] + self.shape)
+        out[..., self.rows, self.cols] = np.moveaxis(data, 0, -1)
+        return out
+
+    def __call__(self, *args: Any) -> Any:
+        data = self.values(*args)
+        if data.ndim != 1:
+            raise ValueError(f"a compiled sparse matrix called on a batch of shape {data.shape[1:]}: calling it "
+                             "takes one point; use .values(...) (the nonzeros, indexed by .rows and .cols) or "
+                             ".dense(...) for a batch")
+        return sparse_matrix(self.rows, self.cols, data, self.shape)
+
+
+def sparse_matrix(rows: Sequence[int], cols: Sequence[int], data: np.ndarray, shape: tuple[int, int]) -> Any:
+    """One point's matrix from its nonzeros: ``scipy.sparse.csr_matrix`` when SciPy is
+    installed, else a dense ndarray."""
+    try:
+        import scipy.sparse
+    except ImportError:
+        dense = np.zeros(shape)
+        dense[list(rows), list(cols)] = data
+        return dense
+    return scipy.sparse.csr_matrix((data, (rows, cols)), shape=shape)
 
 
 def hvp(output: Term, inputs: Term | Sequence[Term], v: Sequence[Any]) -> list[Term]:

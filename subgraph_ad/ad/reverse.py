@@ -33,6 +33,15 @@ def _pow_vjp(a: Term, b: Term, out: Term, bar: Term, need: tuple[bool, ...]) -> 
             bar * xlogy(out, a) if need[1] else None)
 
 
+def _mul_vjp(a: Term, b: Term, out: Term, bar: Term, need: tuple[bool, ...]) -> tuple[A, A]:
+    # a square's one adjoint is (2·bar)·a: 2·bar is shared by every square under the same bar
+    # (Σ x_i² gives ∇ = (2·bar)·x_i, one node per var), where bar·a + bar·a would be two nodes
+    # here and two more per entry of a Hessian or HVP built on it
+    if a.index == b.index:
+        return ((bar + bar) * a if need[0] else None, None)
+    return (bar * b if need[0] else None, bar * a if need[1] else None)
+
+
 def _fn_vjp(fn: Any, *args: Any) -> tuple[A, ...]:
     n = fn.arity
     inputs, out, bar, need = args[:n], args[n], args[n + 1], args[n + 2]
@@ -45,7 +54,7 @@ def _fn_vjp(fn: Any, *args: Any) -> tuple[A, ...]:
 VJPS: dict[str, Callable[..., tuple[A, ...]]] = {
     "add": lambda a, b, out, bar, need: (bar, bar),
     "sub": lambda a, b, out, bar, need: (bar, -bar),
-    "mul": lambda a, b, out, bar, need: (bar * b if need[0] else None, bar * a if need[1] else None),
+    "mul": _mul_vjp,
     "div": lambda a, b, out, bar, need: (bar / b if need[0] else None, -(bar * out) / b if need[1] else None),
     "pow": _pow_vjp,
     "neg": lambda a, out, bar, need: (-bar,),

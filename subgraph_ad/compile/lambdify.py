@@ -102,6 +102,9 @@ def _as_list(items: Any, what: str) -> tuple[list[Term], bool]:
     raise TypeError(f"lambdify {what} must be a Term or a non-empty list of Terms, got {items!r}")
 
 
+#: Argument types that are one number: they take the one-point path directly.
+_NUMBERS = frozenset((float, int, np.float64))
+
 #: Runs the program over points a..b of the inputs into the same points of the outputs.
 Run = Callable[[int, int], None]
 
@@ -122,8 +125,10 @@ class Compiled:
             raise ValueError(f"lambdify block must be a positive int, got {block!r}")
         self.program, self.names, self.single = program, names, single
         self.block, self.parallel, self.warn = block, parallel, warn
-        self.source, namespace = numpy_backend.scalar_source(program)
+        self.source, namespace, _ = numpy_backend.scalar_source(program)
         self._scalar = define(self.source, namespace, "scalar")
+        fast_source, namespace, self._pure = numpy_backend.scalar_source(program, python=True)
+        self._fast = define(fast_source, namespace, "point")
         arrays_only = (False,) * program.n_inputs
         blocks = numpy_backend.kernel(program, arrays_only)
         self.block_source = blocks.source
@@ -160,6 +165,9 @@ class Compiled:
     def __call__(self, *args: Any) -> Any:
         if len(args) != len(self.names):
             raise TypeError(f"expected {len(self.names)} arguments ({', '.join(self.names)}), got {len(args)}")
+        if not self.warn and all(type(a) in _NUMBERS for a in args):
+            results = self._point([float(a) for a in args])
+            return results[0] if self.single else results
         if any(hasattr(a, "__dask_graph__") for a in args):
             return self._dask(args)
         arrays = [np.asarray(a, dtype=float) for a in args]
@@ -171,6 +179,20 @@ class Compiled:
         else:
             results = self._arrays(arrays, shape)
         return results[0] if self.single else results
+
+    def _point(self, point: list[float]) -> tuple[float, ...]:
+        """One point, without per-argument array handling: Python floats and ``math`` first;
+        where that raises (1/0, log(0), an overflow), the IEEE result from NumPy scalars."""
+        try:
+            if self._pure:
+                results = self._fast(*point)
+            else:
+                with floating(False):
+                    results = self._fast(*point)
+        except (ArithmeticError, ValueError):
+            with floating(False):
+                results = self._scalar(*(np.float64(a) for a in point))
+        return tuple(float(r) for r in results)
 
     def _kernel(self, scalars: tuple[bool, ...]) -> Any:
         """The active backend's kernel for this pattern of number and array inputs, compiled once."""

@@ -233,3 +233,39 @@ def test_numba_above_its_size_limit_warns_and_uses_numpy(monkeypatch):
     with pytest.warns(lam.BackendWarning, match="more than NUMBA_MAX_STEPS = 20"):
         g = sad.lambdify([x], z, backend="numba")
     assert g.backend == "numpy" and g(0.3) == pytest.approx(z.eval(), rel=1e-15)
+
+
+def test_one_point_runs_on_python_floats_and_falls_back_to_ieee_where_math_raises():
+    """A point of numbers runs the Python-float code (math functions, operators); where that
+    raises (1/0, log 0, sqrt of a negative, overflow, a real power of a negative base) the
+    NumPy-scalar code gives the IEEE value. Either way it equals the array path on that point."""
+    tape = Tape()
+    x, y = tape.var("x"), tape.var("y")
+    outputs = [1 / x, log(x), sqrt(x), exp(1000 * y), x**y, sad.acosh(y), sad.atanh(x), sad.atan2(x, y),
+               sin(x) * tanh(y) - sad.erf(x), sad.cbrt(x) + sad.log1p(y), sad.abs(x) * sad.sign(y)]
+    compiled = lambdify([x, y], outputs)
+    assert compiled._pure is False  # abs and sign are NumPy-only: that code runs under errstate
+    ieee = {(0.0, 2.0): [np.inf, -np.inf, 0.0, np.inf, 0.0, None, 0.0, 0.0, None, None, None],
+            (-8.0, 1 / 3): [-0.125, np.nan, np.nan, None, np.nan, np.nan, np.nan, None, None, None, None],
+            (1.0, -1.0): [1.0, 0.0, 1.0, 0.0, 1.0, np.nan, np.inf, None, None, None, None],
+            (0.3, 0.7): [None] * len(outputs)}
+    for (a, b), expected in ieee.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no NumPy warning escapes either path
+            one = compiled(a, b)
+        arrays = compiled(np.array([a]), np.array([b]))
+        for k, (value, array, want) in enumerate(zip(one, arrays, expected)):
+            assert isinstance(value, float)
+            assert np.allclose(value, array[0], rtol=1e-15, atol=0, equal_nan=True), (a, b, k)
+            if want is not None:
+                assert np.isclose(value, want, rtol=1e-15, equal_nan=True), (a, b, k, value)
+
+
+def test_an_ordinary_point_never_touches_numpy_scalars(monkeypatch):
+    tape = Tape()
+    x, y = tape.var("x"), tape.var("y")
+    compiled = lambdify([x, y], [exp(x) * sin(y) + x**2.5 / y, sad.atan(x) - sad.hypot(x, y)])
+    assert compiled._pure
+    monkeypatch.setattr(compiled, "_scalar", None)  # calling it would raise TypeError
+    value = compiled(np.float64(0.7), 2)
+    assert np.allclose(value, [np.exp(0.7) * np.sin(2) + 0.7**2.5 / 2, np.arctan(0.7) - np.hypot(0.7, 2)], rtol=1e-15)

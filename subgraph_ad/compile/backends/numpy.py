@@ -12,6 +12,8 @@ its operands, one or two), without them its ``f`` is called and the result copie
 
 from __future__ import annotations
 
+import math
+import types
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Sequence
 
@@ -26,7 +28,7 @@ class _Row(NamedTuple):
     """How one op is written: ``{0}``, ``{1}`` are its operands, ``{f}`` opens the call of a
     function's ``f`` and ``{r}`` is the buffer a block statement writes."""
 
-    scalar: str
+    scalar: str  # NumPy scalars, or Python floats for everything but pow (``scalar_source``)
     block: str
 
 
@@ -42,10 +44,39 @@ LOWERING: dict[str, _Row] = {
 }
 
 
-def scalar_source(program: Program) -> tuple[str, dict[str, Any]]:
-    """``_f(v0, ...)`` returning the tuple of outputs, one assignment per node; every function is
-    its own ``f`` (``math`` functions would raise where NumPy gives nan or inf)."""
+#: The ``math`` functions that are NumPy's on floats wherever they return one (not floor,
+#: which returns an int, nor remainder, which rounds differently), by their NumPy names
+_MATH_NAMES = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh", "arccosh": "acosh",
+               "arctanh": "atanh", "arctan2": "atan2"}
+_SAME = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "sin", "cos", "tan", "asin",
+         "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "hypot", "erf", "erfc",
+         "fabs", "copysign", "fmod"}
+
+
+def python_function(fn: Any) -> tuple[Callable[..., Any], bool]:
+    """What computes ``fn`` on Python floats, and whether it is a ``math`` function: math's
+    version of its ``scalar`` or ``f`` (a NumPy or ``math`` function of ``_SAME``); else its
+    ``scalar`` when that is plain Python code (written for Numba, so on floats); else ``f``."""
+    for candidate in (fn.scalar, fn.f):
+        name = getattr(candidate, "__name__", "")
+        if vars(np).get(name) is candidate or vars(math).get(name) is candidate:
+            name = _MATH_NAMES.get(name, name)
+            if name in _SAME and hasattr(math, name):
+                return getattr(math, name), True
+    return (fn.scalar if isinstance(fn.scalar, types.FunctionType) else fn.f), False
+
+
+def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str, Any], bool]:
+    """``_f(v0, ...)`` returning the tuple of outputs, one assignment per node.
+
+    By default every function is its own ``f`` on NumPy scalars: IEEE results everywhere.
+    ``python=True`` writes the fast path for Python floats: operators, ``math.pow`` and the
+    ``math`` version of each function, which raise (ZeroDivisionError, ValueError,
+    OverflowError) exactly where the IEEE result is not a finite real of the same operation, so
+    a caller reruns such a point on the default path. Also returns whether that code is pure
+    Python floats (every function found in ``math``), which cannot warn."""
     names = namespace()
+    pure = True
 
     def ref(r: Operand) -> str:
         kind, v = r
@@ -53,11 +84,18 @@ def scalar_source(program: Program) -> tuple[str, dict[str, Any]]:
 
     lines = [f"def _f({', '.join(f'v{k}' for k in range(program.n_inputs))}):"]
     for dest, op, args, fn in program.steps:
-        f = callee(fn.f, names, f"_fn{dest}") if fn is not None else ""
         a = [ref(r) for r in args]
+        if python and op == "pow":
+            lines.append(f"    t{dest} = _math.pow({a[0]}, {a[1]})")
+            continue
+        f = ""
+        if fn is not None:
+            found, exact = python_function(fn) if python else (fn.f, False)
+            pure = pure and exact
+            f = callee(found, names, f"_fn{dest}")
         lines.append(f"    t{dest} = " + LOWERING[op].scalar.format(*a, f=f, a=", ".join(a)))
     lines.append(f"    return ({', '.join(ref(r) for r in program.outputs)},)")
-    return "\n".join(lines) + "\n", names
+    return "\n".join(lines) + "\n", names, pure
 
 
 def block_source(program: Program, scalars: tuple[bool, ...] = ()) -> tuple[str, dict[str, Any], int]:
