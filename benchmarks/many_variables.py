@@ -2,12 +2,19 @@
 N = 10, 100, 1,000), S (Σ sin(x_i x_{i+1}) + exp(Σ x_i²), 50 vars) and M (a 2-layer tanh
 network's squared loss over its 97 weights, 8 samples in R⁴, 16 hidden units).
 
-Ours: nodes appended (gradient by one grad_graph sweep, Hessian forward over reverse, HVP with v
-as vars), build time, NumPy-backend compile time, and the HVP evaluated on one point and on
-10⁴ points. Peers measured in the same run when installed: CasADi SX (gradient, hessian,
-jtimes node counts: ``Function.n_nodes``) and JAX (``jit(vmap(hvp))`` on the same points, and
-one point). Prints a table with the ratios to the targets and writes
-results/many_variables.json.
+Graphs: nodes appended (gradient by one grad_graph sweep, Hessian forward over reverse, HVP with
+v as vars) and the size of the graph the results need, f's part included — the measure of
+CasADi SX's ``Function.n_nodes`` (gradient, hessian, jtimes), measured in the same run; and the
+operations of SymEngine's cse form of the gradient.
+
+Programs (gradient, Hessian, HVP): build time, compile time on the NumPy and Numba backends
+(Numba above NUMBA_MAX_STEPS falls back to NumPy with a warning: shown as "→NumPy"), and
+evaluation on one point and on a batch (10⁴ points; the Hessian on 10³, as the dense peers hold
+n² numbers per point). Our Hessian is the sparse one (its structural nonzeros, one per
+symmetric pair); JAX (``jit(grad)``, ``jit(hessian)``, ``jit(jvp∘grad)``, ``vmap`` for batches)
+and PyTorch (``torch.func``, eager) build dense ones; R1000's dense batch (10⁹ numbers) is not
+run. Every time is a median; the ratios are ours ÷ JAX. Writes results/many_variables.json and
+many_variables.md.
 
     python benchmarks/many_variables.py [--quick] [--out DIR]
 """
@@ -20,16 +27,21 @@ import json
 import statistics
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 import subgraph_ad as sad
+from subgraph_ad.compile.lambdify import BackendWarning
 from subgraph_ad.core import dependencies
 
 RESULTS = Path(__file__).resolve().parent / "results"
 POINTS = 10_000
+HESSIAN_POINTS = 1_000
+#: Above this many variables the dense peers' Hessian batch is not run (n² numbers per point).
+DENSE_BATCH_MAX = 100
 SAMPLES, HIDDEN = 8, 16
 
 
@@ -70,11 +82,15 @@ CASES: dict[str, tuple[Callable[..., Any], int]] = {
 }
 #: sad's functions under NumPy's names, for the traced/peer versions
 SAD = type("sadnp", (), {"sin": staticmethod(sad.sin), "exp": staticmethod(sad.exp), "tanh": staticmethod(sad.tanh)})
+PROGRAMS = ("gradient", "hessian", "hvp")
 
 
-def timed(fn: Callable[[], Any], repeats: int = 3) -> tuple[float, Any]:
-    times, result = [], None
-    for _ in range(repeats):
+def timed(fn: Callable[[], Any], budget: float = 0.5, most: int = 7, warm: bool = False) -> tuple[float, Any]:
+    """The median of up to ``most`` runs (at least one, more while under ``budget`` seconds in
+    all), garbage collector paused as in timeit; ``warm``: after one untimed run."""
+    times: list[float] = []
+    result = fn() if warm else None
+    while len(times) < most and (not times or sum(times) < budget):
         gc.disable()
         t0 = time.perf_counter()
         result = fn()
@@ -83,11 +99,39 @@ def timed(fn: Callable[[], Any], repeats: int = 3) -> tuple[float, Any]:
     return statistics.median(times), result
 
 
-def ours(name: str) -> dict[str, Any]:
-    f, n = CASES[name]
+def inputs(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The point, the direction v and the batches (10⁴ points, and 10³ for Hessians) near it."""
+    _, n = CASES[name]
     rng = np.random.default_rng(1)
     point = rng.uniform(-0.5, 0.5, n)
-    row: dict[str, Any] = {}
+    v = rng.standard_normal(n)
+    batch = point[:, None] + 0.01 * rng.standard_normal((n, POINTS))
+    return point, v, batch, batch[:, :HESSIAN_POINTS]
+
+
+def _build(what: str, tape: sad.Tape, xs: list[sad.Term], z: sad.Term) -> tuple[list[sad.Term], list[sad.Term], Any]:
+    """The Terms of one program, its inputs, and (Hessian) the sparse matrix."""
+    if what == "gradient":
+        return list(z.grad_graph(xs)), xs, None
+    if what == "hessian":
+        sparse = sad.hessian(z, xs, sparse=True)
+        return list(sparse.terms), xs, sparse
+    vs = [tape.var(f"v{i}") for i in range(len(xs))]
+    return sad.hvp(z, xs, vs), xs + vs, None
+
+
+def _compile_numba(sparse: Any, ins: list[sad.Term], terms: list[sad.Term]) -> tuple[float, str, Any]:
+    """Compile time on the Numba backend, "→NumPy" when it fell back (above NUMBA_MAX_STEPS, or
+    without Numba), and the compiled function."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BackendWarning)
+        seconds, compiled = timed(lambda: sparse.compile(ins, "numba") if sparse else sad.lambdify(ins, terms, "numba"), most=1)
+    return seconds, "" if (compiled.compiled if sparse else compiled).backend == "numba" else "→NumPy", compiled
+
+
+def ours(name: str) -> dict[str, Any]:
+    f, n = CASES[name]
+    point, v, batch, hessian_batch = inputs(name)
 
     def fresh() -> tuple[sad.Tape, list[sad.Term], sad.Term]:
         tape = sad.Tape()
@@ -95,26 +139,26 @@ def ours(name: str) -> dict[str, Any]:
         return tape, xs, f(xs, SAD)
 
     tape, xs, z = fresh()
-    row["f"] = len(tape)
-    for what, build in (("gradient", lambda t, xs, z: list(z.grad_graph(xs))),
-                        ("hessian", lambda t, xs, z: [h for r in sad.hessian(z, xs) for h in r]),
-                        ("hvp", lambda t, xs, z: sad.hvp(z, xs, [t.var(f"v{i}") for i in range(len(xs))]))):
-        def run() -> tuple[int, int]:
+    row: dict[str, Any] = {"f": len(tape)}
+    for what in PROGRAMS:
+        def run() -> tuple[int, int, Any]:
             tape, xs, z = fresh()
             start = len(tape)
-            terms = build(tape, xs, z)
-            # appended, and the size of the graph the results need (f's part included), the
-            # measure CasADi's Function.n_nodes gives
-            return len(tape) - start - (len(xs) if what == "hvp" else 0), len(dependencies(tape, [t.index for t in terms]))
-        row[f"{what}_build"], (row[f"{what}_appended"], row[what]) = timed(run, 1 if name in ("R1000", "M") else 3)
-    tape, xs, z = fresh()
-    vs = [tape.var(f"v{i}") for i in range(n)]
-    hv = sad.hvp(z, xs, vs)
-    row["compile"], compiled = timed(lambda: sad.lambdify(xs + vs, hv), 1)
-    v = rng.standard_normal(n)
-    batch = [np.full(POINTS, p) + 0.01 * rng.standard_normal(POINTS) for p in point]
-    row["eval_1"], _ = timed(lambda: compiled(*point, *v), 7)
-    row["eval_batch"], _ = timed(lambda: compiled(*batch, *v), 3)
+            terms, ins, sparse = _build(what, tape, xs, z)
+            return (len(tape) - start - (len(ins) - len(xs)), len(dependencies(tape, [t.index for t in terms])),
+                    (terms, ins, sparse))
+        build, (appended, graph, (terms, ins, sparse)) = timed(run, budget=1.0, most=3)
+        numpy_compile, compiled = timed(lambda: sparse.compile(ins) if sparse else sad.lambdify(ins, terms), most=1)
+        numba_compile, numba_note, numba = _compile_numba(sparse, ins, terms)
+        one = [*point, *v] if what == "hvp" else list(point)
+        many = [*batch, *v] if what == "hvp" else list(hessian_batch if sparse else batch)
+        on_batch = lambda c: timed(lambda: c.values(*many) if sparse else c(*many), warm=True)[0]  # noqa: E731
+        row[what] = {"appended": appended, "graph": graph, "build": build, "compile_numpy": numpy_compile,
+                     "compile_numba": numba_compile, "numba": numba_note,
+                     "eval_1": timed(lambda: compiled(*one), warm=True)[0], "eval_batch": on_batch(compiled),
+                     "eval_batch_numba": None if numba_note else on_batch(numba)}
+        if sparse:
+            row[what]["nonzeros"] = len(sparse.terms)
     return row
 
 
@@ -134,6 +178,20 @@ def casadi_peer(name: str) -> dict[str, Any] | None:
     return {"f": count(z, [x]), "gradient": count(g, [x]), "hessian": count(h, [x]), "hvp": count(hv, [x, v])}
 
 
+def symengine_peer(name: str) -> dict[str, Any] | None:
+    """Operations in SymEngine's cse form of the gradient (differentiated symbolically)."""
+    try:
+        import symengine as se
+    except ImportError:
+        return None
+    f, n = CASES[name]
+    xs = list(se.symbols(f"x0:{n}"))
+    z = f(xs, se)
+    seconds, (replacements, reduced) = timed(lambda: se.cse([z.diff(x) for x in xs]), most=1)
+    ops = sum(se.count_ops(e) for _, e in replacements) + sum(se.count_ops(e) for e in reduced)
+    return {"gradient_cse_ops": int(ops), "gradient_build": seconds}
+
+
 def jax_peer(name: str) -> dict[str, Any] | None:
     try:
         import jax
@@ -142,18 +200,79 @@ def jax_peer(name: str) -> dict[str, Any] | None:
         return None
     jax.config.update("jax_enable_x64", True)
     f, n = CASES[name]
+    point, v, batch, hessian_batch = inputs(name)
     fun = lambda x: f([x[i] for i in range(n)], jnp)  # noqa: E731
-    hvp = lambda x, v: jax.jvp(jax.grad(fun), (x,), (v,))[1]  # noqa: E731
-    rng = np.random.default_rng(1)
-    point = rng.uniform(-0.5, 0.5, n)
-    v = rng.standard_normal(n)
-    batch = point + 0.01 * rng.standard_normal((POINTS, n))
-    one = jax.jit(hvp)
-    many = jax.jit(jax.vmap(hvp, in_axes=(0, None)))
-    compile_time, _ = timed(lambda: (one(point, v).block_until_ready(), many(batch, v).block_until_ready()), 1)
-    eval_1, _ = timed(lambda: one(point, v).block_until_ready(), 7)
-    eval_batch, _ = timed(lambda: many(batch, v).block_until_ready(), 3)
-    return {"compile": compile_time, "eval_1": eval_1, "eval_batch": eval_batch}
+    programs = {"gradient": (jax.grad(fun), (point,), (batch.T,), (0,)),
+                "hessian": (jax.hessian(fun), (point,), (hessian_batch.T,), (0,)),
+                "hvp": (lambda x, v: jax.jvp(jax.grad(fun), (x,), (v,))[1], (point, v), (batch.T, v), (0, None))}
+    row: dict[str, Any] = {}
+    for what, (g, one, many, axes) in programs.items():
+        single, batched = jax.jit(g), jax.jit(jax.vmap(g, in_axes=axes))
+        dense_batch = what != "hessian" or n <= DENSE_BATCH_MAX
+        compile_time, _ = timed(lambda: (single(*one).block_until_ready(),
+                                         batched(*many).block_until_ready() if dense_batch else None), most=1)
+        row[what] = {"compile": compile_time, "eval_1": timed(lambda: single(*one).block_until_ready())[0],
+                     "eval_batch": timed(lambda: batched(*many).block_until_ready())[0] if dense_batch else None}
+    return row
+
+
+def torch_peer(name: str) -> dict[str, Any] | None:
+    try:
+        import torch
+        from torch.func import grad, hessian, jvp, vmap
+    except ImportError:
+        return None
+    torch.set_default_dtype(torch.float64)
+    f, n = CASES[name]
+    point, v, batch, hessian_batch = inputs(name)
+    ops = type("torchnp", (), {"sin": staticmethod(torch.sin), "exp": staticmethod(torch.exp),
+                               "tanh": staticmethod(torch.tanh)})
+    fun = lambda x: f([x[i] for i in range(n)], ops)  # noqa: E731
+    t = torch.from_numpy
+    programs = {"gradient": (grad(fun), (t(point),), (t(batch.T.copy()),), (0,)),
+                "hessian": (hessian(fun), (t(point),), (t(hessian_batch.T.copy()),), (0,)),
+                "hvp": (lambda x, w: jvp(grad(fun), (x,), (w,))[1], (t(point), t(v)), (t(batch.T.copy()), t(v)), (0, None))}
+    row: dict[str, Any] = {}
+    with torch.no_grad():
+        for what, (g, one, many, axes) in programs.items():
+            dense_batch = what != "hessian" or n <= DENSE_BATCH_MAX
+            row[what] = {"eval_1": timed(lambda: g(*one), warm=True)[0],
+                         "eval_batch": timed(lambda: vmap(g, in_dims=axes)(*many), warm=True)[0] if dense_batch else None}
+    return row
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.2f}×" if a and b else "–"
+
+
+def _us(t: float | None) -> str:
+    return f"{t * 1e6:,.0f}" if t else "–"
+
+
+def _ms(t: float | None) -> str:
+    return f"{t * 1e3:,.1f}" if t else "–"
+
+
+def tables(results: dict[str, Any]) -> list[str]:
+    graphs = ["| case | f nodes: ours / CasADi | gradient graph: ours / CasADi (appended ÷ f) | SymEngine cse gradient ops "
+              "| Hessian graph: ours / CasADi (nonzeros) | HVP graph: ours / CasADi jtimes |", "|---|---|---|---|---|---|"]
+    times = ["| case | program | build (ms) | compile NumPy / Numba (s) | 1 point: ours / JAX / PyTorch (µs) "
+             "| batch: ours NumPy / ours Numba / JAX / PyTorch (ms) |", "|---|---|---|---|---|---|"]
+    for name, row in results.items():
+        o, c, s = row["ours"], row["casadi"] or {}, row["symengine"] or {}
+        graphs.append(f"| {name} | {o['f']:,} / {c.get('f', '–')} "
+                      f"| {o['gradient']['graph']:,} / {c.get('gradient', '–')} ({o['gradient']['appended'] / o['f']:.2f}) "
+                      f"| {s.get('gradient_cse_ops', '–')} "
+                      f"| {o['hessian']['graph']:,} / {c.get('hessian', '–')} ({o['hessian']['nonzeros']:,}) "
+                      f"| {o['hvp']['graph']:,} / {c.get('hvp', '–')} |")
+        for what in PROGRAMS:
+            p, j, t = o[what], (row["jax"] or {}).get(what, {}), (row["torch"] or {}).get(what, {})
+            points = f"{HESSIAN_POINTS:,}" if what == "hessian" else f"{POINTS:,}"
+            times.append(f"| {name} | {what} | {p['build'] * 1e3:,.1f} | {p['compile_numpy']:.2f} / {p['compile_numba']:.2f}{p['numba']} "
+                         f"| {_us(p['eval_1'])} / {_us(j.get('eval_1'))} / {_us(t.get('eval_1'))} ({_ratio(p['eval_1'], j.get('eval_1'))}) "
+                         f"| {points} points: {_ms(p['eval_batch'])} / {_ms(p['eval_batch_numba'])} / {_ms(j.get('eval_batch'))} "
+                         f"/ {_ms(t.get('eval_batch'))} ({_ratio(p['eval_batch'], j.get('eval_batch'))}) |")
+    return graphs + [""] + times
 
 
 def main() -> int:
@@ -163,21 +282,11 @@ def main() -> int:
     args = parser.parse_args()
     names = ["R10", "R100", "S"] if args.quick else list(CASES)
     results: dict[str, Any] = {}
-    lines = ["| case | f nodes: ours / CasADi | gradient graph: ours / CasADi (appended ÷ f) | Hessian graph: ours / CasADi | HVP graph: ours / CasADi jtimes "
-             "| build grad / H / HVP (ms) | compile HVP (s) | HVP 1 point: ours / JAX (µs) | HVP 10⁴ points: ours / JAX (ms) |",
-             "|---|---|---|---|---|---|---|---|---|"]
     for name in names:
-        row = {"ours": ours(name), "casadi": casadi_peer(name), "jax": jax_peer(name)}
-        results[name] = row
-        o, c, j = row["ours"], row["casadi"] or {}, row["jax"] or {}
-        ratio = lambda a, b: f"{a / b:.2f}×" if b else "–"  # noqa: E731
-        lines.append(
-            f"| {name} | {o['f']} / {c.get('f', '–')} | {o['gradient']} / {c.get('gradient', '–')} ({o['gradient_appended'] / o['f']:.2f}) "
-            f"| {o['hessian']} / {c.get('hessian', '–')} | {o['hvp']} / {c.get('hvp', '–')} "
-            f"| {o['gradient_build'] * 1e3:.1f} / {o['hessian_build'] * 1e3:.0f} / {o['hvp_build'] * 1e3:.1f} "
-            f"| {o['compile']:.2f} | {o['eval_1'] * 1e6:.0f} / {j.get('eval_1', 0) * 1e6:.0f} ({ratio(o['eval_1'], j.get('eval_1'))}) "
-            f"| {o['eval_batch'] * 1e3:.1f} / {j.get('eval_batch', 0) * 1e3:.1f} ({ratio(o['eval_batch'], j.get('eval_batch'))}) |")
-        print(lines[-1], flush=True)
+        results[name] = {"ours": ours(name), "casadi": casadi_peer(name), "symengine": symengine_peer(name),
+                         "jax": jax_peer(name), "torch": torch_peer(name)}
+        print(f"{name} measured", flush=True)
+    lines = tables(results)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "many_variables.json").write_text(json.dumps(results, indent=1))
     (args.out / "many_variables.md").write_text("\n".join(lines) + "\n")

@@ -169,8 +169,7 @@ class CompiledSparse:
     take: np.ndarray  # entry k is compiled output take[k]
 
     def values(self, *args: Any) -> np.ndarray:
-        results = self.compiled(*args)
-        return np.stack(np.broadcast_arrays(*results))[self.take]
+        return np.array(self.compiled(*args), dtype=float)[self.take]
 
     def dense(self, *args: Any) -> np.ndarray:
         data = self.values(*args)
@@ -188,15 +187,16 @@ class CompiledSparse:
 
 
 def sparse_matrix(rows: Sequence[int], cols: Sequence[int], data: np.ndarray, shape: tuple[int, int]) -> Any:
-    """One point's matrix from its nonzeros: ``scipy.sparse.csr_matrix`` when SciPy is
-    installed, else a dense ndarray."""
+    """One point's matrix from its nonzeros in row-major order: ``scipy.sparse.csr_matrix`` when
+    SciPy is installed (built from the index arrays directly, no sorting), else a dense ndarray."""
     try:
         import scipy.sparse
     except ImportError:
         dense = np.zeros(shape)
         dense[list(rows), list(cols)] = data
         return dense
-    return scipy.sparse.csr_matrix((data, (rows, cols)), shape=shape)
+    indptr = np.searchsorted(np.asarray(rows), np.arange(shape[0] + 1))
+    return scipy.sparse.csr_matrix((data, np.asarray(cols), indptr), shape=shape)
 
 
 def hvp(output: Term, inputs: Term | Sequence[Term], v: Sequence[Any]) -> list[Term]:

@@ -87,11 +87,12 @@ class BackendWarning(UserWarning):
     """A requested backend is not usable here; the NumPy backend runs instead."""
 
 
-#: Numba's compile time grows faster than the program: 1,286 steps (S's HVP) took 4.4 s, 1,588
-#: (R100's) 10 s on 2 cores, where the NumPy backend compiles either in 0.04 s and evaluates
-#: batches within 2× of Numba. Above this many steps ``backend="numba"`` warns and uses NumPy;
-#: set it to None to compile any size with Numba.
-NUMBA_MAX_STEPS: int | None = 1200
+#: Numba's compile time grows with the program: on 2 cores, 89 steps 0.5 s, 445 (S's gradient)
+#: 2.1 s, 989 (R100's gradient, 100 outputs) 5.8 s, where the NumPy backend compiles any of them
+#: in under 0.1 s and evaluates batches within 2× of Numba. Above this many steps
+#: ``backend="numba"`` warns and uses NumPy, so that compiling stays under about 5 s; set it to
+#: None to compile any size with Numba.
+NUMBA_MAX_STEPS: int | None = 800
 
 
 def _as_list(items: Any, what: str) -> tuple[list[Term], bool]:
