@@ -19,7 +19,7 @@ from typing import Sequence
 
 from ..ad.diff import derivatives as derivative_steps, notation
 from ..core import Tape, Term, dependencies
-from .dot import describe
+from .labels import describe
 
 PER = ("node", "pass")
 #: Outline colour of the nodes a frame adds, in every format.

@@ -2,8 +2,8 @@
 
 Interrupts are injected deterministically, not by timing signals: at the k-th append point
 (just before a node is pushed, or just after, before its builder has recorded it anywhere) and
-at the k-th line the tape module executes (between any two statements of a scope, a memo update
-or a rollback). After each one the tape must equal its snapshot in every table, and the same call
+at the k-th line the tape and its scopes execute (between any two statements of a scope, a memo
+update or a rollback). After each one the tape must equal its snapshot in every table, and the same call
 must then give exactly what it gives on a tape that was never interrupted: the independent oracle
 is a fresh tape built the same way.
 """
@@ -19,6 +19,7 @@ import pytest
 
 import subgraph_ad as sad
 from subgraph_ad import Tape, Term
+from subgraph_ad.core import scopes as scopes_module
 from subgraph_ad.core import tape as tape_module
 
 Context = tuple[Tape, Term, Term, Term]
@@ -137,7 +138,7 @@ def at_append(k: int) -> Iterator[list[int]]:
 
 @contextmanager
 def at_line(k: int, seen: list[tuple[str, int]] | None = None) -> Iterator[None]:
-    """Raise KeyboardInterrupt at the k-th line executed in the tape module (a trace function
+    """Raise KeyboardInterrupt at the k-th line executed in the tape and its scopes (a trace function
     that raises is removed by Python, so one interrupt per run); ``seen`` collects the
     (function, line) of every line event."""
     count = 0
@@ -153,7 +154,7 @@ def at_line(k: int, seen: list[tuple[str, int]] | None = None) -> Iterator[None]
         return local
 
     def tracer(frame: Any, event: str, arg: Any) -> Any:
-        return local if frame.f_code.co_filename == tape_module.__file__ else None
+        return local if frame.f_code.co_filename in (tape_module.__file__, scopes_module.__file__) else None
 
     previous = sys.gettrace()
     sys.settrace(tracer)
@@ -217,7 +218,7 @@ def append_points(name: str) -> int:
 
 
 def seen_lines(name: str) -> list[tuple[str, int]]:
-    """The (function, line) of every line of the tape module operation ``name`` executes."""
+    """The (function, line) of every line of the tape and its scopes operation ``name`` executes."""
     seen: list[tuple[str, int]] = []
     context = setup()
     with at_line(0, seen):

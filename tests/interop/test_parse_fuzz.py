@@ -275,12 +275,14 @@ if __name__ == "__main__":
     import atheris
 
     from subgraph_ad.interop import parse as parser
+    from subgraph_ad.interop import tokens as tokenizer
 
     def _one_input(data: bytes) -> None:
         parse_or_refuse(atheris.FuzzedDataProvider(data).ConsumeUnicode(400))
 
-    for function in vars(parser).values():
-        if inspect.isfunction(function) and function.__module__ == parser.__name__:
-            atheris.instrument_func(function)
+    for module in (parser, tokenizer):
+        for function in vars(module).values():
+            if inspect.isfunction(function) and function.__module__ == module.__name__:
+                atheris.instrument_func(function)
     atheris.Setup(sys.argv, _one_input)
     atheris.Fuzz()

@@ -8,7 +8,8 @@ import pytest
 
 import subgraph_ad as sad
 from subgraph_ad import Tape, exp, progress, sin
-from subgraph_ad.viz.dot import COMPACT_FROM, MAX_LABEL, ORDER_COLOURS, drawn_nodes, to_dot
+from subgraph_ad.viz.dot import COMPACT_FROM, ORDER_COLOURS, drawn_nodes, to_dot
+from subgraph_ad.viz.labels import MAX_LABEL
 from subgraph_ad.viz.render import (PROGRESS_FROM, prefix_ids, repr_mimebundle, run_graphviz, svg_text,
                                     to_graphviz)
 
