@@ -4,10 +4,14 @@ Hessian-vector products and Hutchinson's estimate of the trace.
 - ``jacobian(outputs, inputs)``: J[i][j] = ∂f_i/∂x_j. With fewer outputs than inputs, one
   reverse sweep per output (``grad_graph``, a row each); otherwise one forward pass per input
   (``gen_graph``, a column each, memoised per var). Either way the Terms are the same
-  derivatives; the choice only changes what is built to get them.
+  derivatives; the choice only changes what is built to get them, and an entry whose output
+  cannot reach the input is not differentiated at all.
 - ``hessian(z, inputs)``: forward over reverse. g = ∇z in one reverse sweep, then H[i][j] =
   ∂g_i/∂x_j for j ≥ i only, and H[j][i] is the same node: a symmetric matrix costs one triangle.
   Entries that are zero by structure are the tape's 0 (Rosenbrock: 3N − 2 nonzeros).
+- ``sparse=True`` (either matrix): a ``Sparse`` of the structural nonzeros (indices and Terms);
+  ``Sparse.compile`` evaluates them as one array for a batch of points, or as a
+  ``scipy.sparse`` matrix for one point.
 - ``hvp(z, inputs, v)``: H·v without H: one directional forward sweep over the gradient.
 - ``hutchinson_trace``: E[vᵀHv] over Rademacher probes v, one compiled HVP for all samples.
 
