@@ -42,8 +42,11 @@ def _check_callable(f: Any, what: str) -> None:
         raise TypeError(f"{what}() takes a Python function to trace, got {type(f).__name__} {f!r}")
 
 
-def _argnums(argnums: Any, count: int, what: str) -> tuple[int, ...]:
+def _argnums(argnums: Any, count: int, what: str, one: bool = False) -> tuple[int, ...]:
+    """The argument positions to differentiate by; ``one``: exactly one."""
     nums = (argnums,) if isinstance(argnums, int) and not isinstance(argnums, bool) else argnums
+    if one and not (isinstance(nums, tuple) and len(nums) == 1):
+        raise TypeError(f"{what} differentiates with respect to one argument: give one int, got {argnums!r}")
     if not isinstance(nums, tuple) or not nums or not all(isinstance(k, int) and not isinstance(k, bool) for k in nums):
         raise TypeError(f"{what}: argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
     for k in nums:
@@ -77,6 +80,9 @@ class Traced:
 
     def vars_of(self, k: int) -> list[Term]:
         arg = self.args[k]
+        if isinstance(arg, np.ndarray) and not arg.size:
+            raise ValueError(f"argument {k} is an empty array of shape {arg.shape}: there is nothing to "
+                             "differentiate with respect to")
         return list(arg.ravel()) if isinstance(arg, np.ndarray) else [arg]
 
     def scalar_output(self, what: str) -> Term:
@@ -200,7 +206,7 @@ def derivative(f: Callable[..., Any], n: int = 1, argnum: int = 0) -> Callable[.
         raise ValueError(f"derivative: the order n must be an int >= 0, got {n!r}")
 
     def build(trace: Traced) -> tuple[list[Term], Callable[[list[Any]], Any]]:
-        (k,) = _argnums(argnum, len(trace.args), "derivative")
+        (k,) = _argnums(argnum, len(trace.args), "derivative", one=True)
         z = trace.scalar_output("derivative")
         return [diff(z, trace.args[k], n) if n else z], _shaped(())
 
@@ -213,11 +219,11 @@ def jacobian(f: Any, inputs: Any = None, argnums: int = 0, sparse: bool = False)
     Jacobian of its output (array) with respect to argument ``argnums`` as a NumPy array of shape
     output.shape + argument.shape; with ``sparse=True`` a ``scipy.sparse`` matrix of shape
     (output.size, argument.size) holding only the structural nonzeros."""
-    if inputs is not None or isinstance(f, (Term, list, tuple)):
+    if inputs is not None or isinstance(f, (Term, list, tuple, np.ndarray)):
         return jacobian_terms(f, inputs, sparse=sparse)
 
     def build(trace: Traced) -> tuple[list[Term], Callable[[list[Any]], Any]]:
-        (k,) = _argnums(argnums, len(trace.args), "jacobian")
+        (k,) = _argnums(argnums, len(trace.args), "jacobian", one=True)
         outs, out_shape = trace.outputs("jacobian")
         xs = trace.vars_of(k)
         if sparse:
@@ -237,7 +243,7 @@ def hessian(f: Any, inputs: Any = None, argnums: int = 0, sparse: bool = False) 
         return hessian_terms(f, inputs, sparse=sparse)
 
     def build(trace: Traced) -> tuple[list[Term], Callable[[list[Any]], Any]]:
-        (k,) = _argnums(argnums, len(trace.args), "hessian")
+        (k,) = _argnums(argnums, len(trace.args), "hessian", one=True)
         z = trace.scalar_output("hessian")
         if sparse:
             return _sparse(hessian_terms(z, trace.vars_of(k), sparse=True), trace.tape)

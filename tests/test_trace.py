@@ -138,3 +138,23 @@ def test_split_has_the_most_trailing_zeros():
             m = split(a, b)
             tz = (m & -m).bit_length()
             assert a < m < b and all(((k & -k).bit_length() <= tz) for k in range(a + 1, b) if k)
+
+
+def test_matrix_transforms_take_one_argument_and_refuse_empty_ones():
+    with pytest.raises(TypeError, match=r"hessian differentiates with respect to one argument: give one int, got \(0, 1\)"):
+        sad.hessian(lambda a, b: a * b, argnums=(0, 1))(2.0, 3.0)
+    with pytest.raises(TypeError, match="jacobian differentiates with respect to one argument"):
+        sad.jacobian(lambda a, b: a * b, argnums=(0, 1))(2.0, 3.0)
+    for transform in (sad.grad(lambda v: np.sum(v)), sad.jacobian(lambda v: v * 2, sparse=True)):
+        with pytest.raises(ValueError, match=r"argument 0 is an empty array of shape \(0,\): there is nothing to differentiate"):
+            transform(np.array([]))
+
+
+def test_sad_functions_on_traced_arrays():
+    """sad.sin, sad.sigmoid and sad.atan2 on a traced array argument, elementwise like NumPy's:
+    the Hessian of Σ sin(v) + atan2(v0, v1) against its hand derivatives."""
+    v = np.array([1.0, 1.0, 0.4])
+    H = sad.hessian(lambda w: np.sum(sad.sin(w)) + sad.atan2(w[0], w[1]) + sad.sigmoid(w[2]), sparse=True)(v)
+    s = 1 / (1 + np.exp(-v[2]))
+    expected = np.diag(-np.sin(v)) + np.array([[-0.5, 0, 0], [0, 0.5, 0], [0, 0, s * (1 - s) * (1 - 2 * s)]])
+    np.testing.assert_allclose(H.toarray(), expected, rtol=1e-14, atol=1e-15)

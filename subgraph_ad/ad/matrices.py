@@ -37,11 +37,14 @@ from .reverse import grad_graph
 
 
 def _terms(items: Any, what: str) -> list[Term]:
+    """A Term, a list or tuple of Terms, or an array of them (in row-major order) as a list."""
     if isinstance(items, Term):
         return [items]
+    if isinstance(items, np.ndarray) and items.dtype == object:
+        items = list(items.ravel())
     if isinstance(items, (list, tuple)) and items and all(isinstance(t, Term) for t in items):
         return list(items)
-    raise TypeError(f"{what} must be a Term or a non-empty list of Terms, got {type(items).__name__} {items!r}")
+    raise TypeError(f"{what} must be a Term or a non-empty list or array of Terms, got {type(items).__name__} {items!r}")
 
 
 def _vars(z: Term, inputs: Any) -> list[Term]:
@@ -148,23 +151,24 @@ class Sparse(NamedTuple):
         options); a Term listed twice (a symmetric pair) is computed once."""
         from ..compile.lambdify import lambdify
 
-        if not self.terms:
-            raise ValueError(f"this {self.shape[0]}x{self.shape[1]} matrix has no structural nonzero to compile")
         unique: dict[int, Term] = {}
         for t in self.terms:
             unique.setdefault(t.index, t)
         position = {i: k for k, i in enumerate(unique)}
+        # no nonzero at all (a linear function's Hessian): the program computes the tape's 0,
+        # of which no entry is taken, so the inputs are still checked and batches still shaped
+        outputs = list(unique.values()) or [_terms(inputs, "inputs")[0].tape.zero]
         return CompiledSparse(np.array(self.rows, dtype=np.intp), np.array(self.cols, dtype=np.intp), self.shape,
-                              lambdify(inputs, list(unique.values()), backend, **options),
+                              lambdify(inputs, outputs, backend, **options),
                               np.array([position[t.index] for t in self.terms], dtype=np.intp))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CompiledSparse:
     """A compiled ``Sparse``: ``values(*args)`` gives the nonzeros (shape (nnz,) + the points'
-    shape), in the order of the index arrays ``rows`` and ``cols``; calling it on one point gives
-    a ``scipy.sparse.csr_matrix`` (a dense ndarray without SciPy); ``dense(*args)`` scatters a
-    batch into arrays of shape points' shape + ``shape``."""
+    shape), in the order of the index arrays ``rows`` and ``cols`` — a lazy Dask array for Dask
+    inputs; calling it on one point gives a ``scipy.sparse.csr_matrix`` (a dense ndarray without
+    SciPy); ``dense(*args)`` scatters a batch into arrays of shape points' shape + ``shape``."""
 
     rows: np.ndarray
     cols: np.ndarray
@@ -172,11 +176,22 @@ class CompiledSparse:
     compiled: Any  # the distinct Terms, lambdified
     take: np.ndarray  # entry k is compiled output take[k]
 
-    def values(self, *args: Any) -> np.ndarray:
-        return np.array(self.compiled(*args), dtype=float)[self.take]
+    def values(self, *args: Any) -> Any:
+        results = self.compiled(*args)
+        if hasattr(results[0], "__dask_graph__"):  # one lazy stack: every output from one task a chunk
+            import dask.array as da
 
-    def dense(self, *args: Any) -> np.ndarray:
+            return da.stack(results)[self.take].rechunk({0: -1})
+        return np.array(results, dtype=float)[self.take]
+
+    def dense(self, *args: Any) -> Any:
         data = self.values(*args)
+        if hasattr(data, "__dask_graph__"):
+            return data.map_blocks(self._scatter, drop_axis=0, new_axis=[data.ndim - 1, data.ndim],
+                                   chunks=data.chunks[1:] + tuple((n,) for n in self.shape), dtype=float)
+        return self._scatter(data)
+
+    def _scatter(self, data: np.ndarray) -> np.ndarray:
         out = np.zeros(data.shape[1:] + self.shape)
         out[..., self.rows, self.cols] = np.moveaxis(data, 0, -1)
         return out

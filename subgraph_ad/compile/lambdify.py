@@ -106,6 +106,16 @@ def _as_list(items: Any, what: str) -> tuple[list[Term], bool]:
 #: Argument types that are one number: they take the one-point path directly.
 _NUMBERS = frozenset((float, int, np.float64))
 
+def _numbers(value: Any, name: str) -> np.ndarray:
+    """An argument as floats: a number or an array of numbers (not None, text or objects, which
+    NumPy would quietly read as nan or parse)."""
+    array = np.asarray(value)
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"argument {name} must be a number or an array of numbers, got {type(value).__name__} "
+                        f"{value!r:.80}")
+    return array.astype(float, copy=False)
+
+
 #: Runs the program over points a..b of the inputs into the same points of the outputs.
 Run = Callable[[int, int], None]
 
@@ -171,7 +181,7 @@ class Compiled:
             return results[0] if self.single else results
         if any(hasattr(a, "__dask_graph__") for a in args):
             return self._dask(args)
-        arrays = [np.asarray(a, dtype=float) for a in args]
+        arrays = [_numbers(a, name) for a, name in zip(args, self.names)]
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
         if not shape:
             with floating(self.warn):

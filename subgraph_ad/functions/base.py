@@ -45,14 +45,17 @@ class Function:
         raise NotImplementedError(f"{type(self).__name__} {self.name!r} does not define f")
 
     def __call__(self, *args: Any) -> Any:
-        """On Terms: append a node (numbers among the arguments become constants). On numbers
-        or arrays: the plain value."""
+        """On Terms: append a node (numbers among the arguments become constants); on arrays of
+        Terms, elementwise. On numbers or arrays: the plain value."""
         if len(args) != self.arity:
             raise TypeError(f"{self.name}() takes {self.arity} argument{'s' if self.arity > 1 else ''}, got {len(args)}")
         terms = [a for a in args if isinstance(a, Term)]
         if terms:
             lifted = [terms[0]._lift(a) for a in args]
             return terms[0].tape.apply(self, *lifted)
+        if any(isinstance(a, np.ndarray) and a.dtype == object for a in args):
+            # an array of Terms (a traced array argument): elementwise and broadcast, like np.sin
+            return np.frompyfunc(self, self.arity, 1)(*args)
         for a in args:
             if isinstance(a, (bool, str)) or a is None:
                 raise TypeError(f"{self.name}() takes Terms, numbers or arrays, got {type(a).__name__} {a!r}")

@@ -103,19 +103,62 @@ def test_sparse_errors_say_what_was_expected():
     compiled = sad.hessian(x * x * y, [x, y], sparse=True).compile([x, y])
     with pytest.raises(ValueError, match=r"one point; use \.values\(\.\.\.\)"):
         compiled(np.array([1.0, 2.0]), 2.0)
-    empty = sad.hessian(x + y, [x, y], sparse=True)
-    assert empty.terms == () and empty.shape == (2, 2)
-    with pytest.raises(ValueError, match="2x2 matrix has no structural nonzero"):
-        empty.compile([x, y])
     with pytest.raises(ValueError, match="not among the inputs"):
         sad.hessian(x * x * y, [x, y], sparse=True).compile([x])
     product = x * y
     size = len(tape)
-    with pytest.raises(TypeError, match="non-empty list of Terms"):
+    with pytest.raises(TypeError, match="non-empty list or array of Terms"):
         sad.jacobian([product], "x", sparse=True)
     with pytest.raises(ValueError, match="repeat a var"):
         sad.jacobian([product], [x, x], sparse=True)
     assert len(tape) == size
+
+
+def test_a_matrix_without_nonzeros_compiles_to_zeros():
+    """The Hessian of a linear function: no structural nonzero, an all-zero CSR matrix at a
+    point and (0, points) values on a batch."""
+    tape = sad.Tape()
+    x, y, z = tape.var("x"), tape.var("y"), tape.var("z")
+    empty = sad.hessian(3 * x + 2 * y - z, [x, y, z], sparse=True)
+    assert empty.terms == () and empty.shape == (3, 3)
+    compiled = empty.compile([x, y, z])
+    matrix = compiled(1.0, 2.0, 3.0)
+    assert matrix.shape == (3, 3) and matrix.nnz == 0
+    assert compiled.values(np.ones(4), 2.0, 3.0).shape == (0, 4)
+    assert not compiled.dense(np.ones(4), 2.0, 3.0).any()
+    with pytest.raises(TypeError, match="non-empty list"):
+        empty.compile([])
+
+
+def test_sparse_values_of_dask_arrays_stay_lazy():
+    """Dask inputs: values and dense are lazy Dask arrays, computed blockwise to the NumPy
+    result (the Rosenbrock Hessian, 3N − 2 nonzeros, on 50 points in 3 chunks)."""
+    import dask.array as da
+
+    tape = sad.Tape()
+    ws = [tape.var(f"w{i}") for i in range(6)]
+    loss = sum(100 * (ws[i + 1] - ws[i] ** 2) ** 2 + (1 - ws[i]) ** 2 for i in range(5))
+    compiled = sad.hessian(loss, ws, sparse=True).compile(ws)
+    points = np.random.default_rng(0).uniform(-1, 1, (6, 50))
+    lazy = [da.from_array(p, chunks=20) for p in points]
+    values, dense = compiled.values(*lazy), compiled.dense(*lazy)
+    assert isinstance(values, da.Array) and isinstance(dense, da.Array)
+    assert values.shape == (16, 50) and dense.shape == (50, 6, 6)
+    np.testing.assert_allclose(values.compute(), compiled.values(*points), rtol=1e-15)
+    np.testing.assert_allclose(dense.compute(), compiled.dense(*points), rtol=1e-15)
+
+
+def test_matrices_of_arrays_of_terms():
+    """Array code makes object arrays of Terms: jacobian takes them as outputs and inputs (row-
+    major), and sad.* functions apply elementwise to them as np.sin does."""
+    tape = sad.Tape()
+    v = np.array([tape.var(f"v{i}", float(i + 1)) for i in range(3)], dtype=object)
+    F = sad.sin(v) * v[::-1]
+    J = sad.jacobian(F, v)
+    expected = np.diag(np.cos([1.0, 2.0, 3.0]) * [3.0, 2.0, 1.0]) + np.fliplr(np.diag(np.sin([1.0, 2.0, 3.0])))
+    expected[1, 1] = np.cos(2.0) * 2.0 + np.sin(2.0)
+    np.testing.assert_allclose([[t.eval() for t in row] for row in J], expected, rtol=1e-15)
+    assert sad.atan2(v, 2.0).shape == (3,) and sad.atan2(v, 2.0)[0].eval() == np.arctan2(1.0, 2.0)
 
 
 #: CasADi SX's node counts (``Function.n_nodes``; casadi 3.8.2, measured by

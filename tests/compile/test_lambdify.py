@@ -269,3 +269,40 @@ def test_an_ordinary_point_never_touches_numpy_scalars(monkeypatch):
     monkeypatch.setattr(compiled, "_scalar", None)  # calling it would raise TypeError
     value = compiled(np.float64(0.7), 2)
     assert np.allclose(value, [np.exp(0.7) * np.sin(2) + 0.7**2.5 / 2, np.arctan(0.7) - np.hypot(0.7, 2)], rtol=1e-15)
+
+
+class _Clip(sad.UnaryFn):
+    """A user function written for NumPy values (``v.clip``), with no ``scalar``."""
+
+    name = "clip0"
+
+    def f(self, v):
+        return v.clip(0.0)
+
+    def grad(self, v):
+        return (v > 0) * 1.0
+
+
+def test_one_point_keeps_numpy_semantics_for_functions_math_lacks_and_for_square_roots():
+    """A user f gets NumPy scalars on the one-point path, as on arrays; x**0.5 is NumPy's
+    square root (nan at -inf, -0.0 at -0.0), not C's pow; cbrt agrees with the array path."""
+    tape = Tape()
+    x = tape.var("x")
+    compiled = lambdify([x], [_Clip()(x) * 2, x**0.5, sad.cbrt(x)])
+    for value in (-1.0, 0.3, -np.inf, -0.0, 1e-320, 27.0):
+        one = compiled(value)
+        arrays = compiled(np.array([value]))
+        for a, b in zip(one, arrays):
+            assert a == b[0] or (np.isnan(a) and np.isnan(b[0])), (value, one, arrays)
+            assert np.signbit(a) == np.signbit(b[0]), (value, one, arrays)
+    assert compiled(-1.0)[0] == 0.0 and np.isnan(compiled(-np.inf)[1])
+
+
+def test_arguments_that_are_not_numbers_are_refused():
+    tape = Tape()
+    x = tape.var("x")
+    compiled = lambdify([x], x * 2)
+    for bad in (None, "1.5", [None, 1.0], {"a": 1}):
+        with pytest.raises(TypeError, match="argument x must be a number or an array of numbers"):
+            compiled(bad)
+    assert compiled(True) == 2.0 and compiled(np.array([1, 2])).tolist() == [2.0, 4.0]

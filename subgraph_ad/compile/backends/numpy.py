@@ -13,7 +13,6 @@ its operands, one or two), without them its ``f`` is called and the result copie
 from __future__ import annotations
 
 import math
-import types
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Sequence
 
@@ -44,37 +43,39 @@ LOWERING: dict[str, _Row] = {
 }
 
 
-#: The ``math`` functions that are NumPy's on floats wherever they return one (not floor,
-#: which returns an int, nor remainder, which rounds differently), by their NumPy names
+#: The ``math`` functions that are NumPy's on floats wherever they return one, to an ulp or two
+#: (not floor, which returns an int, nor remainder, which rounds differently, nor cbrt, 3 ulp
+#: off), by their NumPy names
 _MATH_NAMES = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh", "arccosh": "acosh",
                "arctanh": "atanh", "arctan2": "atan2"}
-_SAME = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "sin", "cos", "tan", "asin",
-         "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "hypot", "erf", "erfc",
-         "fabs", "copysign", "fmod"}
+_SAME = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan", "asin", "acos",
+         "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "hypot", "erf", "erfc", "fabs",
+         "copysign", "fmod"}
 
 
-def python_function(fn: Any) -> tuple[Callable[..., Any], bool]:
-    """What computes ``fn`` on Python floats, and whether it is a ``math`` function: math's
-    version of its ``scalar`` or ``f`` (a NumPy or ``math`` function of ``_SAME``); else its
-    ``scalar`` when that is plain Python code (written for Numba, so on floats); else ``f``."""
+def python_function(fn: Any) -> Callable[..., Any] | None:
+    """The ``math`` function that is ``fn`` on Python floats — found from its ``scalar`` or its
+    ``f`` when either is a NumPy or ``math`` function of ``_SAME`` — or None."""
     for candidate in (fn.scalar, fn.f):
         name = getattr(candidate, "__name__", "")
         if vars(np).get(name) is candidate or vars(math).get(name) is candidate:
             name = _MATH_NAMES.get(name, name)
             if name in _SAME and hasattr(math, name):
-                return getattr(math, name), True
-    return (fn.scalar if isinstance(fn.scalar, types.FunctionType) else fn.f), False
+                return getattr(math, name)
+    return None
 
 
 def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str, Any], bool]:
     """``_f(v0, ...)`` returning the tuple of outputs, one assignment per node.
 
     By default every function is its own ``f`` on NumPy scalars: IEEE results everywhere.
-    ``python=True`` writes the fast path for Python floats: operators, ``math.pow`` and the
-    ``math`` version of each function, which raise (ZeroDivisionError, ValueError,
-    OverflowError) exactly where the IEEE result is not a finite real of the same operation, so
-    a caller reruns such a point on the default path. Also returns whether that code is pure
-    Python floats (every function found in ``math``), which cannot warn."""
+    ``python=True`` writes the fast path for Python floats: operators, ``math.pow`` (``sqrt``
+    for a power of 0.5, as NumPy computes it) and the ``math`` version of each function, which
+    raise (ZeroDivisionError, ValueError, OverflowError) exactly where the IEEE result is not a
+    finite real of the same operation, so a caller reruns such a point on the default path; a
+    function ``math`` does not have gets its ``f`` on NumPy scalars, as on the default path.
+    Also returns whether that code is pure Python floats (every function found in ``math``),
+    which cannot warn."""
     names = namespace()
     pure = True
 
@@ -86,13 +87,16 @@ def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str
     for dest, op, args, fn in program.steps:
         a = [ref(r) for r in args]
         if python and op == "pow":
-            lines.append(f"    t{dest} = _math.pow({a[0]}, {a[1]})")
+            half = args[1] == ("c", 0.5)
+            lines.append(f"    t{dest} = _math.sqrt({a[0]})" if half else f"    t{dest} = _math.pow({a[0]}, {a[1]})")
             continue
         f = ""
         if fn is not None:
-            found, exact = python_function(fn) if python else (fn.f, False)
-            pure = pure and exact
-            f = callee(found, names, f"_fn{dest}")
+            found = python_function(fn) if python else None
+            if python and found is None:  # f as on the default path: on NumPy scalars
+                pure = False
+                a = [f"_np.float64({x})" for x in a]
+            f = callee(found or fn.f, names, f"_fn{dest}")
         lines.append(f"    t{dest} = " + LOWERING[op].scalar.format(*a, f=f, a=", ".join(a)))
     lines.append(f"    return ({', '.join(ref(r) for r in program.outputs)},)")
     return "\n".join(lines) + "\n", names, pure
