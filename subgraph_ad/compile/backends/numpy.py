@@ -72,8 +72,9 @@ def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str
     ``python=True`` writes the fast path for Python floats: operators, ``math.pow`` (``sqrt``
     for a power of 0.5, as NumPy computes it) and the ``math`` version of each function, which
     raise (ZeroDivisionError, ValueError, OverflowError) exactly where the IEEE result is not a
-    finite real of the same operation, so a caller reruns such a point on the default path; a
-    function ``math`` does not have gets its ``f`` on NumPy scalars, as on the default path.
+    finite real of the same operation, so a caller reruns such a point on the default path; the
+    negative of such a function (−sin) is minus it; any other function gets its ``f`` on NumPy
+    scalars, as on the default path.
     Also returns whether that code is pure Python floats (every function found in ``math``),
     which cannot warn."""
     names = namespace()
@@ -90,14 +91,18 @@ def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str
             half = args[1] == ("c", 0.5)
             lines.append(f"    t{dest} = _math.sqrt({a[0]})" if half else f"    t{dest} = _math.pow({a[0]}, {a[1]})")
             continue
-        f = ""
+        f, sign = "", ""
         if fn is not None:
             found = python_function(fn) if python else None
+            negated = getattr(fn, "negative_of", None)
+            if python and found is None and negated is not None:  # −sin: minus math's sin
+                found = python_function(negated)
+                sign = "-" if found is not None else ""
             if python and found is None:  # f as on the default path: on NumPy scalars
                 pure = False
                 a = [f"_np.float64({x})" for x in a]
             f = callee(found or fn.f, names, f"_fn{dest}")
-        lines.append(f"    t{dest} = " + LOWERING[op].scalar.format(*a, f=f, a=", ".join(a)))
+        lines.append(f"    t{dest} = {sign}" + LOWERING[op].scalar.format(*a, f=f, a=", ".join(a)))
     lines.append(f"    return ({', '.join(ref(r) for r in program.outputs)},)")
     return "\n".join(lines) + "\n", names, pure
 
