@@ -26,6 +26,7 @@ True
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Sequence
 
@@ -186,15 +187,11 @@ class CompiledSparse:
 
     def dense(self, *args: Any) -> Any:
         data = self.values(*args)
+        scatter = functools.partial(_scatter, self.rows, self.cols, shape=self.shape)
         if hasattr(data, "__dask_graph__"):
-            return data.map_blocks(self._scatter, drop_axis=0, new_axis=[data.ndim - 1, data.ndim],
+            return data.map_blocks(scatter, drop_axis=0, new_axis=[data.ndim - 1, data.ndim],
                                    chunks=data.chunks[1:] + tuple((n,) for n in self.shape), dtype=float)
-        return self._scatter(data)
-
-    def _scatter(self, data: np.ndarray) -> np.ndarray:
-        out = np.zeros(data.shape[1:] + self.shape)
-        out[..., self.rows, self.cols] = np.moveaxis(data, 0, -1)
-        return out
+        return scatter(data)
 
     def __call__(self, *args: Any) -> Any:
         data = self.values(*args)
@@ -211,11 +208,16 @@ def sparse_matrix(rows: Sequence[int], cols: Sequence[int], data: np.ndarray, sh
     try:
         import scipy.sparse
     except ImportError:
-        dense = np.zeros(shape)
-        dense[list(rows), list(cols)] = data
-        return dense
+        return _scatter(rows, cols, data, shape)
     indptr = np.searchsorted(np.asarray(rows), np.arange(shape[0] + 1))
     return scipy.sparse.csr_matrix((data, np.asarray(cols), indptr), shape=shape)
+
+
+def _scatter(rows: Sequence[int], cols: Sequence[int], data: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """Dense matrices from nonzeros of shape (nnz,) + points: an array of points + ``shape``."""
+    out = np.zeros(data.shape[1:] + shape)
+    out[..., np.asarray(rows, dtype=np.intp), np.asarray(cols, dtype=np.intp)] = np.moveaxis(data, 0, -1)
+    return out
 
 
 def hvp(output: Term, inputs: Term | Sequence[Term], v: Sequence[Any]) -> list[Term]:

@@ -176,33 +176,30 @@ class Compiled:
     def __call__(self, *args: Any) -> Any:
         if len(args) != len(self.names):
             raise TypeError(f"expected {len(self.names)} arguments ({', '.join(self.names)}), got {len(args)}")
-        if not self.warn and all(type(a) in _NUMBERS for a in args):
+        if all(type(a) in _NUMBERS for a in args):  # one point: no array handling at all
             results = self._point([float(a) for a in args])
-            return results[0] if self.single else results
-        if any(hasattr(a, "__dask_graph__") for a in args):
+        elif any(hasattr(a, "__dask_graph__") for a in args):
             return self._dask(args)
-        arrays = [_numbers(a, name) for a, name in zip(args, self.names)]
-        shape = np.broadcast_shapes(*(a.shape for a in arrays))
-        if not shape:
-            with floating(self.warn):
-                results = self._scalar(*(np.float64(a) for a in arrays))
-            results = tuple(float(r) for r in results)
         else:
-            results = self._arrays(arrays, shape)
+            arrays = [_numbers(a, name) for a, name in zip(args, self.names)]
+            shape = np.broadcast_shapes(*(a.shape for a in arrays))
+            results = self._arrays(arrays, shape) if shape else self._point([float(a) for a in arrays])
         return results[0] if self.single else results
 
     def _point(self, point: list[float]) -> tuple[float, ...]:
-        """One point, without per-argument array handling: Python floats and ``math`` first;
-        where that raises (1/0, log(0), an overflow), the IEEE result from NumPy scalars."""
-        try:
-            if self._pure:
-                results = self._fast(*point)
-            else:
+        """One point: Python floats and ``math`` first; where that raises (1/0, log(0), an
+        overflow), and always with ``warn=True`` (NumPy reports what it computes), the IEEE
+        result from NumPy scalars."""
+        if not self.warn:
+            try:
+                if self._pure:
+                    return tuple(float(r) for r in self._fast(*point))
                 with floating(False):
-                    results = self._fast(*point)
-        except (ArithmeticError, ValueError):
-            with floating(False):
-                results = self._scalar(*(np.float64(a) for a in point))
+                    return tuple(float(r) for r in self._fast(*point))
+            except (ArithmeticError, ValueError):
+                pass
+        with floating(self.warn):
+            results = self._scalar(*(np.float64(a) for a in point))
         return tuple(float(r) for r in results)
 
     def _kernel(self, scalars: tuple[bool, ...]) -> Any:
