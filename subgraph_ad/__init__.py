@@ -8,7 +8,7 @@ from .ad.reverse import grad_graph
 from .ad.taylor import taylor_graph
 from .compile.lambdify import lambdify
 from .core import LimitError, Node, Tape, Term, UnfedPlaceholder
-from .functions import (FUNCTIONS, BinaryFn, SinFn, UnaryFn, acos, acosh, asin, asinh, atan, atan2, atanh, cbrt,
+from .functions import (FUNCTIONS, BinaryFn, Elementary, SinFn, UnaryFn, acos, acosh, asin, asinh, atan, atan2, atanh, cbrt,
                         cos, cosh, cot, csc, erf, erfc, exp, expm1, hypot, log, log1p, log2, log10, register, sec,
                         sigmoid, sign, sin, sinh, sqrt, tan, tanh)
 from .functions import abs_ as abs  # noqa: A001  (sad.abs, like np.abs)
@@ -40,6 +40,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Animation",
     "BinaryFn",
+    "Elementary",
     "Checkpointed",
     "FUNCTIONS",
     "Grad",

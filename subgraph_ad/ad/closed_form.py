@@ -13,7 +13,7 @@ has far more terms than the graph it would replace has nodes, so where nothing c
 
 >>> from subgraph_ad import Tape, exp
 >>> tape = Tape(); x = tape.var("x", 0.5)
->>> d = exp(-x**2 / 2).diff(x, 4, method="taylor")  # diff keeps the smaller form
+>>> d = exp(-x**2 / 2).diff(x, 4, method="taylor")  # diff's last step keeps the smaller form
 >>> d.to_sympy()
 (x**2*(x**2 - 6) + 3)*exp(-x**2/2)
 """

@@ -20,6 +20,7 @@ from .forward import gen_graph
 from ..core import Callback, LimitError, Tape, Term, UnfedPlaceholder
 from ..numeric.modes import values_of
 from ..tables import html_table, text_table
+from .closed_form import closed_form as horner
 from .taylor import taylor_diff, taylor_graph
 
 
@@ -85,6 +86,10 @@ def _build_run(tape: Tape, method: str, count: int, taylor: Callable[[Callback |
     return in_taylor, (taylor if in_taylor else graph)(callback)
 
 
+#: ``diff`` tries the closed form of a run of this many orders or more (below it the
+#: derivative graph is already as short as its closed form).
+CLOSED_FROM = 3
+
 #: How ``diff``, ``derivatives`` and ``animate`` build: see ``diff``.
 METHODS = ("auto", "graph", "taylor")
 
@@ -105,14 +110,17 @@ def _runs(z: Term, args: tuple[Any, ...], method: str) -> list[tuple[Term, int]]
     return [(w, len(list(run))) for w, run in itertools.groupby(wrts)]
 
 
-def diff(z: Term, *args: Any, method: str = "auto", callback: Callback | None = None) -> Term:
+def diff(z: Term, *args: Any, method: str = "auto", closed_form: bool = True,
+         callback: Callback | None = None) -> Term:
     """Repeated differentiation, SymPy-style: ``diff(z, x, 2, y)`` is d3z/dx2dy.
 
     ``method`` is ``"graph"`` (repeated gen_graph), ``"taylor"`` (each run of one var in Taylor
     mode, see taylor.py) or ``"auto"``: per run of one var, gen_graph below
     ``AUTO_TAYLOR_FROM`` repeats, Taylor mode from ``AUTO_TAYLOR_SURE`` on, and in between
-    whichever appends fewer nodes (``_build_run``). All give the same values. The whole call is
-    one transaction.
+    whichever appends fewer nodes (``_build_run``). All give the same values. Then, with
+    ``closed_form`` (the default), each run of three or more orders is replaced by its closed form
+    where that is smaller and as accurate (``closed_form.py``). The whole call is one
+    transaction.
 
     >>> from subgraph_ad import Tape, tanh
     >>> tape = Tape(); x = tape.var("x", 0.3)
@@ -122,14 +130,35 @@ def diff(z: Term, *args: Any, method: str = "auto", callback: Callback | None = 
     """
     runs = _runs(z, args, method)
     tape = z.tape
-    with tape.transaction():
+
+    def last(build: Callable[[], Term], w: Term, count: int) -> Term:
+        """The run ``build`` makes, then its closed form where that is smaller; the listener
+        hears only the nodes kept."""
+        mark = len(tape)
+
+        def run() -> list[int]:
+            found = build()
+            if not (closed_form and count >= CLOSED_FROM and found.index >= mark):
+                return [found.index]
+            tape.tag(tape.orders[found.index])  # the closed form belongs to the same order
+            try:
+                with tape.transaction():
+                    return [horner(tape, found.index, mark, w.index)]
+            except LimitError:  # no room to try it: the run stands
+                return [found.index]
+
+        (index,) = tape.pruned(run)
+        return Term(tape, index)
+
+    with tape.transaction(callback):
         result = z
         for w, count in runs:
             start = result
-            in_taylor, built = _build_run(tape, method, count,
-                                          lambda cb: taylor_diff(start, w, count, cb),
-                                          lambda cb: list(_graph_run(start, w, count, cb)), callback)
-            result = built if in_taylor else built[-1]
+            in_taylor, built = _build_run(
+                tape, method, count,
+                lambda cb: last(lambda: taylor_diff(start, w, count, cb), w, count),
+                lambda cb: last(lambda: list(_graph_run(start, w, count, cb))[-1], w, count), None)
+            result = built
         return result
 
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from ..core import Callback, Tape, Term, dependencies
 from ..core.graph import live_since
-from ..functions import differentiate, xlogy
+from ..functions import chain, differentiate, power_partial
 
 D = Optional[Term]  # a derivative: a Term, or None for a structural zero
 
@@ -40,11 +40,9 @@ def mul(a: D, b: D) -> D:
 
 
 def _pow_rule(a: Term, b: Term, out: Term, da: D, db: D) -> D:
-    # d(a**b) = b*a**(b-1)*da + out*log(a)*db; the first term stays valid for a <= 0, the second
-    # is xlogy(out, a): 0 where the power is 0 at a base of 0 (0**b, b > 0), not 0*(-inf)
-    via_base = None if da is None else b * a ** (b - 1) * da
-    via_exponent = None if db is None else xlogy(out, a) * db
-    return add(via_base, via_exponent)
+    # the power's partials, stated once (functions/binary.py), each only where it is needed
+    return add(chain(power_partial(0, a, b, out), da) if da is not None else None,
+               chain(power_partial(1, a, b, out), db) if db is not None else None)
 
 
 def _div_rule(a: Term, b: Term, out: Term, da: D, db: D) -> D:

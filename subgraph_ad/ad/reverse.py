@@ -3,7 +3,7 @@
 The sweep visits the nodes z depends on in reverse tape order. Each node's adjoint z̄ (a Term:
 ∂z/∂node) is pushed to its operands by the row of its op in ``VJPS``, written with Terms, so the
 result is an ordinary graph that differentiates again; a function node's row reads its partials
-from the same ``fdiff`` forward and Taylor mode use. Adjoints are summed with interning, so they
+from the same ``fdiff`` forward and Taylor mode use (``shares``). Adjoints are summed with interning, so they
 share with f and with forward results. Only operands that depend on a requested var receive an
 adjoint: nothing is built for a branch that cannot reach one. A var z does not depend on gets
 the tape's 0.
@@ -20,17 +20,16 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence
 
 from ..core import Callback, Tape, Term, dependencies
-from ..functions import chain, local_derivatives, xlogy
+from ..functions import chain, power_partial, shares
 from .forward import derivative_order
 
 A = Optional[Term]  # an adjoint contribution: a Term, or None for a structural zero
 
 
-def _pow_vjp(a: Term, b: Term, out: Term, bar: Term, need: tuple[bool, ...]) -> tuple[A, A]:
-    # the exponent's adjoint only when it depends on a var: out*log(a) is nan for a < 0; as
-    # xlogy(out, a) it is 0 where the power is 0 at a base of 0
-    return (bar * (b * a ** (b - 1)) if need[0] else None,
-            bar * xlogy(out, a) if need[1] else None)
+def _pow_vjp(a: Term, b: Term, out: Term, bar: Term, need: tuple[bool, ...]) -> tuple[A, ...]:
+    # the power's partials, stated once (functions/binary.py); the exponent's adjoint only when
+    # it depends on a var (out·log(a) is nan for a < 0)
+    return tuple(chain(power_partial(k, a, b, out), bar) if wanted else None for k, wanted in enumerate(need))
 
 
 def _mul_vjp(a: Term, b: Term, out: Term, bar: Term, need: tuple[bool, ...]) -> tuple[A, A]:
@@ -45,8 +44,7 @@ def _mul_vjp(a: Term, b: Term, out: Term, bar: Term, need: tuple[bool, ...]) -> 
 def _fn_vjp(fn: Any, *args: Any) -> tuple[A, ...]:
     n = fn.arity
     inputs, out, bar, need = args[:n], args[n], args[n + 1], args[n + 2]
-    return tuple(chain(p, bar) if wanted else None
-                 for p, wanted in zip(local_derivatives(fn, inputs, out), need))
+    return tuple(shares(fn, inputs, out, [bar if wanted else None for wanted in need], forward=False))
 
 
 #: The reverse rules, one per op: (operands, output, the output's adjoint, which operands need

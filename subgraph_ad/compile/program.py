@@ -19,6 +19,7 @@ import numpy as np
 
 from ..core import Tape, Term, dependencies
 from ..functions import Function
+from ..functions.elementary import steps
 
 #: An operand: ``("in", k)`` the k-th input, ``("c", value)`` a constant, ``("t", node)`` a temporary.
 Operand = tuple[str, Any]
@@ -94,6 +95,34 @@ def callee(value: Callable[..., Any], names: dict[str, Any], key: str) -> str:
         return inner + "".join(f"{literal(float(a))}, " for a in value.args)
     names[key] = value
     return f"{key}("
+
+
+def scalar_call(fn: Function, operands: Sequence[str], names: dict[str, Any], key: str,
+                jit: Callable[[Any], Any] | None = None) -> tuple[str, bool]:
+    """``fn`` applied to the operand texts as code on floats, from its spelling: each step's
+    ``scalar`` (an expression template, or a ``math``/NumPy/Python function, passed through
+    ``jit`` when given: Numba compiles a plain Python function), or, with no spelling, ``fn.f``
+    (None when that cannot be spelled). Also whether it uses only ``math`` and operators."""
+    chain = steps(fn.spelling)
+    if not chain:
+        raise LookupError(f"{fn.kind} {fn.name!r} has no spelling")
+    text, pure = ", ".join(operands), True
+    for s, step in enumerate(chain):
+        value = step.scalar
+        if isinstance(value, str):
+            text = value.format(*([text] if s else operands))
+            continue
+        pure = pure and vars(math).get(getattr(value, "__name__", "")) is value
+        if jit is not None and not _library(value):
+            value = jit(value)
+        text = callee(value, names, f"{key}_{s}") + f"{text})"
+    return text, pure
+
+
+def _library(value: Any) -> bool:
+    """A NumPy or ``math`` function (Numba types these as they are)."""
+    name = getattr(value, "__name__", "")
+    return vars(np).get(name) is value or vars(math).get(name) is value
 
 
 def define(source: str, names: dict[str, Any], label: str) -> Callable[..., Any]:

@@ -1,7 +1,9 @@
 """The function layer: the UnaryFn/BinaryFn protocol and the built-ins, one module per family."""
 
-from .base import FUNCTIONS, BinaryFn, Function, UnaryFn, chain, differentiate, local_derivatives, register
-from .binary import Atan2, Hypot, Pow, Xlogy, atan2, hypot, pow_, xlogy
+from .base import (FUNCTIONS, BinaryFn, Function, UnaryFn, chain, differentiate, local_derivatives, register,
+                   shares, sympy_hook)
+from .elementary import ELEMENTARY, Elementary
+from .binary import Atan2, Hypot, Pow, Xlogy, atan2, hypot, pow_, power_partial, xlogy
 from .exponential import (Cbrt, Exp, Expm1, Log, Log1p, LogBase, Sigmoid, Sqrt, cbrt, exp, expm1, log, log1p,
                           log2, log10, sigmoid, sqrt)
 from .hyperbolic import Acosh, Asinh, Atanh, SinhFn, Tanh, acosh, asinh, atanh, cosh, sinh, tanh
@@ -9,10 +11,11 @@ from .piecewise import Abs, Sign, abs_, sign
 from .special import Erf, erf, erfc
 from .trigonometric import Acos, Asin, Atan, Cot, Csc, Sec, SinFn, Tan, acos, asin, atan, cos, cot, csc, sec, sin, tan
 
-__all__ = ["FUNCTIONS", "BinaryFn", "Function", "UnaryFn", "chain", "differentiate", "local_derivatives", "register",
+__all__ = ["ELEMENTARY", "FUNCTIONS", "BinaryFn", "Elementary", "Function", "UnaryFn", "chain", "differentiate",
+           "local_derivatives", "register", "shares", "sympy_hook",
            "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atan2", "Atanh", "Cbrt", "Cot", "Csc", "Erf", "Exp",
            "Expm1", "Hypot", "Log", "Log1p", "LogBase", "Pow", "Sec", "Sigmoid", "Sign", "SinFn", "SinhFn", "Sqrt",
            "Tan", "Tanh", "Xlogy",
            "abs_", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "cos", "cosh", "cot", "csc",
-           "erf", "erfc", "exp", "expm1", "hypot", "log", "log1p", "log2", "log10", "pow_", "sec", "sigmoid", "sign",
+           "erf", "erfc", "exp", "expm1", "hypot", "log", "log1p", "log2", "log10", "pow_", "power_partial", "sec", "sigmoid", "sign",
            "sin", "sinh", "sqrt", "tan", "tanh", "xlogy"]

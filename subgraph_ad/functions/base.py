@@ -1,10 +1,14 @@
-"""UnaryFn, the one extension point for functions, and the registry the parser and bridges read.
+"""UnaryFn and BinaryFn, the one extension point for functions, and the registry the parser and
+bridges read.
 
-A function states its value ``f``, its numeric derivative ``grad`` and its *local* derivative
-``fdiff``: f′ as a Term built from the node's input and output. The engines apply the chain rule
-(forward subgraphs, Taylor mode, numeric modes) and the backends read the function's own
-lowering (``ufuncs`` for NumPy, ``scalar`` for Numba, ``to_sympy``), never its class, so a user's
-function gets every path a built-in gets. The built-ins are written through this same door.
+A function declares two things once: how its value is computed (``spelling``, a chain of
+elementary operations every backend can lower, or just ``f``) and its *local* derivative
+(``fdiff``: f′ as Terms built from the node's input and output). Everything else is derived:
+the value ``f`` from the spelling, the numeric derivative ``grad`` by running ``fdiff`` on
+numbers, the NumPy ufunc it answers to, its SymPy form; and every engine (forward and reverse
+subgraphs, Taylor mode, the numeric modes) applies the chain rule to that one ``fdiff``. A
+rustograd-style ``gen_graph(input, output, derived)`` rule is turned into ``fdiff`` when the
+class is defined, so no engine ever sees two rules. The built-ins are written through this door.
 
 >>> import subgraph_ad as sad
 >>> round(sad.sin(0.5), 6)
@@ -16,33 +20,75 @@ function gets every path a built-in gets. The built-ins are written through this
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional, Sequence, overload
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..core.term import Term
+from .elementary import Step, steps
+
+Partial = Optional[Term]  # a local derivative: a Term, or None for a structural zero
 
 
 class Function:
-    """What every pluggable function shares: a name, an arity, a NumPy value and the call that
-    appends a node on Terms or computes the value on numbers."""
+    """What every pluggable function shares: a name, an arity, how its value is computed, and
+    the call that appends a node on Terms or computes the value on numbers."""
 
     name: str = "fn"
     arity: int = 1
-    #: NumPy lowering: ufunc-like callables applied in turn, the first as
-    #: ``u(*operands, out=buffer)`` and the rest as ``u(buffer, out=buffer)``, that compute f in
-    #: place with no temporaries (sigmoid: negative, logaddexp(0, ·), negative, exp); empty:
-    #: the backend calls ``f``.
-    ufuncs: tuple[Callable[..., Any], ...] = ()
-    #: Numba lowering: a function of floats that Numba compiles (``math.exp``, or a plain
-    #: Python function as a ``staticmethod``); None: ``f`` itself is compiled.
-    scalar: Callable[..., float] | None = None
-    #: The NumPy ufunc this function is (``np.sin`` for sin): ``np.sin(term)`` appends it.
-    numpy: Any = None
+    #: How the value is computed, for every backend: elementary operations (``ELEMENTARY``
+    #: names or ``Elementary`` records) applied in turn, the first to the operands. Empty: the
+    #: backends call ``f``, and C/CUDA cannot compile the function.
+    spelling: tuple[Step, ...] = ()
+    #: Per argument, whether f is linear in it (xlogy(p, a) = p·log(a) in p): the chain rule
+    #: then applies f itself to the tangent, f(dp, a), which is 0 wherever dp is — the strong
+    #: zero that 0·log(0) would turn into nan — and Taylor mode's coefficient k is f(p_k, a).
+    linear: tuple[bool, ...] = ()
 
     def f(self, *v: Any) -> Any:
-        """The value; must work elementwise on floats and NumPy arrays."""
-        raise NotImplementedError(f"{type(self).__name__} {self.name!r} does not define f")
+        """The value; must work elementwise on floats and NumPy arrays. By default the spelling's
+        NumPy chain."""
+        chain = steps(self.spelling)
+        if not chain:
+            raise NotImplementedError(f"{self.kind} {self.name!r} defines neither f nor a spelling")
+        out = chain[0].array(*v)
+        for step in chain[1:]:
+            out = step.array(out)
+        return out
+
+    @property
+    def numpy(self) -> Any:
+        """The NumPy ufunc this function is (``np.sin`` for sin), so ``np.sin(term)`` appends it:
+        a spelling of one elementary whose NumPy form is one ufunc of as many arguments."""
+        chain = steps(self.spelling)
+        if len(chain) == 1 and len(chain[0].numpy) == 1:
+            ufunc = chain[0].numpy[0]
+            if isinstance(ufunc, np.ufunc) and ufunc.nin == self.arity:
+                return ufunc
+        return None
+
+    @property
+    def printed(self) -> tuple[str, bool]:
+        """The name a formula writes it with, and whether it is that function negated: a
+        spelling of an elementary then negation (−sin) prints as −sin(…)."""
+        chain = steps(self.spelling)
+        if len(chain) == 2 and chain[1].name == "neg":
+            return chain[0].name, True
+        return self.name, False
+
+    def is_linear(self, k: int) -> bool:
+        """Whether f is linear in argument k (see ``linear``)."""
+        return k < len(self.linear) and self.linear[k]
+
+    @overload
+    def __call__(self, *args: Term) -> Term: ...
+
+    @overload
+    def __call__(self, *args: float) -> float: ...
+
+    @overload
+    def __call__(self, *args: NDArray[Any]) -> NDArray[Any]: ...
 
     def __call__(self, *args: Any) -> Any:
         """On Terms: append a node (numbers among the arguments become constants); on arrays of
@@ -63,6 +109,35 @@ class Function:
             value = self.f(*(np.asarray(a, dtype=float) if not np.isscalar(a) else np.float64(a) for a in args))
         return float(value) if np.ndim(value) == 0 else value
 
+    def partials(self, *terms: Any) -> tuple[Partial, ...]:
+        """The local partials as Terms (None: zero), from ``fdiff``; ``terms`` are the inputs
+        and the output. What every engine's chain rule reads."""
+        found = self.fdiff(*terms)  # type: ignore[attr-defined]
+        parts = (found,) if self.arity == 1 else tuple(found)
+        if len(parts) != self.arity:
+            raise TypeError(f"fdiff of {self.kind} {self.name!r} returned {found!r}; expected {self.arity} partials")
+        output = terms[-1]
+        for p in parts:
+            if p is not None and not (isinstance(p, Term) and p.tape is output.tape):
+                raise TypeError(f"the derivative rule of {self.kind} {self.name!r} returned {type(p).__name__} "
+                                f"{p!r}; expected a Term of the same tape or None")
+        return parts
+
+    def numeric_partials(self, *v: Any, output: Any = None) -> tuple[Any, ...]:
+        """The partials as values at ``v`` (``output``: f(v) where the caller has it): the
+        class's own ``grad`` where it overrides it, else the rule on numbers (``rule_values``)."""
+        if type(self).grad is not (UnaryFn.grad if self.arity == 1 else BinaryFn.grad):  # type: ignore[attr-defined]
+            found = self.grad(*v)  # type: ignore[attr-defined]
+            return (found,) if self.arity == 1 else tuple(found)
+        return self.rule_values(*v, output=output)
+
+    def rule_values(self, *v: Any, output: Any = None) -> tuple[Any, ...]:
+        """``fdiff`` run on numbers: the rule builds with arithmetic and functions, which compute
+        values on floats and arrays; a structural zero is 0."""
+        found = self.fdiff(*v, self.f(*v) if output is None else output)  # type: ignore[attr-defined]
+        parts = (found,) if self.arity == 1 else tuple(found)
+        return tuple(np.zeros_like(v[0], dtype=float) if p is None else _values(p) for p in parts)
+
     @property
     def kind(self) -> str:
         """The extension point it comes from, for messages: UnaryFn or BinaryFn."""
@@ -72,16 +147,36 @@ class Function:
         return f"<{self.kind} {self.name}>"
 
 
+def _values(p: Any) -> Any:
+    """A partial computed on numbers as floats (an exact constant in a rule, e.g. Fraction(1, 3),
+    makes an object array)."""
+    if isinstance(p, np.ndarray) and p.dtype == object:
+        return p.astype(float)
+    return float(p) if np.ndim(p) == 0 else p
+
+
+def _first_defining(cls: type, names: tuple[str, ...], base: type) -> str | None:
+    """Which of ``names`` the most derived class below ``base`` defines first."""
+    for klass in cls.__mro__:
+        if klass is base:
+            return None
+        for name in names:
+            if name in vars(klass):
+                return name
+    return None
+
+
 class UnaryFn(Function):
     """Base class of pluggable one-argument functions.
 
-    Subclasses set ``name`` and implement ``f`` (value), ``grad`` (f′ as a value) and, to be
-    differentiable symbolically, ``fdiff(input, output)``: f′(input) as a Term (or None for a
-    structural zero), which may reuse ``output`` itself (``exp′ = output``). Code written for the
-    rustograd-style rule ``gen_graph(input, output, derived)`` (the chain rule applied by the
-    function) keeps working: override ``gen_graph`` instead of ``fdiff``.
+    Subclasses set ``name``, the value (``spelling`` or ``f``) and the local derivative
+    ``fdiff(input, output)``: f′(input) as a Term of the same tape, or None for a structural
+    zero, which may reuse ``output`` itself (``exp′ = output``). ``grad`` (f′ as a value) is
+    ``fdiff`` run on numbers; override it only where the numbers need care. A rustograd-style
+    ``gen_graph(input, output, derived)`` instead of ``fdiff`` keeps working: it becomes
+    ``fdiff`` (``derived`` = 1) when the class is defined.
 
-    Optional lowering: ``ufuncs`` (NumPy), ``scalar`` (Numba), ``to_sympy(arg)`` (SymPy).
+    Optional: ``to_sympy(arg)`` where the SymPy form is not the spelling's.
     """
 
     arity = 1
@@ -90,61 +185,74 @@ class UnaryFn(Function):
     power: float | None = None
     negative_of: UnaryFn | None = None
 
-    def f(self, v: Any) -> Any:
-        """The value; must work elementwise on floats and NumPy arrays."""
-        raise NotImplementedError(f"UnaryFn {self.name!r} does not define f(v)")
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if _first_defining(cls, ("fdiff", "gen_graph"), UnaryFn) == "gen_graph":
+            rule = cls.gen_graph
 
-    def grad(self, v: Any) -> Any:
-        """f′(v) as a value; used by the numeric forward and reverse modes."""
-        raise NotImplementedError(f"UnaryFn {self.name!r} does not define grad(v)")
+            def fdiff(self: UnaryFn, input: Term, output: Term) -> Term | None:
+                return rule(self, input, output, output.tape.const(1.0))
+
+            cls.fdiff = fdiff  # type: ignore[method-assign]
 
     def fdiff(self, input: Term, output: Term) -> Term | None:
         """The local derivative f′(input) as a Term of the same tape, or None for zero."""
         raise NotImplementedError(
             f"UnaryFn {self.name!r} has no symbolic derivative, so it cannot be differentiated "
-            "symbolically (eval, derive and grad still work); define fdiff(input, output), or a "
-            "rustograd-style gen_graph(input, output, derived)"
+            "symbolically (eval, derive and grad still work where grad is defined); define "
+            "fdiff(input, output), or a rustograd-style gen_graph(input, output, derived)"
         )
+
+    def grad(self, v: Any) -> Any:
+        """f′(v) as a value, for the numeric forward and reverse modes: ``fdiff`` on numbers."""
+        return self.rule_values(v)[0]
 
     def gen_graph(self, input: Term, output: Term, derived: Term) -> Term | None:
         """d(output) given ``derived`` = d(input): the chain rule over ``fdiff``."""
-        return chain(self.fdiff(input, output), derived)
+        return chain(self.partials(input, output)[0], derived)
 
 
 class BinaryFn(Function):
     """Base class of pluggable two-argument functions f(lhs, rhs).
 
-    Subclasses set ``name`` and implement ``f(a, b)`` (value), ``grad(a, b)`` (the two partials
-    ∂f/∂a, ∂f/∂b as values) and, to be differentiable symbolically, ``fdiff(lhs, rhs, output)``:
-    the two partials as Terms (either may be None for a structural zero). The rustograd-style
-    ``gen_graph(lhs, rhs, output, dlhs, drhs)`` works too; there either derivative may be None.
+    Subclasses set ``name``, the value (``spelling`` or ``f``) and ``fdiff(lhs, rhs, output)``:
+    the two partials as Terms (either may be None for a structural zero). ``grad`` (the
+    partials as values) is ``fdiff`` run on numbers. The rustograd-style
+    ``gen_graph(lhs, rhs, output, dlhs, drhs)`` keeps working: it becomes ``fdiff`` (one
+    derivative 1, the other None) when the class is defined.
 
-    Optional lowering: ``ufuncs`` (the first called as ``u(a, b, out=buffer)``), ``scalar`` (a
-    function of two floats for Numba), ``to_sympy(a, b)``.
+    Optional: ``to_sympy(a, b)`` where the SymPy form is not the spelling's.
     """
 
     arity = 2
 
-    def f(self, a: Any, b: Any) -> Any:
-        """The value; must work elementwise on floats and NumPy arrays."""
-        raise NotImplementedError(f"BinaryFn {self.name!r} does not define f(a, b)")
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if _first_defining(cls, ("fdiff", "gen_graph"), BinaryFn) == "gen_graph":
+            rule = cls.gen_graph
 
-    def grad(self, a: Any, b: Any) -> tuple[Any, Any]:
-        """(∂f/∂a, ∂f/∂b) as values; used by the numeric forward and reverse modes."""
-        raise NotImplementedError(f"BinaryFn {self.name!r} does not define grad(a, b)")
+            def fdiff(self: BinaryFn, lhs: Term, rhs: Term, output: Term) -> tuple[Term | None, Term | None]:
+                one = output.tape.const(1.0)
+                return rule(self, lhs, rhs, output, one, None), rule(self, lhs, rhs, output, None, one)
+
+            cls.fdiff = fdiff  # type: ignore[method-assign]
 
     def fdiff(self, lhs: Term, rhs: Term, output: Term) -> tuple[Term | None, Term | None]:
         """The partials (∂f/∂lhs, ∂f/∂rhs) as Terms of the same tape (None: zero)."""
         raise NotImplementedError(
             f"BinaryFn {self.name!r} has no symbolic derivative, so it cannot be differentiated "
-            "symbolically (eval, derive and grad still work); define fdiff(lhs, rhs, output), or a "
-            "rustograd-style gen_graph(lhs, rhs, output, dlhs, drhs)"
+            "symbolically (eval, derive and grad still work where grad is defined); define "
+            "fdiff(lhs, rhs, output), or a rustograd-style gen_graph(lhs, rhs, output, dlhs, drhs)"
         )
+
+    def grad(self, a: Any, b: Any) -> tuple[Any, Any]:
+        """(∂f/∂a, ∂f/∂b) as values, for the numeric modes: ``fdiff`` on numbers."""
+        da, db = self.rule_values(a, b)
+        return da, db
 
     def gen_graph(self, lhs: Term, rhs: Term, output: Term, dlhs: Term | None, drhs: Term | None) -> Term | None:
         """d(output) given d(lhs), d(rhs) (None: zero): the chain rule over ``fdiff``."""
-        da, db = self.fdiff(lhs, rhs, output)
-        return _add(chain(da, dlhs), chain(db, drhs))
+        return differentiate(self, lhs, rhs, output, dlhs, drhs)
 
 
 def _add(a: Term | None, b: Term | None) -> Term | None:
@@ -166,54 +274,59 @@ def chain(local: Term | None, derived: Term | None) -> Term | None:
     return local * derived
 
 
-def _checked(fn: Function, result: Any, output: Term, rule: str) -> Any:
-    if result is not None and not (isinstance(result, Term) and result.tape is output.tape):
-        raise TypeError(
-            f"{rule} rule of {fn.kind} {fn.name!r} returned {type(result).__name__} {result!r}; "
-            "expected a Term of the same tape or None"
-        )
-    return result
-
-
-def _overrides(fn: Function, method: str) -> bool:
-    base = UnaryFn if fn.arity == 1 else BinaryFn
-    return getattr(type(fn), method) is not getattr(base, method)
+def shares(fn: Function, inputs: Sequence[Term], output: Term, tangents: Sequence[Term | None],
+           forward: bool = True) -> list[Term | None]:
+    """Each argument's share of d(output) for its tangent (``forward``) or of its adjoint for
+    the output's adjoint (reverse), None where that is None: partial · tangent, the partials
+    from the one rule ``fdiff`` (asked once, and only if needed); going forward, f applied to
+    the tangent where f is linear in the argument, which is 0 wherever the tangent is."""
+    partials: tuple[Partial, ...] | None = None
+    out: list[Term | None] = []
+    for k, t in enumerate(tangents):
+        if t is None:
+            out.append(None)
+        elif forward and fn.is_linear(k):
+            out.append(fn(*(t if j == k else a for j, a in enumerate(inputs))))
+        else:
+            partials = partials or fn.partials(*inputs, output)
+            out.append(chain(partials[k], t))
+    return out
 
 
 def differentiate(fn: Function, *terms: Term | None) -> Term | None:
     """d(output) as the forward engines call it, with ``terms`` = the inputs, the output and the
-    inputs' derivatives: structural zeros short-circuit, a user's own ``gen_graph`` rule is
-    honoured, and a rule returning anything but a Term of this tape or None is a TypeError
-    naming the function."""
+    inputs' derivatives (None: zero, which short-circuits): the sum of the arguments' shares."""
     n = fn.arity
     inputs, output, derived = terms[:n], terms[n], terms[n + 1:]
-    if all(d is None for d in derived):
-        return None
-    if _overrides(fn, "gen_graph") or not _overrides(fn, "fdiff"):
-        return _checked(fn, fn.gen_graph(*inputs, output, *derived), output, "gen_graph")  # type: ignore[arg-type]
     total = None
-    for local, d in zip(local_derivatives(fn, inputs, output), derived):  # type: ignore[arg-type]
-        total = _add(total, chain(local, d))
+    if any(d is not None for d in derived):
+        for share in shares(fn, inputs, output, derived):  # type: ignore[arg-type]
+            total = _add(total, share)
     return total
 
 
-def local_derivatives(fn: Function, inputs: tuple[Term, ...], output: Term) -> tuple[Term | None, ...]:
-    """The partials of ``fn`` as Terms, for the engines that need them alone (Taylor mode). A
-    function with only a rustograd-style ``gen_graph`` is asked for d(output) with one input's
-    derivative 1 and the others' zero; the caller drops what that leaves unused."""
-    if _overrides(fn, "fdiff"):
-        found = fn.fdiff(*inputs, output)  # type: ignore[attr-defined]
-        partials = (found,) if fn.arity == 1 else tuple(found)
-        if len(partials) != fn.arity:
-            raise TypeError(f"fdiff of {fn.kind} {fn.name!r} returned {found!r}; expected {fn.arity} partials")
-        return tuple(_checked(fn, p, output, "fdiff") for p in partials)
-    if _overrides(fn, "gen_graph"):
-        one = output.tape.const(1.0)
-        seeds = [[one if j == k else None for j in range(fn.arity)] for k in range(fn.arity)]
-        if fn.arity == 1:
-            return (_checked(fn, fn.gen_graph(*inputs, output, one), output, "gen_graph"),)  # type: ignore[attr-defined]
-        return tuple(_checked(fn, fn.gen_graph(*inputs, output, *seed), output, "gen_graph") for seed in seeds)  # type: ignore[attr-defined]
-    return fn.fdiff(*inputs, output)  # type: ignore[attr-defined]  # raises NotImplementedError naming it
+def local_derivatives(fn: Function, inputs: tuple[Term, ...], output: Term) -> tuple[Partial, ...]:
+    """The partials of ``fn`` as Terms, for the engines that need them alone (Taylor mode)."""
+    return fn.partials(*inputs, output)
+
+
+def sympy_hook(fn: Function) -> Callable[..., Any] | None:
+    """How ``fn`` becomes SymPy: its ``to_sympy`` hook, else its spelling's SymPy forms composed,
+    else None (an undefined ``sympy.Function(name)`` stands for it)."""
+    hook = getattr(fn, "to_sympy", None)
+    if hook is not None:
+        return hook  # type: ignore[no-any-return]
+    chain_ = steps(fn.spelling)
+    if not chain_:
+        return None
+
+    def compose(*args: Any) -> Any:
+        out = chain_[0].sympy(*args)
+        for step in chain_[1:]:
+            out = step.sympy(out)
+        return out
+
+    return compose
 
 
 #: Functions known to the parser and the SymPy bridge, by name. Add yours with ``register``.

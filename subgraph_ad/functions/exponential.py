@@ -1,5 +1,5 @@
 """exp, log and their relatives (log1p, expm1, log2, log10), sqrt, cbrt and the logistic sigmoid,
-written through the public UnaryFn door.
+written through the public UnaryFn door: a spelling and a local derivative each.
 
 Each local derivative reuses a node that exists already where it can (exp′ = exp, sqrt′ =
 0.5 / sqrt, σ′ = σ(1 − σ)), so high orders close on the function's own output.
@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import partial
 from typing import Any
 
 import numpy as np
 
 from ..core.term import Term
 from .base import UnaryFn, register
+from .elementary import ELEMENTARY, Step
 
 
 @dataclass(frozen=True, repr=False)
@@ -24,23 +24,10 @@ class Exp(UnaryFn):
     """exp; its derivative is its own output, so every order reuses one node."""
 
     name = "exp"
-    numpy = np.exp
-    ufuncs = (np.exp,)
-    scalar = math.exp
-
-    def f(self, v: Any) -> Any:
-        return np.exp(v)
-
-    def grad(self, v: Any) -> Any:
-        return np.exp(v)
+    spelling = ("exp",)
 
     def fdiff(self, input: Term, output: Term) -> Term:
         return output
-
-    def to_sympy(self, arg: Any) -> Any:
-        import sympy
-
-        return sympy.exp(arg)
 
 
 @dataclass(frozen=True, repr=False)
@@ -48,23 +35,10 @@ class Log(UnaryFn):
     """Natural log; nan for negative input, as in NumPy."""
 
     name = "log"
-    numpy = np.log
-    ufuncs = (np.log,)
-    scalar = np.log  # IEEE: nan below 0, -inf at 0 (math.log raises)
-
-    def f(self, v: Any) -> Any:
-        return np.log(v)
-
-    def grad(self, v: Any) -> Any:
-        return 1.0 / v
+    spelling = ("log",)
 
     def fdiff(self, input: Term, output: Term) -> Term:
         return 1.0 / input
-
-    def to_sympy(self, arg: Any) -> Any:
-        import sympy
-
-        return sympy.log(arg)
 
 
 @dataclass(frozen=True, repr=False)
@@ -72,32 +46,11 @@ class Sqrt(UnaryFn):
     """sqrt; sqrt′ = 1/(2 sqrt), written with the output node."""
 
     name = "sqrt"
+    spelling = ("sqrt",)
     power = 0.5
-    numpy = np.sqrt
-    ufuncs = (np.sqrt,)
-    scalar = np.sqrt
-
-    def f(self, v: Any) -> Any:
-        return np.sqrt(v)
-
-    def grad(self, v: Any) -> Any:
-        return 0.5 / np.sqrt(v)
 
     def fdiff(self, input: Term, output: Term) -> Term:
         return 0.5 / output
-
-    def to_sympy(self, arg: Any) -> Any:
-        import sympy
-
-        return sympy.sqrt(arg)
-
-
-def _sigmoid(v: float) -> float:
-    """The scalar sigmoid without overflow on either side."""
-    if v >= 0.0:
-        return 1.0 / (1.0 + math.exp(-v))
-    e = math.exp(v)
-    return e / (1.0 + e)
 
 
 @dataclass(frozen=True, repr=False)
@@ -105,24 +58,10 @@ class Sigmoid(UnaryFn):
     """The logistic function; σ′ = σ(1 − σ), a polynomial in the output."""
 
     name = "sigmoid"
-    # exp(-logaddexp(0, -v)) == 1 / (1 + exp(-v)) without overflow for large -v
-    ufuncs = (np.negative, partial(np.logaddexp, 0.0), np.negative, np.exp)
-    scalar = staticmethod(_sigmoid)
-
-    def f(self, v: Any) -> Any:
-        return np.exp(-np.logaddexp(0.0, -v))
-
-    def grad(self, v: Any) -> Any:
-        s = self.f(v)
-        return s * (1.0 - s)
+    spelling = ("sigmoid",)
 
     def fdiff(self, input: Term, output: Term) -> Term:
         return output * (1.0 - output)
-
-    def to_sympy(self, arg: Any) -> Any:
-        import sympy
-
-        return 1 / (1 + sympy.exp(-arg))
 
 
 @dataclass(frozen=True, repr=False)
@@ -130,23 +69,10 @@ class Log1p(UnaryFn):
     """log(1 + u), accurate for small u; log1p′ = 1/(1 + u)."""
 
     name = "log1p"
-    numpy = np.log1p
-    ufuncs = (np.log1p,)
-    scalar = np.log1p
-
-    def f(self, v: Any) -> Any:
-        return np.log1p(v)
-
-    def grad(self, v: Any) -> Any:
-        return 1.0 / (1.0 + v)
+    spelling = ("log1p",)
 
     def fdiff(self, input: Term, output: Term) -> Term:
         return 1.0 / (1.0 + input)
-
-    def to_sympy(self, arg: Any) -> Any:
-        import sympy
-
-        return sympy.log(1 + arg)
 
 
 @dataclass(frozen=True, repr=False)
@@ -154,28 +80,16 @@ class Expm1(UnaryFn):
     """exp(u) − 1, accurate for small u; expm1′ = expm1 + 1, closing on the output."""
 
     name = "expm1"
-    numpy = np.expm1
-    ufuncs = (np.expm1,)
-    scalar = math.expm1
-
-    def f(self, v: Any) -> Any:
-        return np.expm1(v)
-
-    def grad(self, v: Any) -> Any:
-        return np.exp(v)
+    spelling = ("expm1",)
 
     def fdiff(self, input: Term, output: Term) -> Term:
         return output + 1.0
 
-    def to_sympy(self, arg: Any) -> Any:
-        import sympy
-
-        return sympy.exp(arg) - 1
-
 
 @dataclass(frozen=True, repr=False)
 class LogBase(UnaryFn):
-    """The logarithm to a fixed base (2 or 10); its derivative is 1/(u·ln base)."""
+    """The logarithm to a fixed base (2 and 10 have elementaries of their own); its derivative
+    is 1/(u·ln base)."""
 
     base: float = 2.0
 
@@ -184,22 +98,11 @@ class LogBase(UnaryFn):
         return f"log{self.base:g}"
 
     @property
-    def numpy(self) -> Any:  # type: ignore[override]
-        return {2.0: np.log2, 10.0: np.log10}.get(self.base)
-
-    @property
-    def ufuncs(self) -> tuple[Any, ...]:  # type: ignore[override]
-        return (self.numpy,) if self.numpy is not None else ()
-
-    @property
-    def scalar(self) -> Any:  # type: ignore[override]
-        return self.numpy
+    def spelling(self) -> tuple[Step, ...]:  # type: ignore[override]
+        return (self.name,) if self.name in ELEMENTARY else ()
 
     def f(self, v: Any) -> Any:
-        return np.log(v) / math.log(self.base)
-
-    def grad(self, v: Any) -> Any:
-        return 1.0 / (v * math.log(self.base))
+        return super().f(v) if self.spelling else np.log(v) / math.log(self.base)
 
     def fdiff(self, input: Term, output: Term) -> Term:
         return (1.0 / math.log(self.base)) / input
@@ -216,23 +119,10 @@ class Cbrt(UnaryFn):
     output node."""
 
     name = "cbrt"
-    numpy = np.cbrt
-    ufuncs = (np.cbrt,)
-    scalar = np.cbrt
-
-    def f(self, v: Any) -> Any:
-        return np.cbrt(v)
-
-    def grad(self, v: Any) -> Any:
-        return 1.0 / (3.0 * np.cbrt(v) ** 2)
+    spelling = ("cbrt",)
 
     def fdiff(self, input: Term, output: Term) -> Term:
         return Fraction(1, 3) / (output * output)
-
-    def to_sympy(self, arg: Any) -> Any:
-        import sympy
-
-        return sympy.sign(arg) * sympy.Abs(arg) ** sympy.Rational(1, 3)  # the real root, any sign
 
 
 exp = register(Exp())

@@ -39,12 +39,12 @@ from __future__ import annotations
 
 import difflib
 import math
-import operator
 from dataclasses import dataclass
 from typing import Mapping, NamedTuple, cast
 
-from ..core import Tape, Term
+from ..core import OPS, Tape, Term
 from ..functions import FUNCTIONS, Function
+from ..functions.elementary import steps
 from .tokens import MAX_DIGITS  # noqa: F401  (a limit of this parser, read in the tokenizer)
 from .tokens import END, NAME, NUM, ONLY, OP, ParseError, Text, Token, shown, tokenize
 
@@ -54,13 +54,29 @@ MAX_LENGTH = 200_000
 MAX_DEPTH = 10_000
 #: Names that mean a constant unless the tape already has a var of that name.
 CONSTANTS = {"e": math.e, "E": math.e, "pi": math.pi, "PI": math.pi}
-#: Other names of known functions, as NumPy and mathematicians write them.
-ALIASES = {"ln": "log", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
-           "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "absolute": "abs", "power": "pow"}
 
-_BINARY = {"+": (1, operator.add), "-": (1, operator.sub), "*": (2, operator.mul), "/": (2, operator.truediv),
-           "**": (4, operator.pow), "^": (4, operator.pow)}
-_UNARY = 3  # between * and **: -x*y is (-x)*y, -x**2 is -(x**2)
+
+def aliases() -> dict[str, str]:
+    """Other names of the registered functions, as NumPy and mathematicians write them: a
+    function spelled as one elementary answers to that elementary's names (``arctan``, ``ln``,
+    ``fabs``) besides its own."""
+    found: dict[str, str] = {}
+    for name, fn in FUNCTIONS.items():
+        chain = steps(fn.spelling)
+        if len(chain) == 1:
+            for alias in (chain[0].name, *chain[0].aliases):
+                if alias != name and alias not in FUNCTIONS:
+                    found.setdefault(alias, name)
+    return found
+
+
+#: The other names of the built-in functions (``aliases()`` when this module was loaded).
+ALIASES = aliases()
+
+#: The infix operators, read from the op registry (``^`` is ``**``): symbol -> (precedence, apply).
+_BINARY = {op.symbol: (op.precedence, op.apply) for op in OPS.values() if op.arity == 2}
+_BINARY["^"] = _BINARY["**"]
+_UNARY = OPS["neg"].precedence  # between * and **: -x*y is (-x)*y, -x**2 is -(x**2)
 _REFUSED = {
     ".": "attribute access", "[": "subscripting", "'": "a string", '"': "a string",
     "{": "a dict or set", "=": "an assignment", ":=": "an assignment", ";": "a second statement",
@@ -137,7 +153,7 @@ def _program(source: Text, known: Mapping[str, Function]) -> list[tuple[str, obj
                 raise _no_operand(source, token, before, stack)
         elif token.kind == OP and token.text in _BINARY:
             precedence = _BINARY[token.text][0]
-            right = precedence == 4
+            right = precedence == OPS["pow"].precedence  # a^b^c is a^(b^c)
             while stack and isinstance(stack[-1], _Op) and (
                     stack[-1].precedence > precedence or stack[-1].precedence == precedence and not right):
                 program.append(_emit(cast(_Op, stack.pop())))
@@ -179,7 +195,7 @@ def _call(source: Text, token: Token, paren: int, known: Mapping[str, Function])
         names = sorted(known)
         close = difflib.get_close_matches(token.text, names, n=1) if len(token.text) <= 40 else []
         hint = (f"did you mean {close[0]}?" if close
-                else "known functions: " + ", ".join(n for n in names if n not in ALIASES)
+                else "known functions: " + ", ".join(n for n in names if n not in aliases())
                 + f"; for a product write {shown(token.text)}*(...)")
         raise source.error(token.start, f"a call of {shown(token.text)} is not allowed: "
                                         f"{shown(token.text)} is not a known function; {hint}")
@@ -269,7 +285,7 @@ def _known(functions: Mapping[str, Function] | None) -> dict[str, Function]:
         if not isinstance(name, str) or not isinstance(fn, Function):
             raise TypeError(f"functions maps names to UnaryFn or BinaryFn instances; got {name!r}: "
                             f"{type(fn).__name__} {fn!r:.60}")
-    return {**{alias: FUNCTIONS[name] for alias, name in ALIASES.items() if name in FUNCTIONS},
+    return {**{alias: FUNCTIONS[name] for alias, name in aliases().items()},
             **FUNCTIONS, **(functions or {})}
 
 

@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 
 from ..core import OPS, Tape, Term, dependencies
 from ..core.ops import Node, reduce_exact
+from ..functions import Function
 
 #: Lines (temporaries and the result) that ``str`` prints before it cuts.
 MAX_LINES = 60
@@ -44,7 +45,8 @@ ATOM = 5
 NEG = OPS["neg"].precedence
 POW = OPS["pow"].precedence
 MUL = OPS["mul"].precedence
-SEPARATORS = {"add": " + ", "sub": " - ", "mul": "*", "div": "/", "pow": "**"}
+#: How each infix op is written between its operands: the loosest (+, -) with spaces around.
+SEPARATORS = {name: f" {op.symbol} " if op.precedence == 1 else op.symbol for name, op in OPS.items() if op.arity == 2}
 
 
 class Piece(NamedTuple):
@@ -106,16 +108,14 @@ def combine(op: str, operands: list[Piece]) -> Piece:
     return Piece(f"{lhs}{SEPARATORS[op]}{rhs}", prec, left.signed and lhs is left.text, constant)
 
 
-def call(name: str, operands: list[Piece]) -> Piece:
-    """The text of a function applied to printed operands; a function named ``-sin`` (the
-    negated member of a family) is the negation of ``sin(…)``."""
+def call(fn: Function, operands: list[Piece]) -> Piece:
+    """The text of a function applied to printed operands, as the function prints
+    (``printed``): ``-sin`` (sin then negation) is the negation of ``sin(…)``."""
     text = operands[0].text if len(operands) == 1 else ", ".join([a.text for a in operands])
     constant = operands[0].constant and operands[-1].constant
-    stripped = name.lstrip("-")
-    piece = Piece(f"{stripped}({text})", ATOM, False, constant)
-    for _ in range(len(name) - len(stripped)):
-        piece = combine("neg", [piece])
-    return piece
+    name, negated = fn.printed
+    piece = Piece(f"{name}({text})", ATOM, False, constant)
+    return combine("neg", [piece]) if negated else piece
 
 
 def exact_piece(exact: Any) -> Piece:
@@ -127,7 +127,7 @@ def exact_piece(exact: Any) -> Piece:
         return Piece(item[1], ATOM, False, True) if item[0] == "named" else _number(item[1])
 
     def apply(item: tuple, args: list[Piece]) -> Piece:
-        return call(item[1].name, args) if item[0] == "fn" else combine(item[0], args)
+        return call(item[1], args) if item[0] == "fn" else combine(item[0], args)
 
     return reduce_exact(exact, leaf, apply)
 
@@ -141,7 +141,7 @@ def node_piece(node: Node, operands: list[Piece]) -> Piece:
             return exact_piece(node.exact)
         return _number(node.payload)
     if node.op == "fn":
-        return call(node.payload.name, operands)
+        return call(node.payload, operands)
     return combine(node.op, operands)
 
 

@@ -35,7 +35,7 @@ import sympy
 from ..core import OPS, Node, Tape, Term, dependencies
 from ..core.fold import fold_fn
 from ..core.ops import float_form, plain_fraction, reduce_exact
-from ..functions import FUNCTIONS, Function
+from ..functions import FUNCTIONS, Function, sympy_hook
 
 
 class SympyConversionError(ValueError):
@@ -76,8 +76,9 @@ def const_to_sympy(node: Node) -> sympy.Expr:
 
 
 def fn_to_sympy(fn: Function, *args: sympy.Expr) -> sympy.Expr:
-    """SymPy form of ``fn(*args)``: its ``to_sympy`` hook, else an undefined ``Function(name)``."""
-    hook = getattr(fn, "to_sympy", None)
+    """SymPy form of ``fn(*args)``: its ``to_sympy`` hook or spelling (``sympy_hook``), else an
+    undefined ``Function(name)``."""
+    hook = sympy_hook(fn)
     return hook(*args) if hook is not None else sympy.Function(fn.name)(*args)
 
 
@@ -167,7 +168,7 @@ def sympy_classes() -> dict[Any, Function]:
     if _reverse[0] != key:
         found: dict[Any, Function] = {}
         for fn in FUNCTIONS.values():
-            hook = getattr(fn, "to_sympy", None)
+            hook = sympy_hook(fn)
             if hook is None:
                 continue
             dummies = tuple(sympy.Dummy(f"d{k}") for k in range(fn.arity))

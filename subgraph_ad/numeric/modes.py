@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from ..core import OPS, UNFED, Tape, Term, UnfedPlaceholder, dependencies
-from ..functions import xlogy
+from ..functions import power_partial
 from ..tables import html_table, text_table
 
 Values = Mapping[Any, Any]
@@ -111,9 +111,9 @@ def evaluate(term: Term, values: Values | None = None, *, warn: bool = False) ->
 
 
 def _pow_partials(a: Any, b: Any, out: Any, exponent_is_constant: bool) -> tuple[Any, Any]:
-    # the log term is skipped for a constant exponent (it would be 0 * log(a) = nan for a <= 0);
-    # otherwise xlogy: 0 where the power is 0 at a base of 0 (0 ** b, b > 0), not 0 * (-inf)
-    return b * a ** (b - 1.0), None if exponent_is_constant else xlogy.f(out, a)
+    # the power's partials, stated once; the exponent's is skipped for a constant exponent (it
+    # would be 0 * log(a) = nan for a <= 0)
+    return power_partial(0, a, b, out), None if exponent_is_constant else power_partial(1, a, b, out)
 
 
 #: The local partial derivatives of each op with respect to its operands, as values:
@@ -126,16 +126,26 @@ PARTIALS: dict[str, Callable[..., tuple[Any, ...]]] = {
     "div": lambda a, b, out, const: (1.0 / b, -out / b),
     "pow": _pow_partials,
     "neg": lambda a, out, const: (-1.0,),
-    "fn": lambda fn, *values: (fn.grad(values[0]),) if fn.arity == 1 else tuple(fn.grad(*values[:2])),
+    "fn": lambda fn, *values: fn.numeric_partials(*values[:fn.arity], output=values[fn.arity]),
 }
 
 
-def _partials(tape: Tape, i: int, vals: dict[int, Any]) -> tuple[Any, ...]:
-    """Local partial derivatives of node i with respect to each of its operands."""
+def _partials(tape: Tape, i: int, vals: dict[int, Any]) -> tuple[tuple[Any, ...], tuple[bool, ...]]:
+    """Local partial derivatives of node i with respect to each of its operands, and for each
+    whether its product with a tangent takes the strong zero (a function linear in it)."""
     node = tape.nodes[i]
     extra = (node.payload,) if node.op == "fn" else ()
     constant = tape.nodes[node.args[-1]].op == "const"
-    return PARTIALS[node.op](*extra, *(vals[a] for a in node.args), vals[i], constant)
+    strong = tuple(node.payload.is_linear(k) for k in range(len(node.args))) if extra else (False,) * len(node.args)
+    return PARTIALS[node.op](*extra, *(vals[a] for a in node.args), vals[i], constant), strong
+
+
+def _times(partial: Any, tangent: Any, strong: bool) -> Any:
+    """partial · tangent; with ``strong``, 0 wherever the tangent is 0 even where the partial is
+    infinite (JAX's ``_safe_mul``): the numeric twin of the graph engines' f(dp, a) for a
+    function linear in p, so xlogy's log(0) = −inf never meets a zero tangent as nan."""
+    product = partial * tangent
+    return np.where(tangent == 0.0, 0.0, product)[()] if strong else product
 
 
 def _tangents(tape: Tape, roots: list[int], seeds: dict[int, Any], values: Values | None,
@@ -154,9 +164,10 @@ def _tangents(tape: Tape, roots: list[int], seeds: dict[int, Any], values: Value
             if not any(a in tangent for a in args):
                 continue
             total = None
-            for a, p in zip(args, _partials(tape, i, vals)):
+            partials, strong = _partials(tape, i, vals)
+            for a, p, s in zip(args, partials, strong):
                 if a in tangent and p is not None:
-                    contribution = p * tangent[a]
+                    contribution = _times(p, tangent[a], s)
                     total = contribution if total is None else total + contribution
             if total is not None:
                 tangent[i] = total
@@ -293,10 +304,11 @@ def vjp(outputs: Term | Sequence[Term], cotangents: Sequence[Any], values: Value
         for i in reversed(list(vals)):
             if i not in adjoint or not tape.nodes[i].args:
                 continue
-            for a, p in zip(tape.nodes[i].args, _partials(tape, i, vals)):
+            partials, strong = _partials(tape, i, vals)
+            for a, p, s in zip(tape.nodes[i].args, partials, strong):
                 if p is None:
                     continue
-                contribution = adjoint[i] * p
+                contribution = _times(p, adjoint[i], s)
                 adjoint[a] = contribution if a not in adjoint else adjoint[a] + contribution
     return Grad(tape, adjoint)
 

@@ -1,4 +1,4 @@
-"""Closed forms of the n-th derivative alone (``taylor_diff``, ``diff``): values against SymPy,
+"""Closed forms of the n-th derivative alone (the last step of ``diff``): values against SymPy,
 sizes against SymPy's own cse form and against the recurrence, the cases where the expansion
 gives up or the form is refused for accuracy at a probe point, and the monomial encoding."""
 
@@ -15,10 +15,10 @@ import subgraph_ad as sad
 
 from subgraph_ad import Tape, cos, exp, log, sin, sqrt, tanh, taylor_graph
 from subgraph_ad.ad import closed_form as horner
-from subgraph_ad.ad import taylor
+from subgraph_ad.ad import diff as diff_module
 from subgraph_ad.ad.closed_form import WIDTH, _Expansion
 from subgraph_ad.core import dependencies
-from subgraph_ad.ad.taylor import taylor_diff
+from subgraph_ad.ad.diff import diff
 from conftest import close, sympy_value
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -50,7 +50,7 @@ def test_nth_derivative_alone_matches_sympy(name, n):
     tape = Tape()
     x, y = tape.var("x", 1.0), tape.var("y", 1.0)
     f = CASES[name](x, y)
-    d = taylor_diff(f, x, n)
+    d = diff(f, x, n, method="taylor")
     expected = sympy.diff(f.to_sympy(), sympy.Symbol("x"), n)
     for px, py in POINTS:
         assert close(d.eval({x: px, y: py}), sympy_value(expected, x=px, y=py), rtol=1e-11), (name, n, px)
@@ -62,7 +62,7 @@ def test_closed_forms_are_smaller_than_sympys_cse_form_and_the_recurrence(name):
     # operations than that form after cse (counted here, in the same run), and than Taylor
     # mode's recurrence for the same order.
     tape, f, x = FUNCTIONS[name]()
-    d = taylor_diff(f, x, 10)
+    d = diff(f, x, 10, method="taylor")
     others = {sympy.Symbol(v.name): v.value for v in tape.vars.values() if v != x}
     expr = sympy.diff(f.to_sympy(), sympy.Symbol(x.name), 10).subs(others)
     replacements, reduced = sympy.cse(expr)
@@ -89,10 +89,10 @@ def test_where_the_expansion_cannot_pay_the_recurrence_stays(name, monkeypatch):
     # more terms than the recurrence has nodes: the n-th derivative is the recurrence's, node
     # for node, and nothing the attempt built is left on the tape
     tape, f, x = FUNCTIONS[name]()
-    d = taylor_diff(f, x, 10)
-    monkeypatch.setattr(taylor, "closed_form", lambda tape, root, mark, wrt: root)
+    d = diff(f, x, 10, method="taylor")
+    monkeypatch.setattr(diff_module, "horner", lambda tape, root, mark, wrt: root)
     tape2, f2, x2 = FUNCTIONS[name]()
-    recurrence = taylor_diff(f2, x2, 10)
+    recurrence = diff(f2, x2, 10, method="taylor")
     assert tape.nodes == tape2.nodes and d.index == recurrence.index
 
 
@@ -101,11 +101,11 @@ def test_an_ill_conditioned_closed_form_is_not_kept(monkeypatch):
     # terms reach 10^7 where its value is 10^4: evaluated near x = 1.9 it would lose 4 digits
     tape = Tape()
     x = tape.var("x", 0.5)
-    d = taylor_diff(tanh(x) ** 2, x, 9)
+    d = diff(tanh(x) ** 2, x, 9, method="taylor")
     monkeypatch.setattr(horner, "AGREE", 1.0)  # any agreement at all
     tape2 = Tape()
     x2 = tape2.var("x", 0.5)
-    closed = taylor_diff(tanh(x2) ** 2, x2, 9)
+    closed = diff(tanh(x2) ** 2, x2, 9, method="taylor")
     assert len(tape2) < len(tape)
     X = sympy.Symbol("x")
     exact = sympy_value(sympy.diff(sympy.tanh(X) ** 2, X, 9), x=1.9)
@@ -119,7 +119,7 @@ def test_every_appended_node_is_needed_and_announced_once():
         x, y = tape.var("x", 1.0), tape.var("y", 1.0)
         f = CASES[name](x, y)
         start, seen = len(tape), []
-        d = taylor_diff(f, x, 7, callback=seen.append)
+        d = diff(f, x, 7, method="taylor", callback=seen.append)
         needed = [i for i in dependencies(tape, [d.index]) if i >= start]
         assert needed == list(range(start, len(tape))), name
         assert [t.index for t in seen] == list(range(start, len(tape))), name
@@ -133,7 +133,7 @@ def test_huge_powers_stay_exact():
     tape = Tape()
     x = tape.var("x", 1.0)
     for f, e in (((x**64) ** 64, 4096), ((((x**64) ** 64) ** 64) ** 64, 2**24)):
-        d = taylor_diff(f * x, x, 2)  # (e + 1)·e·x**(e − 1)
+        d = diff(f * x, x, 2, method="taylor")  # (e + 1)·e·x**(e − 1)
         assert d.eval() == (e + 1) * e
 
 
@@ -217,7 +217,7 @@ def test_the_form_kept_is_within_1e13_of_the_recurrence_at_every_probe(text, n):
     # the recurrence, whether it is the closed form or the recurrence itself
     tape = Tape()
     x = tape.var("x", 0.0)
-    d = taylor_diff(sad.parse(text, tape=tape), x, n)
+    d = diff(sad.parse(text, tape=tape), x, n, method="taylor")
     recurrence = taylor_graph(sad.parse(text, tape=tape), x, n)[-1]
     expr = sympy.diff(sympy.sympify(text), sympy.Symbol("x"), n)
     ours, theirs = d.eval({x: horner.PROBES}), recurrence.eval({x: horner.PROBES})

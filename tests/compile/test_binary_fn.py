@@ -1,5 +1,6 @@
-"""Two-operand function nodes (a BinaryFn) in both backends: lowered by what the function
-declares (``ufuncs`` on both operands, ``scalar`` of two floats), or by its ``f`` alone."""
+"""Two-operand function nodes (a BinaryFn) in both backends: lowered by the function's spelling
+(elementaries on both operands: ufuncs for blocks, a scalar of two floats for Numba), or by its
+``f`` alone."""
 
 import math
 import warnings
@@ -16,18 +17,11 @@ from subgraph_ad.compile.program import build_program
 
 
 class Atan2(sad.BinaryFn):
-    """A user atan2 with the built-ins' lowering: a ufunc for blocks, ``math.atan2`` for Numba."""
+    """A user atan2 spelled with the built-in elementary: a ufunc for blocks, ``math.atan2`` for
+    Numba; its value and numeric partials are derived."""
 
     name = "my_atan2"
-    ufuncs = (np.arctan2,)
-    scalar = math.atan2
-
-    def f(self, a, b):
-        return np.arctan2(a, b)
-
-    def grad(self, a, b):
-        r2 = a * a + b * b
-        return b / r2, -a / r2
+    spelling = ("atan2",)
 
     def fdiff(self, lhs, rhs, output):
         r2 = lhs * lhs + rhs * rhs
@@ -121,10 +115,7 @@ def test_the_block_source_calls_the_ufunc_on_both_operands_in_place():
 def test_a_binaryfn_with_several_ufuncs_applies_the_rest_in_place():
     class NegAtan2(Atan2):
         name = "neg_atan2"
-        ufuncs = (np.arctan2, np.negative)
-
-        def f(self, a, b):
-            return -np.arctan2(a, b)
+        spelling = ("atan2", "neg")
 
     tape = Tape()
     y, x = tape.var("y"), tape.var("x")
@@ -155,11 +146,17 @@ def _whypot(a: float, b: float) -> float:
     return math.sqrt(a * a + 4.0 * b * b)
 
 
+def _whypot_array(a, b):
+    return np.sqrt(a * a + 4.0 * b * b)
+
+
 class JittedWeightedHypot(WeightedHypot):
-    """The same function with a plain Python ``scalar`` of two floats, which Numba jits."""
+    """The same function spelled by an elementary of its own whose scalar is a plain Python
+    function of two floats, which Numba jits."""
 
     name = "whypot_jit"
-    scalar = staticmethod(_whypot)
+    spelling = (sad.Elementary("whypot", 2, (_whypot_array,), _whypot,
+                               "sqrt({0} * {0} + 4.0 * {1} * {1})", lambda a, b: (a * a + 4 * b * b) ** 0.5),)
 
 
 def test_a_plain_python_scalar_of_two_floats_is_jitted_for_numba():

@@ -1,5 +1,6 @@
-"""The backends lower a function by what it declares (``ufuncs``, ``scalar``), never by its class:
-a user's function gets the fast path a built-in gets; and each backend's table covers every op."""
+"""The backends lower a function by its spelling (elementaries, a user's own included), never by
+its class: a user's function gets the fast path a built-in gets; and each backend's table covers
+every op."""
 
 import functools
 import math
@@ -19,14 +20,11 @@ from subgraph_ad.core import OPS
 
 
 class Cbrt(sad.UnaryFn):
-    """A user function with the built-ins' lowering: a ufunc for blocks, NumPy's scalar for Numba."""
+    """A user function spelled with a built-in elementary: a ufunc for blocks, NumPy's scalar for
+    Numba, and ``f`` derived from it."""
 
     name = "cbrt"
-    ufuncs = (np.cbrt,)
-    scalar = np.cbrt
-
-    def f(self, v):
-        return np.cbrt(v)
+    spelling = ("cbrt",)
 
     def fdiff(self, input, output):
         return (1.0 / 3.0) / (output * output)
@@ -36,15 +34,16 @@ def _softplus(v: float) -> float:
     return max(v, 0.0) + math.log1p(math.exp(-abs(v)))
 
 
+#: A user's own elementary: a partial of a ufunc for blocks, a plain Python scalar (jitted by Numba).
+SOFTPLUS = sad.Elementary("softplus", 1, (functools.partial(np.logaddexp, 0.0),), _softplus,
+                          "(fmax({0}, 0.0) + log1p(exp(-fabs({0}))))", lambda a: a)
+
+
 class FastSoftplus(sad.UnaryFn):
-    """A user function lowered by a partial of a ufunc and a plain Python scalar (jitted)."""
+    """A user function spelled by an elementary of its own."""
 
     name = "softplus"
-    ufuncs = (functools.partial(np.logaddexp, 0.0),)
-    scalar = staticmethod(_softplus)
-
-    def f(self, v):
-        return np.logaddexp(0.0, v)
+    spelling = (SOFTPLUS,)
 
 
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
@@ -85,9 +84,10 @@ def test_a_partial_is_spelled_out_and_a_python_scalar_is_jitted():
     z = FastSoftplus()(x)
     program = build_program(tape, [x], [z])
     assert "t1 = _fn1(v0)" in numpy_backend.scalar_source(program)[0]  # a single point calls f
+    assert "t1 = _fn1_0(v0)" in numpy_backend.scalar_source(program, python=True)[0]  # its scalar
     assert "_np.logaddexp(0.0, b0, out=o0)" in block_source(program)[0]
     pytest.importorskip("numba")
-    assert "t1 = _fn1(a0)" in numba_backend.kernel_source(program, (False,))[0]
+    assert "t1 = _fn1_0(a0)" in numba_backend.kernel_source(program, (False,))[0]
     with warnings.catch_warnings():
         warnings.simplefilter("error", BackendWarning)
         g = lambdify([x], z, backend="numba")

@@ -31,7 +31,6 @@ import math
 from typing import Optional
 
 from ...core import Callback, Term
-from ..closed_form import closed_form
 from .coefficients import EXACT_ABOVE
 from .series import Series
 
@@ -44,12 +43,12 @@ def _check(term: Term, wrt: Term, n: int) -> int:
     return term.tape.check_var(wrt, "wrt").index
 
 
-def _build(term: Term, w: int, wanted: range, alone: bool = False) -> list[Optional[int]]:
+def _build(term: Term, w: int, wanted: range) -> list[Optional[int]]:
     """The derivatives of the ``wanted`` orders (indices; None for a structural zero), inside
-    the caller's transaction. ``alone`` (one order, ``taylor_diff``): the closed form may replace the
-    recurrence's result. Only the nodes the results need stay on the tape (``Tape.pruned``)."""
+    the caller's transaction. Only the nodes the results need stay on the tape
+    (``Tape.pruned``)."""
     tape = term.tape
-    base, mark = tape.orders[term.index], len(tape)
+    base = tape.orders[term.index]
 
     def build() -> list[int]:
         exact = wanted[-1] > EXACT_ABOVE  # above it, exact scalars: k! and 1/k! leave the floats
@@ -61,8 +60,6 @@ def _build(term: Term, w: int, wanted: range, alone: bool = False) -> list[Optio
             factorial = math.factorial(k)
             d = series.arith.materialize(series.get(term.index, k), factorial if exact else float(factorial))
             out.append(-1 if d is None else d.index)
-        if alone and out[0] >= 0:  # the n-th derivative alone: its closed form may be smaller
-            return [closed_form(tape, out[0], mark, w)]
         return out
 
     return [None if i < 0 else i for i in tape.pruned(build)]
@@ -84,13 +81,13 @@ def taylor_graph(term: Term, wrt: Term, n: int, callback: Callback | None = None
 
 
 def taylor_diff(term: Term, wrt: Term, n: int, callback: Callback | None = None) -> Term:
-    """The n-th derivative alone: only the coefficients order n needs, and its closed form instead
-    when that is smaller and as accurate (``closed_form``). A structural zero appends nothing and
-    returns the tape's 0."""
+    """The n-th derivative alone: only the coefficients order n needs (the recurrence; ``diff``
+    may replace it by its closed form afterwards). A structural zero appends nothing and returns
+    the tape's 0."""
     w = _check(term, wrt, n)
     if n == 0:
         return term
     tape = term.tape
     with tape.transaction(callback):
-        (index,) = _build(term, w, range(n, n + 1), alone=True)
+        (index,) = _build(term, w, range(n, n + 1))
         return tape.zero if index is None else Term(tape, index)

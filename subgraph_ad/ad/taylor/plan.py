@@ -7,9 +7,10 @@ visits only the pairs of coefficients that can both be non-zero.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from ...core import Node, Tape
+from ...core.ops import LEAVES
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .series import Series
@@ -17,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 #: The degree of a node whose Taylor series does not end (exp, a division by x, ...).
 UNBOUNDED = 1 << 30
 #: How many leading operands of a form enter coefficient k linearly (a_k in add, u_k in root, ...).
-LINEAR = {"add": 2, "sub": 2, "neg": 1, "div": 1, "root": 1, "xlogy": 1}
+LINEAR = {"add": 2, "sub": 2, "neg": 1, "div": 1, "root": 1, "linear": 1}
 
 
 def whole(node: Node) -> bool:
@@ -25,9 +26,41 @@ def whole(node: Node) -> bool:
     return node.op == "const" and float(node.payload).is_integer() and 0 <= node.payload < UNBOUNDED
 
 
+def _sum_degree(nodes: list[Node], args: tuple[int, ...], deg: list[int]) -> int:
+    return max(deg[a] for a in args)
+
+
+def _mul_degree(nodes: list[Node], args: tuple[int, ...], deg: list[int]) -> int:
+    return min(deg[args[0]] + deg[args[1]], UNBOUNDED)
+
+
+def _div_degree(nodes: list[Node], args: tuple[int, ...], deg: list[int]) -> int:
+    return deg[args[0]] if deg[args[1]] == 0 else UNBOUNDED
+
+
+def _pow_degree(nodes: list[Node], args: tuple[int, ...], deg: list[int]) -> int:
+    if deg[args[1]] == 0 and whole(nodes[args[1]]):
+        return min(deg[args[0]] * int(nodes[args[1]].payload), UNBOUNDED)
+    return UNBOUNDED
+
+
+#: The degree bound of a node that depends on wrt, by op, from its operands' bounds (a
+#: function's Taylor series does not end).
+DEGREES: dict[str, Callable[[list[Node], tuple[int, ...], list[int]], int]] = {
+    "add": _sum_degree,
+    "sub": _sum_degree,
+    "neg": _sum_degree,
+    "mul": _mul_degree,
+    "div": _div_degree,
+    "pow": _pow_degree,
+    "fn": lambda nodes, args, deg: UNBOUNDED,
+}
+
+
 class Degrees:
     """deg[i]: an upper bound on the orders at which node i has a non-zero coefficient, worked out
-    in tape order as far as it is asked for (nodes appended by the build itself included)."""
+    in tape order as far as it is asked for (nodes appended by the build itself included): 0
+    for a node free of wrt, 1 for wrt, else its op's row of ``DEGREES``."""
 
     def __init__(self, tape: Tape, wrt: int) -> None:
         self.tape = tape
@@ -41,22 +74,12 @@ class Degrees:
         nodes = self.tape.nodes
         for j in range(len(deg), i + 1):
             node = nodes[j]
-            op, args = node.op, node.args
-            top = max((deg[a] for a in args), default=0)
-            if op in ("var", "const"):
+            if node.op in LEAVES:
                 d = int(j == self.wrt)
-            elif top == 0:
+            elif max(deg[a] for a in node.args) == 0:
                 d = 0
-            elif op in ("add", "sub", "neg"):
-                d = top
-            elif op == "mul":
-                d = min(deg[args[0]] + deg[args[1]], UNBOUNDED)
-            elif op == "div" and deg[args[1]] == 0:
-                d = deg[args[0]]
-            elif op == "pow" and deg[args[1]] == 0 and whole(nodes[args[1]]):
-                d = min(deg[args[0]] * int(nodes[args[1]].payload), UNBOUNDED)
             else:
-                d = UNBOUNDED
+                d = DEGREES[node.op](nodes, node.args, deg)
             deg.append(d)
         return deg[i]
 
@@ -116,5 +139,5 @@ def plan(series: Series, root: int, wanted: range) -> list[tuple[int, int]]:
                     uses[ka] = uses.get(ka, 0) + 1
                     uses[kb] = uses.get(kb, 0) + 1
         terms[key] = live
-        kinds[key] = 2 if best and form[0] in ("div", "root", "xlogy") else best
+        kinds[key] = 2 if best and form[0] in ("div", "root", "linear") else best
     return order

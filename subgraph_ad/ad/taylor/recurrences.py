@@ -14,9 +14,10 @@ Coefficients y_k = y⁽ᵏ⁾/k! of every node along x ↦ x + t, by the standar
   close on themselves because their f′ reuses the output. ``a ** p`` with p constant in x is the
   unary case with g = p·a**(p−1) (a whole p, or a linear in x: exact at a = 0) or g = p·y/a;
   ``a ** b`` otherwise is exp(b·log(a)): the unary case with g = y; with a constant in x but not
-  a positive number (0 ** b, a var base) it is dy = xlogy(y, a)·db, so that 0 ** b has the
+  a positive number (0 ** b, a var base) it is dy = xlogy(y, a)·db (pow's own partial), so that 0 ** b has the
   derivatives 0 where b > 0 rather than 0·(−inf);
-- xlogy (p·log(a), 0 where p is 0) with a constant in x: linear, coefficient k is xlogy(p_k, a).
+- a function linear in one argument (``linear``: xlogy(p, a) = p·log(a), 0 where p is 0) whose
+  other arguments are constant in x: coefficient k is f(p_k, a).
 
 ``FORMS`` maps each op to the form of its nodes — a kind and its operands — and ``PRODUCTS`` and
 ``COMPUTE`` map each kind to its products and to the coefficient they sum to.
@@ -28,7 +29,7 @@ import math
 from typing import TYPE_CHECKING, Callable, Optional
 
 from ...core import Node, Term
-from ...functions import local_derivatives, log, xlogy
+from ...functions import local_derivatives, log, power_partial
 from .coefficients import Lazy
 from .plan import whole
 
@@ -83,8 +84,10 @@ def _unary(s: Series, build: Callable[[], tuple[int, Optional[Term]]]) -> Form:
 
 def _fn_form(s: Series, i: int, node: Node) -> Form:
     fn = node.payload
-    if fn == xlogy and s.degree(node.args[1]) == 0:  # linear in p: coefficient k is xlogy(p_k, a)
-        return ("xlogy", *node.args)
+    linear = [k for k, a in enumerate(node.args) if fn.is_linear(k)
+              and all(s.degree(b) == 0 for j, b in enumerate(node.args) if j != k)]
+    if linear:  # linear in the one argument that moves: coefficient k is f(p_k, a)
+        return ("linear", node.args[linear[0]], i)
     if fn.arity == 2:  # ("binary", a, ga, ca, b, gb, cb): the ODE recurrence over both operands
         inputs = tuple(Term(s.tape, a) for a in node.args)
         return _chained(s, "binary", lambda: list(zip(node.args, local_derivatives(fn, inputs, Term(s.tape, i)))))
@@ -107,7 +110,7 @@ def _pow_form(s: Series, i: int, node: Node) -> Form:
     if s.degree(b.index) > 0 and s.degree(a.index) == 0 and not (base.op == "const" and 0.0 < base.payload < math.inf):
         # dy = xlogy(y, a)·db: 0 where y is 0 at a base of 0 (0 ** b), where log(a)·y is nan; a
         # positive constant base keeps log(a) as a number in the scalars (below)
-        return _unary(s, lambda: (b.index, xlogy(y, a)))
+        return _unary(s, lambda: (b.index, power_partial(1, a, b, y)))
     if s.degree(b.index) > 0:
         return _unary(s, lambda: ((b * log(a)).index, y))
     # g = p·a**(p−1) is exact at a = 0 (0 or ±inf, as gen_graph gives), and for a whole p ends
@@ -141,15 +144,19 @@ def _div_products(s: Series, form: Form, i: int, k: int) -> list[Product]:
     return [((b, j), (i, k - j), -1.0) for j in range(1, min(k, s.degree(b)) + 1)]
 
 
-def _xlogy_coefficient(s: Series, form: Form, i: int, k: int, terms: list[Lazy]) -> Lazy:
-    """xlogy(p, a) with a constant in wrt is linear in p: coefficient k is xlogy(p_k, a), the
-    scalar of p_k kept apart (xlogy(c·T, a) = c·xlogy(T, a); xlogy(c, a) = c·log(a))."""
+def _linear_coefficient(s: Series, form: Form, i: int, k: int, terms: list[Lazy]) -> Lazy:
+    """f(…, p, …) linear in p (``Function.linear``; xlogy(p, a) = p·log(a)) with its other
+    arguments constant in wrt: coefficient k is f(…, p_k, …), the scalar of p_k kept apart
+    (f(c·T, a) = c·f(T, a); f(c, a) = c·f(1, a))."""
     value = s.get(form[1], k)
     if value is None:
         return None
     c, t = value
-    a = Term(s.tape, form[2])
-    return s.arith.canon((c, (log(a) if t is None else xlogy(Term(s.tape, t), a)).index))
+    node = s.tape.nodes[i]
+    tape = s.tape
+    moving = Term(tape, t) if t is not None else tape.const(1.0)
+    args = [moving if a == form[1] else Term(tape, a) for a in node.args]
+    return s.arith.canon((c, node.payload(*args).index))
 
 
 def _unary_products(s: Series, form: Form, i: int, k: int) -> list[Product]:
@@ -176,7 +183,7 @@ PRODUCTS: dict[str, Callable[[Series, Form, int, int], list[Product]]] = {
     "root": lambda s, form, i, k: [((i, j), (i, k - j), -1.0) for j in range(1, k)],
     "unary": _unary_products,
     "binary": _unary_products,
-    "xlogy": _none,
+    "linear": _none,
 }
 
 
@@ -206,5 +213,5 @@ COMPUTE: dict[str, Callable[[Series, Form, int, int, list[Lazy]], Lazy]] = {
     "root": _root,
     "unary": _unary_coefficient,
     "binary": _unary_coefficient,
-    "xlogy": _xlogy_coefficient,
+    "linear": _linear_coefficient,
 }

@@ -2,10 +2,10 @@
 
 The loop is compiled once per pattern of number and array inputs, eagerly (so a function Numba
 cannot type fails at ``lambdify``, where the caller falls back to NumPy), ``nogil`` so threads
-can run slices of the points at once. A function lowers itself by its ``scalar``: a ``math`` or
-NumPy function is typed by Numba as it is, a plain Python function is jitted (once per process);
-without one, its ``f`` is compiled as a function of ``(self=None, v)`` (``(self=None, a, b)`` for
-a BinaryFn).
+can run slices of the points at once. A function lowers through its spelling (each elementary's
+``scalar``: a ``math`` or NumPy function is typed by Numba as it is, a plain Python function is
+jitted once per process, a template is written out); without one, its ``f`` is compiled as a
+function of ``(self=None, v)`` (``(self=None, a, b)`` for a BinaryFn).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ...functions import Function
-from ..program import Operand, Program, callee, define, literal, namespace
+from ..program import Operand, Program, callee, define, literal, namespace, scalar_call
 
 NAME = "Numba"
 
@@ -43,7 +43,7 @@ LOWERING: dict[str, Lowering] = {
     "div": lambda a, operands, call: f"{a[0]} / {a[1]}",
     "pow": _power,
     "neg": lambda a, operands, call: f"-{a[0]}",
-    "fn": lambda a, operands, call: f"{call}{', '.join(a)})",  # any arity, operands in order
+    "fn": lambda a, operands, call: call,  # the whole call, from the function's spelling
 }
 
 
@@ -56,12 +56,14 @@ def _jit(func: types.FunctionType) -> Any:
     return numba.njit(error_model="numpy")(func)
 
 
-def _call(fn: Function, names: dict[str, Any], key: str) -> str:
-    """The opening of the call of ``fn`` on its floats, one per argument (see ``callee``)."""
-    value = fn.scalar if fn.scalar is not None else fn.f
+def _call(fn: Function, operands: list[str], names: dict[str, Any], key: str) -> str:
+    """``fn`` on its floats: its spelling (``scalar_call``), or ``f`` compiled by Numba."""
+    if fn.spelling:
+        return scalar_call(fn, operands, names, key, jit=_jit)[0]
+    value = fn.f
     if isinstance(value, types.MethodType):  # a method that ignores self compiles with self=None
-        return callee(_jit(value.__func__), names, key) + "None, "
-    return callee(_jit(value) if isinstance(value, types.FunctionType) else value, names, key)
+        return callee(_jit(value.__func__), names, key) + f"None, {', '.join(operands)})"
+    return callee(_jit(value) if isinstance(value, types.FunctionType) else value, names, key) + f"{', '.join(operands)})"
 
 
 def kernel_source(program: Program, scalars: tuple[bool, ...] = ()) -> tuple[str, dict[str, Any]]:
@@ -79,8 +81,9 @@ def kernel_source(program: Program, scalars: tuple[bool, ...] = ()) -> tuple[str
     lines += [f"        a{k} = v{k}" + ("" if k < len(scalars) and scalars[k] else "[_p]")
               for k in range(program.n_inputs)]
     for dest, op, args, fn in program.steps:
-        call = _call(fn, names, f"_fn{dest}") if fn is not None else ""
-        lines.append(f"        t{dest} = " + LOWERING[op]([ref(r) for r in args], args, call))
+        a = [ref(r) for r in args]
+        call = _call(fn, a, names, f"_fn{dest}") if fn is not None else ""
+        lines.append(f"        t{dest} = " + LOWERING[op](a, args, call))
     lines += [f"        {o}[_p] = {ref(r)}" for o, r in zip(outs, program.outputs)]
     return "\n".join(lines) + "\n", names
 

@@ -6,19 +6,21 @@ block's working set stays in cache. NumPy releases the GIL inside a ufunc, so th
 different blocks scale. A single point runs a straight-line Python function instead, where
 ufunc dispatch would cost more than the arithmetic.
 
-A function lowers itself: its ``ufuncs`` are applied in turn into the register (the first on
-its operands, one or two), without them its ``f`` is called and the result copied in.
+A function lowers through its spelling: its elementaries' ufuncs are applied in turn into the
+register (the first on its operands, one or two); without a spelling its ``f`` is called and
+the result copied in.
 """
 
 from __future__ import annotations
 
-import math
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ..program import Operand, Program, allocate, callee, define, literal, namespace
+from ...functions.elementary import steps
+from ..program import Operand, Program, allocate, callee, define, literal, namespace, scalar_call
 
 NAME = "NumPy"
 
@@ -43,40 +45,18 @@ LOWERING: dict[str, _Row] = {
 }
 
 
-#: The ``math`` functions that are NumPy's on floats wherever they return one, to an ulp or two
-#: (not floor, which returns an int, nor remainder, which rounds differently, nor cbrt, 3 ulp
-#: off), by their NumPy names
-_MATH_NAMES = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh", "arccosh": "acosh",
-               "arctanh": "atanh", "arctan2": "atan2"}
-_SAME = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan", "asin", "acos",
-         "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "hypot", "erf", "erfc", "fabs",
-         "copysign", "fmod"}
-
-
-def python_function(fn: Any) -> Callable[..., Any] | None:
-    """The ``math`` function that is ``fn`` on Python floats — found from its ``scalar`` or its
-    ``f`` when either is a NumPy or ``math`` function of ``_SAME`` — or None."""
-    for candidate in (fn.scalar, fn.f):
-        name = getattr(candidate, "__name__", "")
-        if vars(np).get(name) is candidate or vars(math).get(name) is candidate:
-            name = _MATH_NAMES.get(name, name)
-            if name in _SAME and hasattr(math, name):
-                return getattr(math, name)
-    return None
-
-
 def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str, Any], bool]:
     """``_f(v0, ...)`` returning the tuple of outputs, one assignment per node.
 
     By default every function is its own ``f`` on NumPy scalars: IEEE results everywhere.
     ``python=True`` writes the fast path for Python floats: operators, ``math.pow`` (``sqrt``
-    for a power of 0.5, as NumPy computes it) and the ``math`` version of each function, which
-    raise (ZeroDivisionError, ValueError, OverflowError) exactly where the IEEE result is not a
-    finite real of the same operation, so a caller reruns such a point on the default path; the
-    negative of such a function (−sin) is minus it; any other function gets its ``f`` on NumPy
-    scalars, as on the default path.
-    Also returns whether that code is pure Python floats (every function found in ``math``),
-    which cannot warn."""
+    for a power of 0.5, as NumPy computes it) and each function's spelling on floats (the
+    elementaries' ``scalar``: ``math`` functions, which raise (ZeroDivisionError, ValueError,
+    OverflowError) exactly where the IEEE result is not a finite real of the same operation, so
+    a caller reruns such a point on the default path); a function with no spelling gets its
+    ``f`` on NumPy scalars, as on the default path.
+    Also returns whether that code is pure Python floats (``math`` and operators only), which
+    cannot warn."""
     names = namespace()
     pure = True
 
@@ -91,18 +71,18 @@ def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str
             half = args[1] == ("c", 0.5)
             lines.append(f"    t{dest} = _math.sqrt({a[0]})" if half else f"    t{dest} = _math.pow({a[0]}, {a[1]})")
             continue
-        f, sign = "", ""
+        if python and fn is not None and fn.spelling:
+            text, own = scalar_call(fn, a, names, f"_fn{dest}")
+            pure = pure and own
+            lines.append(f"    t{dest} = {text}")
+            continue
+        f = ""
         if fn is not None:
-            found = python_function(fn) if python else None
-            negated = getattr(fn, "negative_of", None)
-            if python and found is None and negated is not None:  # −sin: minus math's sin
-                found = python_function(negated)
-                sign = "-" if found is not None else ""
-            if python and found is None:  # f as on the default path: on NumPy scalars
+            if python:  # f as on the default path: on NumPy scalars
                 pure = False
                 a = [f"_np.float64({x})" for x in a]
-            f = callee(found or fn.f, names, f"_fn{dest}")
-        lines.append(f"    t{dest} = {sign}" + LOWERING[op].scalar.format(*a, f=f, a=", ".join(a)))
+            f = callee(fn.f, names, f"_fn{dest}")
+        lines.append(f"    t{dest} = " + LOWERING[op].scalar.format(*a, f=f, a=", ".join(a)))
     lines.append(f"    return ({', '.join(ref(r) for r in program.outputs)},)")
     return "\n".join(lines) + "\n", names, pure
 
@@ -130,9 +110,8 @@ def block_source(program: Program, scalars: tuple[bool, ...] = ()) -> tuple[str,
     body: list[str] = []
     for dest, op, args, fn in program.steps:
         a, r = [ref(x) for x in args], where[dest]
-        if fn is not None and fn.ufuncs:  # in place: the first reads the operands, the rest r
-            body += [callee(u, names, f"_fn{dest}_{j}") + f"{', '.join(a) if j == 0 else r}, out={r})"
-                     for j, u in enumerate(fn.ufuncs)]
+        if fn is not None and fn.spelling:
+            body += _in_place(fn, a, r, names, f"_fn{dest}")
         else:
             f = callee(fn.f, names, f"_fn{dest}") if fn is not None else ""
             body.append(LOWERING[op].block.format(*a, r=r, f=f, a=", ".join(a)))
@@ -151,6 +130,24 @@ def block_source(program: Program, scalars: tuple[bool, ...] = ()) -> tuple[str,
     head += [f"        b{k} = v{k}[_a:_b]" for k in arrays]
     head += [f"        o{k} = _O[{k}][_a:_b]" for k in range(len(program.outputs))]
     return "\n".join(head + [f"        {b}" for b in body]) + "\n", names, count
+
+
+def _ufunc(u: Any) -> bool:
+    """Whether ``u`` takes ``out=``: a ufunc, or a ``partial`` of one over constants."""
+    return isinstance(u, np.ufunc) or (isinstance(u, functools.partial) and isinstance(u.func, np.ufunc))
+
+
+def _in_place(fn: Any, a: list[str], r: str, names: dict[str, Any], key: str) -> list[str]:
+    """A function's spelling as NumPy statements into the register ``r``: each elementary's
+    ufuncs applied in turn with ``out=r`` (the first on the operands, the rest on ``r``), a
+    plain array function's result copied in."""
+    lines, operands = [], ", ".join(a)
+    for s, step in enumerate(steps(fn.spelling)):
+        for j, u in enumerate(step.numpy):
+            call = callee(u, names, f"{key}_{s}_{j}")
+            lines.append(f"{call}{operands}, out={r})" if _ufunc(u) else f"_np.copyto({r}, {call}{operands}))")
+            operands = r
+    return lines
 
 
 @dataclass(frozen=True)
