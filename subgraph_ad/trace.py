@@ -56,8 +56,8 @@ def _argnums(argnums: Any, count: int, what: str, one: bool = False) -> tuple[in
 
 
 class Traced:
-    """The trace of ``f`` for one signature: the tape, the vars of each argument as created, what
-    ``f`` was handed (a Term, or an object array of Terms) and what it returned on them.
+    """The trace of ``f`` for one signature: the tape, the vars of each argument as created (``f``
+    gets each as a Term, or an object array of Terms of its own) and what it returned on them.
 
     ``vars`` is kept apart from the arrays ``f`` gets: NumPy code may write into its argument
     (``x[0], x[1] = x[1], x[0]``), and reading the vars back from it afterwards would
@@ -196,7 +196,7 @@ def _sparse(matrix: Sparse, tape: Tape) -> tuple[list[Term], Callable[[list[Any]
 def _dense(matrix: Sparse, tape: Tape, shape: tuple[int, ...]) -> tuple[list[Term], Callable[[list[Any]], Any]]:
     """A traced dense matrix from its structural nonzeros only, scattered into zeros of
     ``shape``: a Hessian of n vars compiles its distinct nonzeros, not n² entries that are
-    mostly the constant 0 (Rosenbrock-1000: 2,998 programs' outputs instead of 1,000,000)."""
+    mostly the constant 0 (Rosenbrock-1000: 1,999 distinct Terms compiled, not 1,000,000)."""
     terms, take = _nonzeros(matrix, tape)
     rows, cols = np.array(matrix.rows, dtype=np.intp), np.array(matrix.cols, dtype=np.intp)
 
