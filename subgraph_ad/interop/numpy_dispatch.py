@@ -39,6 +39,12 @@ def _reciprocal(a: Term) -> Term:
     return 1.0 / a
 
 
+def _conjugate(a: Term) -> Term:
+    """A Term is real (real vars, real constants, real functions), so it is its own conjugate;
+    NumPy's ``np.var``, ``np.std`` and ``np.vdot`` conjugate before they multiply."""
+    return a
+
+
 #: The arithmetic ufuncs, as Term arithmetic (``np.divide`` is ``np.true_divide``).
 ARITHMETIC: dict[np.ufunc, Callable[..., Term]] = {
     np.add: operator.add,
@@ -51,6 +57,7 @@ ARITHMETIC: dict[np.ufunc, Callable[..., Term]] = {
     np.positive: operator.pos,
     np.square: _square,
     np.reciprocal: _reciprocal,
+    np.conjugate: _conjugate,
 }
 
 
@@ -110,7 +117,10 @@ def array_ufunc(term: Term, ufunc: Any, method: str, *inputs: Any, **kwargs: Any
 def ufunc_method(term: Term, name: str) -> Callable[..., Term]:
     """``term.sin``, ``term.arctan2``, …: the methods NumPy calls on each element of an object
     array of Terms (``np.sin(array)`` does not consult ``__array_ufunc__`` for those), found by
-    the name of the ufunc each registered function says it is."""
+    the name of the ufunc each registered function says it is; ``term.conjugate()`` is the Term
+    (it is real), which NumPy's object loops of ``np.conjugate`` and ``np.vdot`` call."""
+    if name == "conjugate":
+        return lambda: _conjugate(term)
     for fn in FUNCTIONS.values():
         if fn.numpy is not None and getattr(fn.numpy, "__name__", None) == name:
             return lambda *others: fn(term, *others)

@@ -168,3 +168,18 @@ def test_a_term_has_no_truth_value():
     with pytest.raises(TypeError, match="no truth value"):
         _ = not (x - 1)
     assert (x == x) is True and x in [tape.const(1.0), x] and len({x, x}) == 1  # identity still works
+
+
+def test_a_term_is_its_own_conjugate_so_numpy_statistics_run_on_terms():
+    """Terms are real, so np.conjugate (which np.var, np.std and np.vdot call on each element of
+    an object array) is the Term itself; the values are NumPy's on the floats."""
+    tape = Tape()
+    x, y = tape.var("x", 1.5), tape.var("y", -2.0)
+    assert np.conjugate(x) is x and np.conj(x * y).index == (x * y).index
+    assert "np.conjugate" in supported()
+    terms = np.array([x, y, x * y], dtype=object)
+    assert [t.index for t in np.conjugate(terms)] == [t.index for t in terms]
+    floats = np.array([1.5, -2.0, -3.0])
+    for build, reference in [(np.var(terms), np.var(floats)), (np.std(terms, ddof=1), np.std(floats, ddof=1)),
+                             (np.vdot(terms, terms[::-1]), np.vdot(floats, floats[::-1]))]:
+        assert isinstance(build, Term) and build.eval() == pytest.approx(reference, rel=1e-15)
