@@ -60,22 +60,19 @@ def _repr_mimebundle_(obj: Any, include: Any = None, exclude: Any = None) -> dic
     return bundle
 
 
-Term.eval = evaluate  # type: ignore[attr-defined]
-Term.derive = derive  # type: ignore[attr-defined]
-Term.grad = grad  # type: ignore[attr-defined]
-Term.gen_graph = gen_graph  # type: ignore[attr-defined]
-Term.diff = diff  # type: ignore[attr-defined]
-Term.grad_graph = grad_graph  # type: ignore[attr-defined]
-Term.to_sympy = to_sympy  # type: ignore[attr-defined]
-Term.to_dot = to_dot  # type: ignore[attr-defined]
-Term.render = render  # type: ignore[attr-defined]
-Term._repr_mimebundle_ = _repr_mimebundle_  # type: ignore[attr-defined]
-Term._repr_latex_ = _repr_latex_  # type: ignore[attr-defined]
-Term._sympy_ = _sympy_  # type: ignore[attr-defined]
-Term.__str__ = formula  # type: ignore[assignment,method-assign]
-Term.__array_ufunc__ = array_ufunc  # type: ignore[attr-defined]  # np.sin(x) appends sin(x)
-Term.__getattr__ = ufunc_method  # type: ignore[attr-defined]  # np.sin(array of Terms)
-Term.__abs__ = lambda self: FUNCTIONS["abs"](self)  # type: ignore[attr-defined]  # abs(x), np.abs
-Tape.to_dot = to_dot  # type: ignore[attr-defined]
-Tape.from_sympy = from_sympy  # type: ignore[attr-defined]
-Tape._repr_mimebundle_ = _repr_mimebundle_  # type: ignore[attr-defined]
+#: Term's methods from the layers above, by name (declared on Term for type checkers).
+TERM_METHODS: dict[str, Any] = {
+    "eval": evaluate, "derive": derive, "grad": grad, "gen_graph": gen_graph, "diff": diff,
+    "grad_graph": grad_graph, "to_sympy": to_sympy, "to_dot": to_dot, "render": render,
+    "_repr_mimebundle_": _repr_mimebundle_, "_repr_latex_": _repr_latex_, "_sympy_": _sympy_,
+    "__str__": formula,
+    "__array_ufunc__": array_ufunc,  # np.sin(x) appends sin(x)
+    "__getattr__": ufunc_method,  # np.sin(array of Terms)
+    "__abs__": lambda self: FUNCTIONS["abs"](self),  # abs(x), np.abs
+}
+TAPE_METHODS: dict[str, Any] = {"to_dot": to_dot, "from_sympy": from_sympy, "_repr_mimebundle_": _repr_mimebundle_}
+
+for _name, _method in TERM_METHODS.items():
+    setattr(Term, _name, _method)
+for _name, _method in TAPE_METHODS.items():
+    setattr(Tape, _name, _method)

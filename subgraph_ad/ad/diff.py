@@ -132,22 +132,23 @@ def diff(z: Term, *args: Any, method: str = "auto", closed_form: bool = True,
     tape = z.tape
 
     def last(build: Callable[[], Term], w: Term, count: int) -> Term:
-        """The run ``build`` makes, then its closed form where that is smaller; the listener
-        hears only the nodes kept."""
-        mark = len(tape)
+        """The run ``build`` makes, then its closed form where that is smaller (and then only
+        the nodes it needs stay); the listener hears only the nodes kept."""
+        mark, won = len(tape), []
 
         def run() -> list[int]:
             found = build()
             if not (closed_form and count >= CLOSED_FROM and found.index >= mark):
                 return [found.index]
             tape.tag(tape.orders[found.index])  # the closed form belongs to the same order
-            try:
-                with tape.transaction():
-                    return [horner(tape, found.index, mark, w.index)]
-            except LimitError:  # no room to try it: the run stands
-                return [found.index]
+            try:  # what the attempt built and does not use leaves at once
+                (index,) = tape.pruned(lambda: [horner(tape, found.index, mark, w.index)])
+            except LimitError:  # no room to try it: the run stands (pruned rolled the attempt back)
+                index = found.index
+            won.append(index != found.index)
+            return [index]
 
-        (index,) = tape.pruned(run)
+        (index,) = tape.pruned(run, needed=lambda: any(won))
         return Term(tape, index)
 
     with tape.transaction(callback):

@@ -9,13 +9,16 @@ nothing above it. ``repr`` stays the short, unambiguous ``Term(index: op)``.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union, overload
 
 import numpy as np
 
 from .ops import Node
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    import os
+
+    from ..numeric.modes import Grad
     from .tape import Tape
 
 Operand = Union["Term", int, float, Fraction]
@@ -163,6 +166,53 @@ class Term:
 
     def __ge__(self, other: object) -> bool:
         return self._compare(other, ">=")
+
+    if TYPE_CHECKING:  # pragma: no cover - attached by subgraph_ad.methods; declared for type checkers
+        def eval(self, values: Mapping[Any, Any] | None = None, *, warn: bool = False) -> Any:
+            """The value: a float, or an ndarray when a value is an array."""
+
+        def derive(self, wrt: Term | Mapping[Term, Any], values: Mapping[Any, Any] | None = None, *,
+                   warn: bool = False) -> Any:
+            """Forward mode: d(self)/d(wrt) as a value."""
+
+        def grad(self, values: Mapping[Any, Any] | None = None, *, warn: bool = False) -> Grad:
+            """Reverse mode: every partial as a value, in one sweep."""
+
+        def gen_graph(self, wrt: Term | Mapping[Term, Any], callback: Callable[[Term], None] | None = None) -> Term:
+            """The nodes of d(self)/d(wrt), appended to the tape."""
+
+        def diff(self, *args: Term | int, method: str = "auto", closed_form: bool = True,
+                 callback: Callable[[Term], None] | None = None) -> Term:
+            """Repeated differentiation, SymPy-style."""
+
+        @overload
+        def grad_graph(self, wrt: Term, callback: Callable[[Term], None] | None = None) -> Term: ...
+
+        @overload
+        def grad_graph(self, wrt: Sequence[Term], callback: Callable[[Term], None] | None = None) -> list[Term]: ...
+
+        def grad_graph(self, wrt: Term | Sequence[Term],
+                       callback: Callable[[Term], None] | None = None) -> Term | list[Term]:
+            """Symbolic reverse mode: every partial as Terms, in one backward sweep."""
+
+        def to_sympy(self) -> Any:
+            """The SymPy expression."""
+
+        def to_dot(self, **options: Any) -> str:
+            """DOT source of the nodes this term depends on."""
+
+        def render(self, path: str | os.PathLike[str], *, max_nodes: int | None = ..., **options: Any) -> str:
+            """Draw with Graphviz; the format from the suffix."""
+
+        def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]: ...
+
+        def _repr_latex_(self) -> str: ...
+
+        def _sympy_(self) -> Any: ...
+
+        def __getattr__(self, name: str) -> Callable[..., Term]: ...
+
+        def __abs__(self) -> Term: ...
 
     # -- values -----------------------------------------------------------------------------
     def set(self, value: Any) -> None:
