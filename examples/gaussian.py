@@ -54,7 +54,7 @@ try:
     fresh = sad.Tape()
     y = fresh.var("x", 0.5)
     start = time.perf_counter()
-    movie = sad.animate(sad.exp(-y**2 / 2), y, 6, out / "gaussian.html")
+    movie = sad.animate(sad.exp(-y**2 / 2), y, 6, out / "gaussian.html", method="graph")
     seconds = time.perf_counter() - start
 except sad.GraphvizNotFound as exc:
     print(f"no drawings: {exc}", file=sys.stderr)

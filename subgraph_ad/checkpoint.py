@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from .core import checks
 from .ad.reverse import grad_graph
 from .compile.lambdify import lambdify
 from .trace import Traced
@@ -63,8 +64,7 @@ def checkpointed_grad(step: Callable[[Any], Any], x0: Any, n_steps: int) -> Chec
     x0.shape * 2) for an array x0. Reverse mode over the CTZ schedule (see the module)."""
     if not callable(step):
         raise TypeError(f"checkpointed_grad() takes a step function to trace, got {type(step).__name__} {step!r}")
-    if isinstance(n_steps, bool) or not isinstance(n_steps, int) or n_steps < 0:
-        raise ValueError(f"checkpointed_grad: n_steps must be an int >= 0, got {n_steps!r}")
+    checks.count(n_steps, "n_steps", "checkpointed_grad")
     state = np.asarray(x0, dtype=float)
     size = max(state.size, 1)
     trace = Traced(step, (state.shape,), "checkpointed_grad")

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from .ad.diff import parse_diff_args
+from .core.checks import diff_spec
 from .core import Term, dependencies
 from .tables import html_table, text_table
 from .viz.record import notation
@@ -246,7 +246,7 @@ def check_against_sympy(term: Term, *wrt_args: Any, points: int = 5, seed: int =
     """
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
         raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
-    wrts = parse_diff_args(wrt_args)
+    wrts = diff_spec(wrt_args, "check_against_sympy")
     ours = term.diff(*wrt_args, method=method) if derivative is None else derivative
     tape = term.tape
     var_names = sorted({tape.nodes[i].payload for i in dependencies(tape, [term.index])

@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .core import checks
 from .ad.diff import diff
 from .ad.matrices import hessian as hessian_terms
 from .ad.matrices import Sparse, sparse_matrix
@@ -252,8 +253,7 @@ def derivative(f: Callable[..., Any], n: int = 1, argnum: int = 0) -> Callable[.
     """The n-th derivative of a scalar function in one argument, elementwise on arrays of
     points: ``derivative(f, 4)(np.linspace(-2, 2, 9))``. Built by ``diff`` (Taylor mode from
     the third order) on the trace."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"derivative: the order n must be an int >= 0, got {n!r}")
+    checks.count(n, "the order n", "derivative")
 
     def build(trace: Traced) -> tuple[list[Term], Callable[[list[Any]], Any]]:
         (k,) = _argnums(argnum, len(trace.shapes), "derivative", one=True)

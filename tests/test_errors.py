@@ -568,12 +568,13 @@ def test_graph_too_large_names_the_size_and_the_way_out(w: World, tmp_path: Path
 def test_animate_bad_arguments(w: World, tmp_path: Path) -> None:
     cases = [((w.f, w.x, 2, tmp_path / "a.mp4"), {}, ValueError, ("a.mp4", ".html", ".svg", ".gif")),
              ((w.f, w.x, 2, tmp_path / "no" / "a.html"), {}, OSError, (str(tmp_path / "no"), "does not exist")),
-             ((w.f, w.x, 0, tmp_path / "a.html"), {}, ValueError, ("order", ">= 1", "0")),
+             ((w.f, w.x, 0, tmp_path / "a.html"), {}, ValueError, ("order", "at least 1", "0")),
              ((w.f, w.x, 2, tmp_path / "a.html"), {"per": "frame"}, ValueError, ("'frame'", "'node'", "'pass'")),
              ((w.f, w.x, 2, tmp_path / "a.html"), {"method": "magic"}, ValueError, ("'magic'", "'graph'")),
              ((w.f, w.x, 2, tmp_path / "a.html"), {"interval": -1}, ValueError, ("interval", "positive", "-1")),
-             ((w.f, [], None, tmp_path / "a.html"), {}, TypeError, ("wrt", "list", "[]")),
-             ((w.f, [w.x, w.y], 3, tmp_path / "a.html"), {}, ValueError, ("2 vars", "None", "3")),
+             ((w.f, tmp_path / "a.html"), {}, TypeError, ("animate()", "at least one var")),
+             ((w.f, [w.x, w.y], 3, tmp_path / "a.html"), {}, TypeError, ("vars and int counts", "list")),
+             ((w.f, 3, w.x, tmp_path / "a.html"), {}, TypeError, ("count 3", "must follow a var")),
              ((3.0, w.x, 2, tmp_path / "a.html"), {}, TypeError, ("float", "3.0", "Term"))]
     for args, kwargs, error, fragments in cases:
         with unchanged(w.tape), pytest.raises(error) as info:

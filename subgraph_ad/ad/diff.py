@@ -18,31 +18,11 @@ import numpy as np
 
 from .forward import gen_graph
 from ..core import Callback, LimitError, Tape, Term, UnfedPlaceholder
+from ..core.checks import choice, diff_spec
 from ..numeric.modes import values_of
 from ..tables import html_table, text_table
 from .closed_form import closed_form as horner
 from .taylor import taylor_diff, taylor_graph
-
-
-def parse_diff_args(args: tuple[Any, ...]) -> list[Term]:
-    """SymPy-style ``(x, 3, y)`` -> ``[x, x, x, y]``; a count follows the var it repeats."""
-    if not args:
-        raise TypeError("diff() needs at least one var, e.g. z.diff(x) or z.diff(x, 2, y)")
-    out: list[Term] = []
-    for i, a in enumerate(args):
-        if isinstance(a, Term):
-            out.append(a)
-        elif isinstance(a, int) and not isinstance(a, bool):
-            if not out or not isinstance(args[i - 1], Term):
-                raise TypeError(f"diff(): the count {a} at position {i} must follow a var")
-            if a < 0:
-                raise ValueError(f"diff(): a derivative order must be >= 0, got {a}")
-            out.extend([out[-1]] * (a - 1))
-            if a == 0:
-                out.pop()
-        else:
-            raise TypeError(f"diff() takes vars and int counts, got {type(a).__name__} {a!r} at position {i}")
-    return out
 
 
 #: ``method="auto"``: a run of fewer repeats of one var than this is differentiated by gen_graph,
@@ -94,19 +74,14 @@ CLOSED_FROM = 3
 METHODS = ("auto", "graph", "taylor")
 
 
-def check_method(method: Any) -> str:
-    """``method`` if it names one of ``METHODS``, else a ValueError saying which exist."""
-    if method not in METHODS:
-        raise ValueError(f"method must be 'auto', 'graph' or 'taylor', got {method!r}")
-    return method
-
-
 def _runs(z: Term, args: tuple[Any, ...], method: str) -> list[tuple[Term, int]]:
     """The vars of ``diff``-style args as runs (var, repeats), checked."""
-    wrts = parse_diff_args(args)
+    if not isinstance(z, Term):
+        raise TypeError(f"diff differentiates a Term, got {type(z).__name__} {z!r:.80}")
+    wrts = diff_spec(args, "diff")
     for w in wrts:
         z.tape.check_var(w, "wrt")
-    check_method(method)
+    choice(method, "method", METHODS, "diff")
     return [(w, len(list(run))) for w, run in itertools.groupby(wrts)]
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+from ..core import checks
 from ..core import Callback, Tape, Term, dependencies
 from ..core.graph import live_since
 from ..functions import chain, differentiate, power_partial
@@ -97,11 +98,8 @@ def gen_graph_many(terms: Sequence[Term], wrt: Term, callback: Callback | None =
     >>> [d.to_sympy() for d in gen_graph_many([x * x, x ** 3], x)]
     [2*x, 3*x**2]
     """
-    if not terms or not all(isinstance(t, Term) for t in terms):
-        raise TypeError(f"gen_graph_many takes a non-empty list of Terms, got {terms!r}")
+    terms, _ = checks.terms(list(terms) if isinstance(terms, tuple) else terms, "terms", "gen_graph_many")
     tape = terms[0].tape
-    for t in terms:
-        terms[0]._lift(t)
     w = tape.check_var(wrt, "wrt").index
     unused: list[bool] = []
     order = max(derivative_order(t) for t in terms) + 1
@@ -120,11 +118,8 @@ def directional(outputs: Sequence[Term], tangents: Mapping[Term, Any], callback:
     >>> directional([x * y, x + y], {x: 1.0, y: 3.0})[0].to_sympy()
     3*x + y
     """
-    if not outputs or not all(isinstance(t, Term) for t in outputs):
-        raise TypeError(f"directional derivatives take a non-empty list of Terms, got {outputs!r}")
+    outputs, _ = checks.terms(outputs, "outputs", "directional derivatives")
     tape = outputs[0].tape
-    for t in outputs:
-        outputs[0]._lift(t)
     unused: list[bool] = []
     order = max(derivative_order(t) for t in outputs) + 1
     with tape.transaction(callback, order=order):

@@ -32,6 +32,7 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
+from ..core import checks
 from ..core import Term, dependencies
 from .forward import directional, gen_graph_many
 from .reverse import grad_graph
@@ -242,8 +243,7 @@ def hutchinson_trace(output: Term, inputs: Term | Sequence[Term], samples: int =
     was."""
     from ..compile.lambdify import lambdify
 
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
-        raise ValueError(f"hutchinson_trace: samples must be an int >= 1, got {samples!r}")
+    checks.count(samples, "samples", "hutchinson_trace", low=1)
     xs = _vars(output, inputs)
     tape = output.tape
     with tape.trial():

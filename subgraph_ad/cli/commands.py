@@ -76,7 +76,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
     animations: list[sad.Animation] = []
     if args.animate:  # one recording, written in each format asked for
-        animations = sad.animate(f, wrts, None, args.animate, per=args.per, rankdir=args.rankdir,
+        animations = sad.animate(f, *wrts, path=args.animate, per=args.per, rankdir=args.rankdir,
                                  precision=args.precision, title=f"{notation(names)} of {text}",
                                  max_nodes=args.max_nodes, max_frames=args.max_frames, progress=say,
                                  method=args.method)

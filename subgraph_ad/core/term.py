@@ -64,7 +64,21 @@ class Term:
         return hash((id(self.tape), self.index))
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Term) and other.tape is self.tape and other.index == self.index
+        """Two Terms are equal when they are the same node (interning makes equal expressions
+        one node); comparing a Term with a number is refused like ``<``, since its value is not
+        known until it is evaluated (``x == 1.0`` would be False for every x, silently)."""
+        if isinstance(other, Term):
+            return other.tape is self.tape and other.index == self.index
+        if isinstance(other, (int, float, complex, Fraction, np.number)):
+            return self._compare(other, "==")
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        if isinstance(other, Term):
+            return not (other.tape is self.tape and other.index == self.index)
+        if isinstance(other, (int, float, complex, Fraction, np.number)):
+            return self._compare(other, "!=")
+        return NotImplemented
 
     # -- arithmetic ---------------------------------------------------------------------------
     def _lift(self, other: Operand) -> Term:

@@ -147,6 +147,12 @@ class Function:
         return f"<{self.kind} {self.name}>"
 
 
+def _one(output: Any) -> Any:
+    """The derivative 1 a rustograd-style rule is seeded with: a constant of the output's tape,
+    or the number 1 when the rule runs on numbers (``grad``)."""
+    return output.tape.const(1.0) if isinstance(output, Term) else 1.0
+
+
 def _values(p: Any) -> Any:
     """A partial computed on numbers as floats (an exact constant in a rule, e.g. Fraction(1, 3),
     makes an object array)."""
@@ -191,7 +197,7 @@ class UnaryFn(Function):
             rule = cls.gen_graph
 
             def fdiff(self: UnaryFn, input: Term, output: Term) -> Term | None:
-                return rule(self, input, output, output.tape.const(1.0))
+                return rule(self, input, output, _one(output))
 
             cls.fdiff = fdiff  # type: ignore[method-assign]
 
@@ -232,7 +238,7 @@ class BinaryFn(Function):
             rule = cls.gen_graph
 
             def fdiff(self: BinaryFn, lhs: Term, rhs: Term, output: Term) -> tuple[Term | None, Term | None]:
-                one = output.tape.const(1.0)
+                one = _one(output)
                 return rule(self, lhs, rhs, output, one, None), rule(self, lhs, rhs, output, None, one)
 
             cls.fdiff = fdiff  # type: ignore[method-assign]

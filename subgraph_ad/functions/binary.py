@@ -17,7 +17,9 @@ from .piecewise import abs_, sign
 @dataclass(frozen=True, repr=False)
 class Atan2(BinaryFn):
     """atan2(y, x): the angle of the point (x, y), in (−π, π]; ∂/∂y = x/(x² + y²),
-    ∂/∂x = −y/(x² + y²)."""
+    ∂/∂x = −y/(x² + y²). (Written (x/h)/h with h = hypot(x, y) the partials would survive
+    |x|, |y| beyond 1e±154, where x² + y² overflows or underflows, but Taylor mode would then
+    carry hypot's series: 301 nodes for the 10th derivative instead of 50.)"""
 
     name = "atan2"
     spelling = ("atan2",)

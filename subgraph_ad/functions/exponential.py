@@ -77,13 +77,14 @@ class Log1p(UnaryFn):
 
 @dataclass(frozen=True, repr=False)
 class Expm1(UnaryFn):
-    """exp(u) − 1, accurate for small u; expm1′ = expm1 + 1, closing on the output."""
+    """exp(u) − 1, accurate for small u; expm1′ = exp(u), not expm1 + 1: below u ≈ −37 the
+    output rounds to −1 and expm1 + 1 to 0, where exp(u) is e^u to the last digit."""
 
     name = "expm1"
     spelling = ("expm1",)
 
     def fdiff(self, input: Term, output: Term) -> Term:
-        return output + 1.0
+        return exp(input)
 
 
 @dataclass(frozen=True, repr=False)

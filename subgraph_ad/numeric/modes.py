@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from ..core import checks
 from ..core import OPS, UNFED, Tape, Term, UnfedPlaceholder, dependencies
 from ..functions import power_partial
 from ..tables import html_table, text_table
@@ -278,13 +279,7 @@ class Grad(Mapping):
 
 
 def _outputs(outputs: Any) -> list[Term]:
-    if isinstance(outputs, Term):
-        return [outputs]
-    if isinstance(outputs, (list, tuple)) and outputs and all(isinstance(t, Term) for t in outputs):
-        for t in outputs:
-            outputs[0]._lift(t)
-        return list(outputs)
-    raise TypeError(f"outputs must be a Term or a non-empty list of Terms, got {type(outputs).__name__} {outputs!r}")
+    return checks.terms(outputs, "outputs", "jvp/vjp")[0]
 
 
 def vjp(outputs: Term | Sequence[Term], cotangents: Sequence[Any], values: Values | None = None, *,

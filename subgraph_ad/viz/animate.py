@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..ad.diff import METHODS
 from ..core import Tape, Term
+from ..core.checks import choice, diff_spec
 from .dot import MAX_NODES, check_size
 from .gif import MAX_GIF_FRAMES, check_frames, write_gif
 from .player import Player, new_uid
@@ -34,7 +36,7 @@ from .record import HOLD, NEW, PER, Recording, notation, record
 from .render import find_program, svg_text
 
 FORMATS = ("html", "svg", "gif")
-METHODS = ("graph", "taylor", "auto")
+
 #: Seconds a frame is shown, by default, per node and per pass (the SVG and GIF then hold the last for HOLD).
 INTERVALS = {"node": 0.5, "pass": 1.5}
 #: Height, in points, of the caption line above an animated SVG, and its font size.
@@ -67,21 +69,16 @@ class Animation:
         return None if self.player is None else self.player.fragment(new_uid())
 
 
-def _wrt_list(tape: Tape, wrt: Any, order: Any) -> list[Term]:
-    if isinstance(wrt, Term):
-        order = 1 if order is None else order
-        if isinstance(order, bool) or not isinstance(order, int) or order < 1:
-            raise ValueError(f"order must be an int >= 1, got {order!r}")
-        wrts = [wrt] * order
-    elif isinstance(wrt, (list, tuple)) and wrt:
-        wrts = list(wrt)
-        if order is not None and order != len(wrts):
-            raise ValueError(f"with a list of {len(wrts)} vars, order must be None or {len(wrts)}, got {order!r}")
-    else:
-        raise TypeError(f"wrt must be a var Term or a non-empty list of them, got {type(wrt).__name__} {wrt!r}")
-    for w in wrts:
-        tape.check_var(w, "wrt")
-    return wrts
+def _path_like(value: Any) -> bool:
+    return isinstance(value, (str, os.PathLike))
+
+
+def _split_args(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], Any]:
+    """``diff``-style args, then optionally where to write: ``(x, 4, "d4.html")``."""
+    last = args[-1] if args else None
+    if _path_like(last) or (isinstance(last, (list, tuple)) and all(_path_like(p) for p in last)):
+        return args[:-1], last
+    return args, None
 
 
 # -- the HTML player and the animated SVG: both show the one final SVG ------------------------------
@@ -198,10 +195,8 @@ def _animated_svg(rec: Recording, options: dict[str, Any], interval: float) -> s
 
 def animate(
     term: Term,
-    wrt: Term | Sequence[Term],
-    order: int | None = None,
+    *args: Any,
     path: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
-    *,
     per: str = "node",
     interval: float | None = None,
     title: str | None = None,
@@ -213,25 +208,36 @@ def animate(
     max_frames: int | None = MAX_GIF_FRAMES,
     include_unused: bool = False,
     progress: Progress | None = None,
-    method: str = "graph",
+    method: str = "auto",
 ) -> Animation | list[Animation]:
-    """Differentiate ``term`` ``order`` times by ``wrt`` (once if None) and animate the graph growing.
+    """Differentiate ``term`` as ``diff(term, *args)`` does (``animate(f, x, 4)``,
+    ``animate(f, x, 2, y)``) and animate the graph growing.
 
-    Without ``path``, nothing is written: the Animation shows as a player in Jupyter. With one,
-    the format comes from its suffix: ``.html``, ``.svg`` or ``.gif``; a list of paths writes
-    one recording in several formats (and returns a list). ``wrt`` may also be a list of vars,
-    one per pass (mixed derivatives; ``order`` then is None). One frame per appended node, or
+    Without ``path``, nothing is written: the Animation shows as a player in Jupyter. With one
+    (the keyword, or a last positional argument: ``animate(f, x, 4, "d4.html")``), the format
+    comes from its suffix: ``.html``, ``.svg`` or ``.gif``; a list of paths writes one recording
+    in several formats (and returns a list). One frame per appended node, or
     per pass with ``per="pass"``. ``interval`` is seconds per frame. ``rankdir``, ``precision``,
     ``compact`` and ``group_by_order`` are the drawing options of ``to_dot``. More than
     ``max_nodes`` nodes, or for GIFs more than ``max_frames`` frames, is GraphTooLarge (None
     lifts either cap). ``include_unused`` also draws appended nodes that folding left unused.
-    ``method`` is ``"graph"`` (one gen_graph pass per order: what the derivative-subgraph
-    picture explains), ``"taylor"`` or ``"auto"`` (as in ``diff``: a Taylor-mode run shows one
-    order per pass). The derivative nodes stay on the tape, as with ``diff``; if anything
+    ``method`` is ``"auto"`` (as in ``diff``), ``"graph"`` (one gen_graph pass per order: what
+    the derivative-subgraph picture explains) or ``"taylor"`` (a Taylor-mode run shows one order
+    per pass). The derivative nodes stay on the tape, as with ``diff``; if anything
     fails, the tape is left as it was.
     """
     if not isinstance(term, Term):
         raise TypeError(f"animate() draws a Term, got {type(term).__name__} {term!r}")
+    args, trailing = _split_args(args)
+    if trailing is not None:
+        if path is not None:
+            raise TypeError(f"animate() got two paths: {trailing!r} and path={path!r}")
+        path = trailing
+    wrts = diff_spec(args, "animate")
+    if not wrts:
+        raise ValueError(f"animate(): the derivative order must be at least 1, got {args!r}")
+    for w in wrts:
+        term.tape.check_var(w, "wrt")
     single = path is None or isinstance(path, (str, os.PathLike))
     paths: list[Any] = [path] if single else list(path)  # type: ignore[arg-type]
     if not paths:
@@ -242,11 +248,9 @@ def animate(
             raise ValueError(f"cannot tell the animation format of {str(p)!r}: use .html, .svg or .gif")
     if per not in PER:
         raise ValueError(f"per must be 'node' or 'pass', got {per!r}")
-    if method not in METHODS:
-        raise ValueError(f"method must be 'graph', 'taylor' or 'auto', got {method!r}")
+    choice(method, "method", METHODS, "animate")
     if interval is not None and not interval > 0:
         raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
-    wrts = _wrt_list(term.tape, wrt, order)
     for p in paths:
         parent = Path(p).resolve().parent if p is not None else None
         if parent is not None and not parent.is_dir():

@@ -118,7 +118,7 @@ def test_exact_constants_print_exactly(xy):
 
 def test_a_big_expression_is_written_with_shared_temporaries(xy):
     tape, x, y = xy
-    d4 = sad.exp(-x**2 / 2).diff(x, 4, method="graph")
+    d4 = sad.exp(-x**2 / 2).diff(x, 4, method="graph", closed_form=False)
     text = str(d4)
     lines = text.splitlines()
     assert len(lines) > 1 and lines[0].startswith("t1 = ")
@@ -129,7 +129,7 @@ def test_a_big_expression_is_written_with_shared_temporaries(xy):
 
 def test_long_output_is_capped_with_a_note(xy):
     tape, x, y = xy
-    d = (sad.exp(-x**2 / 2) * sad.sin(3 * x)).diff(x, 10, method="graph")
+    d = (sad.exp(-x**2 / 2) * sad.sin(3 * x)).diff(x, 10, method="graph", closed_form=False)
     text = str(d)
     lines = text.splitlines()
     assert len(lines) == 61
@@ -175,7 +175,7 @@ def test_random_expressions_print_as_themselves():
 def test_a_var_named_like_a_temporary_is_not_shadowed():
     tape = sad.Tape()
     t1 = tape.var("t1", 0.2)
-    d = sad.exp(-t1**2 / 2).diff(t1, 4, method="graph")
+    d = sad.exp(-t1**2 / 2).diff(t1, 4, method="graph", closed_form=False)
     text = str(d)
     assert "_t1 = " in text
     T = sympy.Symbol("t1")
@@ -213,7 +213,7 @@ def test_latex_is_sympys_latex_of_the_formula(xy):
 
 def test_latex_of_a_big_expression_is_an_aligned_block_of_temporaries(xy):
     tape, x, y = xy
-    d = (sad.exp(-x**2 / 2) * sad.sin(3 * x)).diff(x, 10, method="graph")
+    d = (sad.exp(-x**2 / 2) * sad.sin(3 * x)).diff(x, 10, method="graph", closed_form=False)
     text = latex(d)
     assert text.startswith("$\\displaystyle \\begin{aligned}t_{1} &= ") and text.endswith("\\end{aligned}$")
     rows = text.split(" \\\\ ")

@@ -71,7 +71,7 @@ def test_record_taylor_mode_shows_one_order_per_pass():
     assert all(tape.orders[i] == fr.pass_no for fr in rec.frames[1:] for i in fr.new)
     for i in rec.indices:
         assert all(rec.appear[a] <= rec.appear[i] for a in tape.nodes[i].args)
-    with pytest.raises(ValueError, match="method must be 'graph', 'taylor' or 'auto', got 'fast'"):
+    with pytest.raises(ValueError, match="method must be 'auto', 'graph' or 'taylor', got 'fast'"):
         sad.animate(f, x, 2, "never.html", method="fast")
 
 
@@ -244,10 +244,12 @@ def test_bad_arguments_are_refused():
         sad.animate(f, x, 0, "g.html")
     with pytest.raises(ValueError, match="per"):
         sad.animate(f, x, 1, "g.html", per="frame")
-    with pytest.raises(TypeError, match="wrt"):
+    with pytest.raises(TypeError, match="takes vars and int counts, got str 'x'"):
         sad.animate(f, "x", 1, "g.html")
     with pytest.raises(ValueError, match="must be a var"):
-        sad.animate(f, [f], None, "g.html")
+        sad.animate(f, f, "g.html")
+    with pytest.raises(TypeError, match="two paths"):
+        sad.animate(f, x, "g.html", path="h.html")
 
 
 def test_split_png_stream_round_trips():
