@@ -619,3 +619,110 @@ def test_progress_on_a_terminal_and_none_when_piped():
         os.close(primary)
     assert done.returncode == 0 and b"checking against SymPy" in seen
     assert "checking" not in done.stdout and "\r" not in done.stdout and "result: 3 pass" in done.stdout
+
+
+# -- no silent wrong answers (issue "No silent wrong answers", 8, 10, 11) --------------------------
+SHADOW = '''
+import pathlib
+pathlib.Path({marker!r}).write_text("a graphviz.py in the current directory was run")
+raise ImportError("not the real graphviz")
+'''
+
+
+def test_fn_does_not_leave_the_current_directory_on_sys_path(tmp_path):
+    """--fn imports the named module from the current directory and nothing else from there: a
+    graphviz.py next to it was run when render imported graphviz later. Run as the installed
+    `subgraph-ad` script runs (-P: no current directory of its own on sys.path)."""
+    marker = tmp_path / "marker.txt"
+    (tmp_path / "myfuncs.py").write_text(MODULE)
+    (tmp_path / "graphviz.py").write_text(SHADOW.format(marker=str(marker)))
+    root = os.path.dirname(os.path.dirname(sad.__file__))
+    env = dict(os.environ, PYTHONPATH=root)
+    done = subprocess.run([sys.executable, "-P", "-m", "subgraph_ad.cli", "render", "softplus(x)", "--fn",
+                           "myfuncs:softplus", "-o", "f.svg"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert not marker.exists()
+    assert ET.parse(tmp_path / "f.svg").getroot().tag.endswith("svg")  # drawn by the real graphviz
+
+
+def test_fn_restores_sys_path_in_process(user_module, capsys):
+    before = list(sys.path)
+    assert main(["diff", "softplus(x)", "--fn", f"{user_module}:softplus", "--wrt", "x", "--at", "x=0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["value"] == 0.5  # softplus'(0) = sigmoid(0)
+    assert sys.path == before
+
+
+@pytest.mark.parametrize("args, message", [
+    (["diff", "x^2", "--wrt", "x:99999999999999999999"],
+     "99999999999999999999 derivatives asked for, more than --max-order 200"),
+    (["diff", "x^2", "--wrt", "x", "--order", "99999999999999999999"],
+     "99999999999999999999 derivatives asked for, more than --max-order 200"),
+    (["verify", "x*y", "--wrt", "x:3,y:99999999999999999999"],
+     "100000000000000000002 derivatives asked for, more than --max-order 200"),
+    (["diff", "x^2", "--wrt", "x:99999999999999999999", "--max-order", "0"],
+     f"99999999999999999999 derivatives asked for, more than a list can hold ({sys.maxsize})"),
+    (["diff", "x*y", "--wrt", "x", "--at", "x=1,y=2,x=3"], "--at names x twice (x=1 and x=3); give each var one value"),
+    (["diff", "x*y", "--wrt", "x", "--at", "x=1,y=2", "--at", "x = 1"],
+     "--at names x twice (x=1 and x = 1); give each var one value"),
+    (["verify", "x^2", "--wrt", "x", "--points", "99999999999999999999"],
+     "argument --points: at most 10000 points, got 99999999999999999999"),
+    (["diff", "x^2", "--wrt", "x:²"], "--wrt takes VAR, VAR:N or a list like x:2,y"),  # isdigit, not int()
+])
+def test_huge_counts_and_repeated_values_are_usage_errors(args, message, capsys):
+    """A huge count ended as 'unexpected OverflowError' (exit 1) or hung; a repeated --at var
+    silently took its last value."""
+    assert main(args) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and "--help)" in err, err
+    assert message in err
+
+
+@pytest.mark.parametrize("text, value, slope", [
+    ("nan", "nan", "nan"), ("inf", "inf", "inf"), ("-inf", "inf", "-inf"), ("+inf", "inf", "inf"), ("NaN", "nan", "nan"),
+])
+def test_at_takes_ieee_values(text, value, slope, capsys):
+    """Values are IEEE: x = nan, inf, -inf are points like any other (x² and 2x there, by IEEE)."""
+    assert main(["diff", "x^2", "--wrt", "x", "--at", f"x={text}", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [d["value"] for d in out["derivatives"]] == [value, slope]
+    assert out["point"] == {"x": str(float(text))}
+    assert main(["grad", "x*y", "--at", f"x={text},y=2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["gradient"] == [2.0, {"nan": "nan", "inf": "inf", "-inf": "-inf"}[
+        str(float(text))]]
+
+
+def test_verify_with_a_function_without_to_sympy_on_a_sum_is_inconclusive(user_module, capsys):
+    """It ended as 'unexpected RecursionError' (exit 1): SymPy's evalf of Subs recursed without end."""
+    assert main(["verify", "softplus(x + y)", "--fn", f"{user_module}:softplus", "--wrt", "x", "--order", "3",
+                 "--points", "2"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert [r[2] for r in rows] == ["inconclusive"] * 3
+    assert "note: SymPy cannot evaluate softplus: no to_sympy" in out and "result: 3 inconclusive" in out
+
+
+def test_verify_json(capsys):
+    """--json: the verdict per order and every point, with the exit status of the table."""
+    assert main(["verify", "exp(-x^2/2)", "--wrt", "x", "--order", "2", "--points", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "pass" and out["result"] == {"pass": 2}
+    assert out["f"] == "exp(-x**2/2)" and out["points"] == 3 and out["seed"] == 0 and out["range"] == [0.2, 1.8]
+    assert [o["derivative"] for o in out["orders"]] == ["df/dx", "d²f/dx²"]
+    for order in out["orders"]:
+        assert order["status"] == "pass" and order["symbolic"] == "equal" and order["oracle"] == "sympy"
+        assert len(order["points"]) == 3
+        for p in order["points"]:
+            t = p["point"]["x"]
+            truth = -t * math.exp(-t * t / 2) if order["order"] == 1 else (t * t - 1) * math.exp(-t * t / 2)
+            assert p["ours"] == pytest.approx(truth, rel=1e-14) and p["status"] == "pass"
+
+
+def test_verify_json_keeps_the_exit_status_of_a_failure(monkeypatch, capsys):
+    import subgraph_ad.cli.commands as cli
+    from subgraph_ad.testing import Report
+
+    monkeypatch.setattr(cli, "check_against_sympy", lambda *a, **k: Report("x", ["x"], "fail", "different",
+                                                                            note="ours - SymPy's = 1"))
+    assert main(["verify", "x^2", "--wrt", "x", "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "fail" and out["orders"][0]["note"] == "ours - SymPy's = 1"

@@ -310,3 +310,149 @@ def test_sympy_form_within_a_budget():
     assert sympy_form(sin(x).diff(x, 2), timeout=30) == ("-sin(x)", False)
     with pytest.raises(ValueError, match="max_chars must be a positive number of characters or None, got 0"):
         compact_sympy(sin(x), max_chars=0)
+
+
+# -- small values, cancellation and exact differences (issue "No silent wrong answers", 4 and 8) ----
+def test_a_wrong_derivative_of_small_values_fails():
+    """Twice the truth is a fail at any size: exp(-200x)' is below 1e-17 on [0.2, 1.8], and a
+    tolerance that is absolute below 1 passed it everywhere."""
+    tape = Tape()
+    x = tape.var("x")
+    f = exp(-200 * x)
+    report = check_against_sympy(f, x, derivative=2 * f.diff(x))
+    assert report.status == "fail" and report.counts["fail"] == 5
+    for p in report.points:  # the reference is the closed form -200 exp(-200 x)
+        assert p.reference == pytest.approx(-200 * math.exp(-200 * p.point["x"]), rel=1e-14)
+    right = check_against_sympy(f, x)
+    assert right.status == "pass" and right.counts["pass"] == 5
+    for p in right.points:
+        assert p.ours == pytest.approx(-200 * math.exp(-200 * p.point["x"]), rel=1e-14)
+
+
+class TinyExp(sad.UnaryFn):
+    """1e-9 exp(v), with a local derivative of twice the truth (``wrong``) or the truth."""
+
+    name = "tinyexp"
+
+    def __init__(self, wrong: bool = True) -> None:
+        self.wrong = wrong
+
+    def f(self, v):
+        return 1e-9 * np.exp(v)
+
+    def grad(self, v):
+        return 1e-9 * np.exp(v)
+
+    def fdiff(self, input, output):
+        return 2 * output if self.wrong else output
+
+    def to_sympy(self, arg):
+        return sympy.exp(arg) / 10**9
+
+
+def test_a_user_function_whose_derivative_is_twice_the_truth_fails_on_values_of_size_1e_9():
+    tape = Tape()
+    x = tape.var("x")
+    wrong = check_against_sympy(TinyExp(wrong=True)(x), x)
+    assert wrong.status == "fail" and wrong.counts["fail"] == 5
+    for p in wrong.points:
+        assert p.reference == pytest.approx(1e-9 * math.exp(p.point["x"]), rel=1e-14)
+        assert p.ours == pytest.approx(2e-9 * math.exp(p.point["x"]), rel=1e-14)
+    assert check_against_sympy(TinyExp(wrong=False)(x), x).status == "pass"
+
+
+def test_an_exact_nonzero_difference_is_a_fail_even_below_the_tolerance():
+    """ours - SymPy's that simplifies to a nonzero number is wrong everywhere, however small."""
+    tape = Tape()
+    x = tape.var("x")
+    f = exp(-x**2 / 2)
+    tiny = 1 / tape.const(2**40)  # an exact constant (a Python float 2.0**-40 would be a SymPy Float)
+    report = check_against_sympy(f, x, derivative=f.diff(x) + tiny)
+    assert report.counts["pass"] == 5  # 9e-13 is below the relative tolerance at every point
+    assert report.status == "fail" and report.symbolic == "different"
+    assert "ours - SymPy's = 1/1099511627776" in report.note
+    with pytest.raises(DerivativeMismatch, match="fail"):
+        assert_matches_sympy(f, x, derivative=f.diff(x) + tiny)
+
+
+def test_cancellation_is_judged_by_the_rounding_bound_of_the_terms():
+    """Near x = 1/512 the 4th derivative of atan2(x, x²) is a sum of terms far larger than it:
+    a right graph is off by about 1e-5 relative in float64 (and by more than 1e-7 absolute), which
+    passes because it is within float64's rounding bound of SymPy's form there, while 1 % off
+    still fails. Where the reference is exactly 0, the graph's own form gives the bound."""
+    tape = Tape()
+    x = tape.var("x")
+    f = sad.atan2(x, x * x)
+    for method in ("graph", "taylor"):
+        d4 = f.diff(x, 4, method=method)
+        report = check_against_sympy(f, x, 4, derivative=d4, low=1 / 600, high=1 / 400)
+        assert report.status == "pass", report
+        assert any(abs(p.ours - p.reference) > 1e-7 * max(1.0, abs(p.reference)) for p in report.points)
+        assert "within float64's rounding bound" in report.note
+        X = sympy.Symbol("x")
+        for p in report.points:  # the reference is mpmath's 50-digit derivative of atan2(x, x²)
+            import mpmath
+            with mpmath.workdps(50):
+                truth = mpmath.diff(lambda t: mpmath.atan2(t, t * t), mpmath.mpf(p.point["x"]), 4)
+            assert p.reference == pytest.approx(float(truth), rel=1e-14)
+        assert check_against_sympy(f, x, 4, derivative=d4 * (1 + 1 / 64), low=1 / 600, high=1 / 400).status == "fail"
+    g = (x + 1) ** 2 - x**2 - 2 * x  # g' is 0; its graph 2(x + 1) - 2x - 2 rounds to a few ulps of 4
+    report = check_against_sympy(g, x, points=20)
+    assert report.status == "pass" and report.counts["pass"] == 20
+    assert any(p.ours != 0 for p in report.points) and all(p.reference == 0 for p in report.points)
+    assert check_against_sympy(g, x, derivative=g.diff(x) + 1e-12 * x, points=20).status == "fail"
+
+
+def test_a_user_function_without_to_sympy_on_a_sum_is_inconclusive_at_every_order():
+    """SymPy writes d/dx softplus(x + y) as Subs(Derivative(softplus(ξ), ξ), ξ, x + y), whose
+    evalf recursed without end (RecursionError); it cannot be evaluated, so it is inconclusive."""
+    tape = Tape()
+    x, y = tape.var("x"), tape.var("y")
+    f = Softplus()(x + y)
+    for wrt in ((x,), (x, 2), (x, 3), (x, y), (x, 2, y)):
+        report = check_against_sympy(f, *wrt, points=3)
+        assert report.status == "inconclusive" and report.counts["inconclusive"] == 3, report
+        assert report.note == "SymPy cannot evaluate softplus: no to_sympy"
+        for p in report.points:  # ours is right: softplus' = sigmoid, and d/dx = d/dy here
+            s = 1 / (1 + math.exp(-(p.point["x"] + p.point["y"])))
+            assert p.ours == pytest.approx({1: s, 2: s * (1 - s), 3: s * (1 - s) * (1 - 2 * s)}[len(report.wrt)],
+                                           rel=1e-13)
+    timed = check_against_sympy(f, x, 2, timeout=30)
+    assert timed.status == "inconclusive" and timed.note == "SymPy cannot evaluate softplus: no to_sympy"
+
+
+def test_without_sympy_s_form_the_graph_s_own_form_bounds_the_rounding(slow):
+    """When SymPy runs over the budget mpmath gives the values; cancellation is then judged by
+    the rounding bound of the graph's own form, and a wrong factor still fails."""
+    tape = Tape()
+    x = tape.var("x")
+    f = sad.atan2(x, x * x)
+    d4 = f.diff(x, 4)
+    report = check_against_sympy(f, x, 4, derivative=d4, low=1 / 600, high=1 / 400, timeout=1)
+    assert report.oracle == "mpmath" and report.status == "pass", report
+    assert "within float64's rounding bound" in report.note
+    assert any(abs(p.ours - p.reference) > 1e-7 * abs(p.reference) for p in report.points)
+    wrong = check_against_sympy(f, x, 4, derivative=d4 * (1 + 1 / 64), low=1 / 600, high=1 / 400, timeout=1)
+    assert wrong.oracle == "mpmath" and wrong.status == "fail"
+
+
+def test_a_rounding_bound_past_the_budget_leaves_the_point_failed(monkeypatch):
+    monkeypatch.setattr(testing, "rounding_bound", lambda expr, point: time.sleep(60))
+    tape = Tape()
+    x = tape.var("x")
+    f = sad.atan2(x, x * x)
+    report = check_against_sympy(f, x, 4, low=1 / 600, high=1 / 400, timeout=2)
+    assert report.status == "fail" and re.search(r"\d points? missed rtol with no rounding bound worked out \(> 2 s\)", report.note)
+
+
+def test_the_rounding_bound_of_a_form():
+    """Against a hand count: (x + 1)² - x² at x = 1e8 has terms of 1e16 for a value of 2e8 + 1."""
+    x = sympy.Symbol("x")
+    eps = np.finfo(float).eps
+    assert testing.rounding_bound(x * x - 1, {"x": 3.0}) == pytest.approx(eps * (1 * 9 + 1 * (9 + 1)))
+    bound = testing.rounding_bound((x + 1) ** 2 - x**2, {"x": 1e8})
+    # x + 1: eps(1e8 + 1); its square: 2(x + 1) times that plus eps (x + 1)²; x²: eps x²; the difference: eps(sum)
+    a, b = 1e8 + 1, 1e16
+    assert bound == pytest.approx(eps * (2 * a * a + a * a + b + (a * a + b)), rel=1e-12)
+    assert math.isnan(testing.rounding_bound(sympy.Function("g")(x), {"x": 1.0}))
+    assert math.isnan(testing.rounding_bound(x, {}))

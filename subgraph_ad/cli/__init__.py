@@ -31,8 +31,9 @@ from subgraph_ad.ad.diff import METHODS
 from subgraph_ad.functions import FUNCTIONS
 
 from .commands import cmd_diff, cmd_grad, cmd_render, cmd_verify
-from .common import (MAX_FRAMES, MAX_LENGTH, MAX_ORDER, MAX_SYMPY_CHARS, MAX_TAPE_NODES, PROG, SYMPY_TIMEOUT,
-                     CliError, UsageError, _LoadFunction, _Parser, count, limit, limit_message, seconds)
+from .common import (MAX_FRAMES, MAX_LENGTH, MAX_ORDER, MAX_POINTS, MAX_SYMPY_CHARS, MAX_TAPE_NODES, PROG,
+                     SYMPY_TIMEOUT, CliError, UsageError, _LoadFunction, _Parser, count, limit, limit_message, points,
+                     seconds)
 
 # -- the parser ------------------------------------------------------------------------------------
 DESCRIPTION = """\
@@ -187,11 +188,13 @@ def build_parser() -> argparse.ArgumentParser:
     common(v, "the expression")
     orders(v, "check derivatives")
     method(v)
-    v.add_argument("--points", type=count, default=5, metavar="K", help="random points per order (default 5)")
+    v.add_argument("--points", type=points, default=5, metavar="K",
+                   help=f"random points per order (default 5, at most {MAX_POINTS})")
     v.add_argument("--seed", type=int, default=0, help="seed of the random points (default 0)")
     v.add_argument("--range", nargs=2, type=float, default=[0.2, 1.8], metavar=("LOW", "HIGH"), dest="range",
                    help="interval the points are drawn from (default 0.2 1.8)")
     sympy_budget(v)
+    v.add_argument("--json", action="store_true", help="print the results as JSON (every order and point)")
     v.set_defaults(run=cmd_verify)
 
     g = sub.add_parser("grad", help="the gradient (and Hessian) at a point", description=(

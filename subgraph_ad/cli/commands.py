@@ -161,35 +161,50 @@ def cmd_verify(args: argparse.Namespace) -> int:
     names = wrt_sequence(args.wrt, args.order, args.max_order)
     if not args.low < args.high:
         raise UsageError(f"--range needs LOW < HIGH, got {args.low:g} {args.high:g}")
-    _, f, constants = _expression(args)
+    text, f, constants = _expression(args)
     known = bind_point(f, {}, extra=names)
     wrts = [known[n] for n in names]
     budget = f"SymPy budget {args.sympy_timeout:g} s per order" if args.sympy_timeout else "no SymPy budget"
-    progress.write(f"f = {f.to_sympy()}: {args.points} points in [{args.low:g}, {args.high:g}], "
-                   f"seed {args.seed}, {budget}")
-    if constants:
-        progress.write(constants_line(constants))
     labels = [notation(names[:k]) for k in range(1, len(names) + 1)]
     slow = f"inconclusive (SymPy took > {args.sympy_timeout:g} s)" if args.sympy_timeout else ""
     rows = RowPrinter(["order", "derivative", "status", "symbolic", "reference", "pass", "fail", "inconclusive"],
                       [len(str(len(names))), max(map(len, labels)), len("inconclusive"),
                        max(len("not tried"), len(slow)), len("mpmath"), *[len(str(args.points))] * 3],
                       [True, False, False, False, False, True, True, True])
-    progress.write(rows.header())
-    statuses, notes = [], []
+    if not args.json:  # the table streams: each row as soon as it is known
+        progress.write(f"f = {f.to_sympy()}: {args.points} points in [{args.low:g}, {args.high:g}], "
+                       f"seed {args.seed}, {budget}")
+        if constants:
+            progress.write(constants_line(constants))
+        progress.write(rows.header())
+    reports: list[Report] = []
+    notes: list[str] = []
     for k in progress.track(range(1, len(wrts) + 1), "checking against SymPy", total=len(wrts), unit="order"):
         report = check_against_sympy(f, *wrts[:k], points=args.points, seed=args.seed, low=args.low,
                                      high=args.high, method=args.method, timeout=args.sympy_timeout)
+        reports.append(report)
         counts = report.counts
-        statuses.append(report.status)
         if report.note and report.note not in notes:
             notes.append(report.note)
-        progress.write(rows.line([k, labels[k - 1], report.status, report.symbolic, report.oracle,
-                                  counts["pass"], counts["fail"], counts["inconclusive"]]))
-    for note in notes:
-        progress.write(f"note: {note}")
+        if not args.json:
+            progress.write(rows.line([k, labels[k - 1], report.status, report.symbolic, report.oracle,
+                                      counts["pass"], counts["fail"], counts["inconclusive"]]))
+    statuses = [r.status for r in reports]
     summary = {s: statuses.count(s) for s in ("pass", "fail", "inconclusive") if statuses.count(s)}
-    progress.write("result: " + ", ".join(f"{n} {s}" for s, n in summary.items()))
+    if args.json:
+        progress.write(json.dumps({
+            "expression": text, "f": str(f.to_sympy()), **({"constants": constants} if constants else {}),
+            "wrt": names, "points": args.points, "seed": args.seed, "range": [args.low, args.high],
+            "sympy_timeout": args.sympy_timeout,
+            "status": "fail" if "fail" in summary else "pass" if summary == {"pass": len(reports)} else "inconclusive",
+            "result": summary,
+            "orders": [{"order": k, "derivative": label, "wrt": names[:k], **_check_json(report)}
+                       for k, (label, report) in enumerate(zip(labels, reports), start=1)],
+        }, indent=2, ensure_ascii=False))
+    else:
+        for note in notes:
+            progress.write(f"note: {note}")
+        progress.write("result: " + ", ".join(f"{n} {s}" for s, n in summary.items()))
     return 1 if "fail" in statuses else 0
 
 

@@ -30,6 +30,7 @@ MAX_TAPE_NODES = 1_000_000
 MAX_FRAMES = 200
 MAX_SYMPY_CHARS = 2_000
 SYMPY_TIMEOUT = 5.0
+MAX_POINTS = 10_000
 
 
 class CliError(Exception):
@@ -120,6 +121,14 @@ def count(text: str) -> int:
     return _whole(text, 1, "")
 
 
+def points(text: str) -> int:
+    """An argparse type: a number of points, 1 to MAX_POINTS (each is a SymPy evaluation)."""
+    value = _whole(text, 1, "")
+    if value > MAX_POINTS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_POINTS} points, got {value}")
+    return value
+
+
 def limit(text: str) -> int | None:
     """An argparse type: a cap, a whole number >= 1, or 0 for none (None)."""
     return _whole(text, 0, " (0 = no cap)") or None
@@ -186,8 +195,12 @@ def load_function(spec: str) -> Function:
     if not colon or not module_name or not attribute:
         raise CliError(f"--fn {spec}: expected module:name, e.g. --fn myfuncs:softplus "
                        "(a UnaryFn or BinaryFn instance named softplus in myfuncs.py)")
-    if os.getcwd() not in sys.path:  # the current directory is importable, as with python -m
-        sys.path.insert(0, os.getcwd())
+    # the current directory is importable while this one module is imported, as with python -m,
+    # and no longer: left first on sys.path, a graphviz.py there would be run by a later import
+    here = os.getcwd()
+    added = here not in sys.path
+    if added:
+        sys.path.insert(0, here)
     importlib.invalidate_caches()
     try:
         module = importlib.import_module(module_name)
@@ -199,6 +212,9 @@ def load_function(spec: str) -> Function:
         raise CliError(f"--fn {spec}: importing {module_name} failed: {type(exc).__name__}: {exc}") from None
     except Exception as exc:  # the user's module raised while importing
         raise CliError(f"--fn {spec}: importing {module_name} failed: {type(exc).__name__}: {exc}") from None
+    finally:
+        if added and here in sys.path:
+            sys.path.remove(here)
     obj: Any = module
     for part in attribute.split("."):
         if not hasattr(obj, part):
@@ -233,9 +249,16 @@ class _LoadFunction(argparse.Action):
         namespace.fn = [*(namespace.fn or []), fn]
 
 
+#: The IEEE values that are not numbers in expressions, as float() spells them.
+IEEE_WORDS = re.compile(r"[+-]?(nan|inf|infinity)", re.IGNORECASE)
+
+
 def parse_point(items: list[str] | None) -> dict[str, float]:
-    """``["x=0.5,y=1", "z=pi/4"]`` -> ``{"x": 0.5, "y": 1.0, "z": 0.785...}``; values may be constant expressions."""
+    """``["x=0.5,y=1", "z=pi/4"]`` -> ``{"x": 0.5, "y": 1.0, "z": 0.785...}``; values may be
+    constant expressions, or nan, inf and -inf (values are IEEE). A var named twice is an error:
+    which value was meant is a guess."""
     point: dict[str, float] = {}
+    given: dict[str, str] = {}
     for item in items or []:
         for part in item.split(","):
             part = part.strip()
@@ -245,6 +268,12 @@ def parse_point(items: list[str] | None) -> dict[str, float]:
             name = name.strip()
             if not eq or not name.isidentifier() or not text.strip():
                 raise UsageError(f"--at takes name=value pairs like x=0.5,y=1; got {part!r}")
+            if name in given:
+                raise UsageError(f"--at names {name} twice ({given[name]} and {part}); give each var one value")
+            given[name] = part
+            if IEEE_WORDS.fullmatch(text.strip()):
+                point[name] = float(text)
+                continue
             try:
                 value = sad.parse(text)
             except sad.ParseError as exc:
@@ -299,24 +328,27 @@ def wrt_sequence(items: list[str], order: int | None, max_order: int | None = No
     """The vars to differentiate by, in turn: ``--wrt x:2,y`` (or ``--wrt x --wrt x --wrt y``) is
     ``["x", "x", "y"]``; ``--order N`` repeats a single plain ``--wrt``. More than
     ``max_order`` derivatives is a usage error naming --max-order."""
-    names: list[str] = []
+    counts: list[tuple[str, int]] = []  # counted before any list is made: x:99999999999999999999
     for item in items:
         for part in item.split(","):
             name, colon, times = (s.strip() for s in part.partition(":"))
-            if not name.isidentifier() or (colon and not times.isdigit()):
+            if not name.isidentifier() or (colon and not (times.isascii() and times.isdigit())):
                 raise UsageError(f"--wrt takes VAR, VAR:N or a list like x:2,y (d³/dx²dy); got {item!r}")
             if colon and int(times) < 1:
                 raise UsageError(f"--wrt {item}: a count must be at least 1, got {part.strip()!r}")
-            names += [name] * (int(times) if colon else 1)
+            counts.append((name, int(times) if colon else 1))
     if order is not None:
-        if len(names) != 1:
+        if len(counts) != 1 or counts[0][1] != 1:
             raise UsageError(f"--order {order} goes with a single --wrt VAR, got --wrt {' --wrt '.join(items)}; "
                              "for mixed derivatives give the counts instead (e.g. --wrt x:2,y)")
-        names = names * order
-    if max_order is not None and len(names) > max_order:
-        raise UsageError(f"{len(names)} derivatives asked for, more than --max-order {max_order}; "
+        counts = [(counts[0][0], order)]
+    total = sum(n for _, n in counts)
+    if max_order is not None and total > max_order:
+        raise UsageError(f"{total} derivatives asked for, more than --max-order {max_order}; "
                          "raise it with --max-order N (0 = no limit)")
-    return names
+    if total > sys.maxsize:
+        raise UsageError(f"{total} derivatives asked for, more than a list can hold ({sys.maxsize})")
+    return [name for name, n in counts for _ in range(n)]
 
 
 def check_output(path: str, suffixes: tuple[str, ...], option: str) -> str:
