@@ -41,6 +41,7 @@ import sympy
 from sympy.core.function import AppliedUndef
 
 from .core.checks import diff_spec
+from .functions import sympy_hook
 from .core import Term, dependencies
 from .tables import html_table, text_table
 from .viz.record import notation
@@ -131,7 +132,7 @@ def _undefined_functions(term: Term, expr: sympy.Expr) -> str:
     on_tape = {tape.nodes[i].payload.name: tape.nodes[i].payload for i in dependencies(tape, [term.index])
                if tape.nodes[i].op == "fn"}
     names = sorted({str(f.func) for f in expr.atoms(sympy.core.function.AppliedUndef)})
-    return ", ".join(f"{name}: no to_sympy" if name in on_tape and getattr(on_tape[name], "to_sympy", None) is None
+    return ", ".join(f"{name}: no to_sympy" if name in on_tape and sympy_hook(on_tape[name]) is None
                      else f"{name}: an undefined SymPy function" for name in names)
 
 
