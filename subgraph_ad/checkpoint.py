@@ -78,7 +78,7 @@ def checkpointed_grad(step: Callable[[Any], Any], x0: Any, n_steps: int) -> Chec
     weighted = outs[0] * cs[0]
     for o, c in zip(outs[1:], cs[1:]):
         weighted = weighted + o * c
-    vjp = lambdify(xs + cs, list(grad_graph(weighted, xs)))  # type: ignore[arg-type]
+    vjp = lambdify(xs + cs, list(grad_graph(weighted, xs)))
     calls = 0
 
     def forward(x: np.ndarray) -> np.ndarray:

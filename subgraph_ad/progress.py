@@ -49,7 +49,7 @@ def _tqdm() -> Any:
     else:
         from tqdm.std import tqdm
 
-    class Bar(tqdm):  # type: ignore[misc, valid-type]
+    class Bar(tqdm):
         # no monitor thread: a process with threads must not fork, and the SymPy budget forks
         monitor_interval = 0
 

@@ -231,7 +231,7 @@ def budgeted(func: Callable[..., Iterator[Any]], args: tuple[Any, ...],
     """
     if timeout is None:
         return list(func(*args)), True
-    context = multiprocessing.get_context(START_METHOD)
+    context: Any = multiprocessing.get_context(START_METHOD)  # typeshed's BaseContext lacks Process
     receive, send = context.Pipe(duplex=False)
     # a forked child flushes the streams it inherited: pending output would appear twice
     sys.stdout.flush()
@@ -352,7 +352,7 @@ def check_against_sympy(term: Term, *wrt_args: Any, points: int = 5, seed: int =
     tape = term.tape
     var_names = sorted({tape.nodes[i].payload for i in dependencies(tape, [term.index])
                         if tape.nodes[i].op == "var"})
-    names = [w.name for w in wrts]
+    names = [w.name or "?" for w in wrts]
     rng = np.random.default_rng(seed)
     where = [{name: float(rng.uniform(low, high)) for name in var_names} for _ in range(points)]
     ours_values = [float(ours.eval(p)) for p in where]

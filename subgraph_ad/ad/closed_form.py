@@ -241,8 +241,8 @@ def _emit(tape: Tape, poly: Poly) -> int:
             out.append(fold("mul", (_monomial(tape, arg), out.pop())))  # type: ignore[arg-type]
             continue
         if task == "plus":
-            b, a = out.pop(), out.pop()
-            out.append(fold("add", (a, b)))
+            rhs, lhs = out.pop(), out.pop()
+            out.append(fold("add", (lhs, rhs)))
             continue
         p: Poly = arg  # type: ignore[assignment]
         if not p:

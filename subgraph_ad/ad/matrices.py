@@ -75,7 +75,7 @@ def jacobian(outputs: Term | Sequence[Term], inputs: Term | Sequence[Term], spar
             for i, f in enumerate(fs):
                 cols = sorted(reach[f.index])
                 if cols:
-                    entries.update(zip(((i, j) for j in cols), grad_graph(f, [xs[j] for j in cols])))  # type: ignore[arg-type]
+                    entries.update(zip(((i, j) for j in cols), grad_graph(f, [xs[j] for j in cols])))
         else:
             for j, x in enumerate(xs):
                 rows = [i for i, f in enumerate(fs) if j in reach[f.index]]
@@ -95,7 +95,7 @@ def hessian(output: Term, inputs: Term | Sequence[Term], sparse: bool = False) -
     tape = output.tape
     upper: dict[tuple[int, int], Term] = {}
     with tape.transaction():
-        gradient = list(grad_graph(output, xs))  # type: ignore[arg-type]
+        gradient = list(grad_graph(output, xs))
         reach = _var_sets(tape, [g.index for g in gradient], [x.index for x in xs])
         for j, x in enumerate(xs):  # column j: only the g_i (i <= j) that depend on x_j at all
             rows = [i for i in range(j + 1) if j in reach[gradient[i].index]]
@@ -203,7 +203,8 @@ class CompiledSparse:
         return sparse_matrix(self.rows, self.cols, data, self.shape)
 
 
-def sparse_matrix(rows: Sequence[int], cols: Sequence[int], data: np.ndarray, shape: tuple[int, int]) -> Any:
+def sparse_matrix(rows: Sequence[int] | np.ndarray, cols: Sequence[int] | np.ndarray, data: np.ndarray,
+                  shape: tuple[int, int]) -> Any:
     """One point's matrix from its nonzeros in row-major order: ``scipy.sparse.csr_matrix`` when
     SciPy is installed (built from the index arrays directly, no sorting), else a dense ndarray."""
     try:
@@ -214,7 +215,8 @@ def sparse_matrix(rows: Sequence[int], cols: Sequence[int], data: np.ndarray, sh
     return scipy.sparse.csr_matrix((data, np.asarray(cols), indptr), shape=shape)
 
 
-def _scatter(rows: Sequence[int], cols: Sequence[int], data: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+def _scatter(rows: Sequence[int] | np.ndarray, cols: Sequence[int] | np.ndarray, data: np.ndarray,
+             shape: tuple[int, int]) -> np.ndarray:
     """Dense matrices from nonzeros of shape (nnz,) + points: an array of points + ``shape``."""
     out = np.zeros(data.shape[1:] + shape)
     out[..., np.asarray(rows, dtype=np.intp), np.asarray(cols, dtype=np.intp)] = np.moveaxis(data, 0, -1)

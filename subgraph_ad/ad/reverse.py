@@ -69,7 +69,7 @@ def grad_graph(z: Term, wrt: Term | Sequence[Term], callback: Callback | None = 
     single = isinstance(wrt, Term)
     if not single and not (isinstance(wrt, (list, tuple)) and wrt):
         raise TypeError(f"grad_graph takes a var or a non-empty list of vars, got {type(wrt).__name__} {wrt!r}")
-    wrts = [wrt] if single else list(wrt)  # type: ignore[list-item]
+    wrts: list[Term] = [wrt] if isinstance(wrt, Term) else list(wrt)
     tape = z.tape
     for w in wrts:
         tape.check_var(w, "wrt")

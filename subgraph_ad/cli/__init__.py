@@ -258,7 +258,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        status = args.run(args)
+        status: int = args.run(args)
         sys.stdout.flush()  # a closed pipe is noticed here, not at exit
         return status
     except UsageError as exc:

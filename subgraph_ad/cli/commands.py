@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import subgraph_ad as sad
-from subgraph_ad import progress
+from subgraph_ad import Term, progress
 from subgraph_ad.tables import text_table
 from subgraph_ad.testing import Report, check_against_sympy, sympy_form
 from subgraph_ad.viz.record import notation
@@ -75,11 +75,12 @@ def cmd_diff(args: argparse.Namespace) -> int:
     wrts = [known[n] for n in names]
 
     animations: list[sad.Animation] = []
-    if args.animate:  # one recording, written in each format asked for
-        animations = sad.animate(f, *wrts, path=args.animate, per=args.per, rankdir=args.rankdir,
+    if args.animate:  # one recording, written in each format asked for (a list of paths: a list)
+        made = sad.animate(f, *wrts, path=args.animate, per=args.per, rankdir=args.rankdir,
                                  precision=args.precision, title=f"{notation(names)} of {text}",
                                  max_nodes=args.max_nodes, max_frames=args.max_frames, progress=say,
                                  method=args.method)
+        animations = made if isinstance(made, list) else [made]
         derivatives, new_nodes = list(animations[0].derivatives), list(animations[0].added)
     else:
         with progress.bar(f"building {notation(names)}", unit="node") as advance:
@@ -228,7 +229,8 @@ def cmd_grad(args: argparse.Namespace) -> int:
     forms: list[tuple[str, str | None, str]] = []  # label, SymPy form, note
     checks: list[Report] = []
     if args.sympy:
-        pairs = [(labels[i], (wrts[i],), gradient[i]) for i in range(len(gradient))]
+        pairs: list[tuple[str, tuple[Term, ...], Term]] = [(labels[i], (wrts[i],), gradient[i])
+                                                           for i in range(len(gradient))]
         pairs += [(f"∂²f/∂{names[i]}²" if i == j else f"∂²f/∂{names[i]}∂{names[j]}", (wrts[i], wrts[j]), hessian[i][j])
                   for i in range(len(hessian)) for j in range(i, len(hessian))]
         for label, by, term in progress.track(pairs, "checking against SymPy", total=len(pairs), unit="partial"):

@@ -72,7 +72,7 @@ class _Parser(argparse.ArgumentParser):
 
     lists_functions = False
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
         raise SystemExit(2)
 

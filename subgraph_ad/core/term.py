@@ -9,7 +9,7 @@ nothing above it. ``repr`` stays the short, unambiguous ``Term(index: op)``.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union, overload
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union, cast, overload
 
 import numpy as np
 
@@ -99,7 +99,7 @@ class Term:
         try:
             rhs = self._lift(other)
         except TypeError:
-            return NotImplemented  # type: ignore[return-value]
+            return cast(Term, NotImplemented)  # Python then tries the other operand's method
         return self.tape.op(op, rhs, self) if reflected else self.tape.op(op, self, rhs)
 
     def __add__(self, o: Operand) -> Term:

@@ -106,7 +106,8 @@ class Function:
             if isinstance(a, (bool, str)) or a is None:
                 raise TypeError(f"{self.name}() takes Terms, numbers or arrays, got {type(a).__name__} {a!r}")
         with np.errstate(all="ignore"):
-            value = self.f(*(np.asarray(a, dtype=float) if not np.isscalar(a) else np.float64(a) for a in args))
+            value = self.f(*(np.float64(a) if isinstance(a, (int, float, np.number)) else np.asarray(a, dtype=float)
+                             for a in args))
         return float(value) if np.ndim(value) == 0 else value
 
     def partials(self, *terms: Any) -> tuple[Partial, ...]:

@@ -63,7 +63,10 @@ class Xlogy(BinaryFn):
     spelling = ("xlogy",)
     linear = (True, False)
 
-    def __call__(self, p: Any, a: Any) -> Any:
+    def __call__(self, *args: Any) -> Any:
+        if len(args) != 2:
+            return super().__call__(*args)  # the arity error
+        p, a = args
         if isinstance(p, Term) and not isinstance(a, Term):
             a = p._lift(a)
         if isinstance(a, Term) and a.node.op == "const" and 0.0 < a.node.payload < math.inf:
@@ -85,10 +88,11 @@ class Pow(BinaryFn):
     name = "pow"
     spelling = ("pow",)
 
-    def __call__(self, a: Any, b: Any) -> Any:
-        if isinstance(a, Term) or isinstance(b, Term):
+    def __call__(self, *args: Any) -> Any:
+        if len(args) == 2 and any(isinstance(a, Term) for a in args):
+            a, b = args
             return a**b
-        return super().__call__(a, b)
+        return super().__call__(*args)
 
     def fdiff(self, lhs: Term, rhs: Term, output: Term) -> tuple[Term, Term]:
         return power_partial(0, lhs, rhs, output), power_partial(1, lhs, rhs, output)

@@ -74,7 +74,8 @@ def _scipy(name: str) -> Callable[..., Any] | None:
         import scipy.special
     except ImportError:
         return None
-    return getattr(scipy.special, name)
+    found: Callable[..., Any] = getattr(scipy.special, name)
+    return found
 
 
 def _special(name: str, scalar: Callable[[float], float]) -> Callable[..., Any]:
@@ -105,7 +106,7 @@ def _xlogy(p: float, a: float) -> float:
     """p·log(a), 0 where p is 0 and a is not nan (``np.log``: nan below 0, -inf at 0)."""
     if p == 0.0 and a == a:  # a == a: not nan
         return 0.0
-    return p * np.log(a)
+    return float(p * np.log(a))
 
 
 def _xlogy_array(p: Any, a: Any) -> Any:

@@ -243,7 +243,7 @@ def _no_operand(source: Text, token: Token, before: Token | None, stack: list[_O
     if symbol in ("*", "**") and (before is None or before.text in ("(", ",")):
         return source.error(token.start, f"unpacking is not allowed; {ONLY}")
     if symbol in ("[", "~") or symbol in _REFUSED and symbol != ".":
-        what = {"[": "a list", "~": "the unary operator ~"}.get(symbol) or _REFUSED[symbol]  # type: ignore[index]
+        what = {"[": "a list", "~": "the unary operator ~"}.get(symbol) or _REFUSED[symbol]
         return source.error(token.start, f"{what} is not allowed; {ONLY}")
     after = f"after {shown(before.text)!r}" if before is not None else "at the start"
     if token.kind == END:
@@ -337,7 +337,7 @@ def _build(program: list[tuple[str, object]], tape: Tape) -> Term:
             rhs = values.pop()
             values.append(arg(values.pop(), rhs))  # type: ignore[operator]
         else:
-            fn, count = arg  # type: ignore[misc]
+            fn, count = cast("tuple[Function, int]", arg)
             args = values[-count:]
             del values[-count:]
             values.append(fn(*args))

@@ -214,7 +214,8 @@ def _combine(expr: sympy.Basic, args: list[Term], classes: dict[Any, Function]) 
             return 1 / base
         if expr.exp != sympy.Rational(1, 2):
             return base**exponent
-        fn, args = FUNCTIONS["sqrt"], [base]
+        fn: Function | None = FUNCTIONS["sqrt"]
+        args = [base]
     else:
         fn = _function(expr, classes)
     if fn is None or len(args) != fn.arity:

@@ -61,7 +61,7 @@ def node_label(tape: Tape, index: int) -> str:
     if node.op == "const":
         return format_number(node.payload)
     if node.op == "fn":
-        return node.payload.name
+        return str(node.payload.name)
     return OPS[node.op].label
 
 

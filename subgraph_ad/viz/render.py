@@ -61,7 +61,8 @@ def run_graphviz(source: str, fmt: str, engine: str = "dot", neato_no_op: int | 
     import graphviz
 
     try:
-        return graphviz.pipe(engine, fmt, source.encode("utf-8"), neato_no_op=neato_no_op, quiet=True)
+        image: bytes = graphviz.pipe(engine, fmt, source.encode("utf-8"), neato_no_op=neato_no_op, quiet=True)
+        return image
     except graphviz.ExecutableNotFound:
         raise GraphvizNotFound(f"the Graphviz program {engine!r} was not found on PATH; {INSTALL_HINT}") from None
     except graphviz.CalledProcessError as exc:
