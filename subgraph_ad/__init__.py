@@ -13,6 +13,8 @@ from .functions import (FUNCTIONS, BinaryFn, Elementary, SinFn, UnaryFn, acos, a
                         sigmoid, sign, sin, sinh, sqrt, tan, tanh)
 from .functions import abs_ as abs  # noqa: A001  (sad.abs, like np.abs)
 from .functions import pow_ as pow  # noqa: A001  (sad.pow(a, b) is a ** b)
+from .core.ops import E as e
+from .core.ops import PI as pi
 from .interop.parse import ParseError, parse
 from .numeric.modes import Grad, jvp, vjp
 from .checkpoint import Checkpointed, checkpointed_grad
@@ -95,6 +97,8 @@ __all__ = [
     "log1p",
     "log2",
     "parse",
+    "pi",
+    "e",
     "pow",
     "register",
     "sec",

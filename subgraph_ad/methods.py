@@ -18,6 +18,7 @@ from .functions import FUNCTIONS
 from .interop.numpy_dispatch import array_ufunc, ufunc_method
 from .interop.printing import formula, latex
 from .numeric.modes import derive, evaluate, grad
+from .numeric.subs import evalf, subs
 from .viz.dot import to_dot
 from .viz.render import render, repr_mimebundle
 
@@ -40,6 +41,20 @@ def _sympy_(term: Term) -> Any:
     """SymPy's conversion protocol: ``sympy.sin(term)``, ``sympify(term)`` and
     ``sympy.lambdify([x], term)`` take a Term as its SymPy expression."""
     return to_sympy(term)
+
+
+def _latex(term: Term, printer: Any) -> str:
+    """SymPy's LaTeX printer (``sympy.latex(term)``) prints the formula, as Jupyter does."""
+    return latex(term).strip("$").removeprefix(r"\displaystyle ")
+
+
+def _pretty(term: Term, printer: Any) -> Any:
+    """SymPy's pretty printer (``sympy.pretty(term)``) draws the SymPy form."""
+    return printer._print(to_sympy(term))
+
+
+def _sympystr(term: Term, printer: Any) -> str:
+    return formula(term)
 
 
 def _repr_latex_(term: Term) -> str:
@@ -65,6 +80,7 @@ TERM_METHODS: dict[str, Any] = {
     "eval": evaluate, "derive": derive, "grad": grad, "gen_graph": gen_graph, "diff": diff,
     "grad_graph": grad_graph, "to_sympy": to_sympy, "to_dot": to_dot, "render": render,
     "_repr_mimebundle_": _repr_mimebundle_, "_repr_latex_": _repr_latex_, "_sympy_": _sympy_,
+    "_latex": _latex, "_pretty": _pretty, "_sympystr": _sympystr, "subs": subs, "evalf": evalf,
     "__str__": formula,
     "__array_ufunc__": array_ufunc,  # np.sin(x) appends sin(x)
     "__getattr__": ufunc_method,  # np.sin(array of Terms)

@@ -78,7 +78,7 @@ def _runs(z: Term, args: tuple[Any, ...], method: str) -> list[tuple[Term, int]]
     """The vars of ``diff``-style args as runs (var, repeats), checked."""
     if not isinstance(z, Term):
         raise TypeError(f"diff differentiates a Term, got {type(z).__name__} {z!r:.80}")
-    wrts = diff_spec(args, "diff")
+    wrts = diff_spec(args, "diff", z.tape)
     for w in wrts:
         z.tape.check_var(w, "wrt")
     choice(method, "method", METHODS, "diff")
@@ -166,6 +166,12 @@ class Step(NamedTuple):
     term: Term
     appended: tuple[int, ...]
     method: str
+
+    def __getattr__(self, name: str) -> Any:
+        # a Step stands for its Term where code expects one (ds[-1].eval(), ds[-1].diff(x))
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.term, name)
 
 
 class Derivatives(list):  # a list of Step

@@ -27,9 +27,12 @@ def count(value: Any, what: str, caller: str, low: int = 0) -> int:
     return value
 
 
-def diff_spec(args: Sequence[Any], caller: str = "diff") -> list[Term]:
+def diff_spec(args: Sequence[Any], caller: str = "diff", tape: Any = None) -> list[Term]:
     """SymPy-style ``(x, 3, y)`` -> ``[x, x, x, y]``: vars of one tape, each optionally followed
-    by how many times (a count of 0 drops it)."""
+    by how many times (a count of 0 drops it). With the ``tape``, a SymPy Symbol stands for the
+    var of its name (``sympy.diff(term, X)`` calls ``term.diff(X)``)."""
+    if tape is not None:
+        args = [_by_name(a, tape, caller) for a in args]
     if not args:
         raise TypeError(f"{caller}() needs at least one var, e.g. z.diff(x) or z.diff(x, 2, y)")
     out: list[Term] = []
@@ -47,6 +50,17 @@ def diff_spec(args: Sequence[Any], caller: str = "diff") -> list[Term]:
         else:
             raise TypeError(f"{caller}() takes vars and int counts, got {type(a).__name__} {a!r} at position {i}")
     return out
+
+
+def _by_name(arg: Any, tape: Any, caller: str) -> Any:
+    """A SymPy Symbol as the var of its name on ``tape`` (anything else as it is)."""
+    if getattr(arg, "is_Symbol", False) is not True:
+        return arg
+    var = tape.find_var(arg.name)
+    if var is None:
+        raise ValueError(f"{caller}(): the SymPy symbol {arg.name!r} names no var of this tape; vars are "
+                         f"{list(tape.vars)}")
+    return var
 
 
 def terms(items: Any, what: str, caller: str) -> tuple[list[Term], bool]:

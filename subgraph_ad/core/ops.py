@@ -44,6 +44,32 @@ MAX_EXACT_BITS = 256
 MAX_EXACT_SIZE = 32
 
 
+class NamedConstant(float):
+    """A float that is also an exact named constant (``sad.pi``, ``sad.e``): arithmetic on numbers
+    sees the float, and on a Term it becomes the exact constant, so ``(sad.pi * x).to_sympy()``
+    is ``pi*x``, not ``3.14159…*x``.
+
+    >>> pi = NamedConstant(math.pi, "pi")
+    >>> float(pi) == math.pi, pi.name, pi * 2 == 2 * math.pi
+    (True, 'pi', True)
+    """
+
+    name: str
+
+    def __new__(cls, value: float, name: str) -> NamedConstant:
+        self = super().__new__(cls, value)
+        self.name = name
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (NamedConstant, (float(self), self.name))
+
+
+#: The exact constants π and e (``sad.pi``, ``sad.e``): floats that become exact on a tape.
+PI = NamedConstant(math.pi, "pi")
+E = NamedConstant(math.e, "E")
+
+
 class Node(NamedTuple):
     """One immutable record: an operation, operand indices, a payload and, for a constant, its
     exact form.

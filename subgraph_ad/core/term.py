@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union, cast,
 
 import numpy as np
 
-from .ops import Node
+from .ops import NamedConstant, Node
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import os
@@ -89,6 +89,8 @@ class Term:
                     f"and {other!r} on {other.tape!r}"
                 )
             return other
+        if isinstance(other, NamedConstant):  # sad.pi, sad.e: the exact constant
+            return Term(self.tape, self.tape.constant(float(other), ("named", other.name)))
         if isinstance(other, (int, float, Fraction, np.integer, np.floating)) and not isinstance(other, bool):
             return self.tape.const(other)  # ints and Fractions are exact constants
         raise TypeError(
@@ -211,6 +213,12 @@ class Term:
 
         def to_sympy(self) -> Any:
             """The SymPy expression."""
+
+        def subs(self, mapping: Mapping[Any, Any]) -> Any:
+            """Vars replaced: a value for numbers for every var, else a new Term."""
+
+        def evalf(self, n: int = 15, subs: Mapping[Any, Any] | None = None) -> Any:
+            """The value to n digits, as SymPy's evalf."""
 
         def to_dot(self, **options: Any) -> str:
             """DOT source of the nodes this term depends on."""

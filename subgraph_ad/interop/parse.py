@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Mapping, NamedTuple, cast
 
 from ..core import OPS, Tape, Term
+from ..core.ops import E, PI
 from ..functions import FUNCTIONS, Function
 from ..functions.elementary import steps
 from .tokens import MAX_DIGITS  # noqa: F401  (a limit of this parser, read in the tokenizer)
@@ -53,7 +54,7 @@ MAX_LENGTH = 200_000
 #: Most parentheses, calls, signs and powers open at once.
 MAX_DEPTH = 10_000
 #: Names that mean a constant unless the tape already has a var of that name.
-CONSTANTS = {"e": math.e, "E": math.e, "pi": math.pi, "PI": math.pi}
+CONSTANTS = {"e": E, "E": E, "pi": PI, "PI": PI}
 
 
 def aliases() -> dict[str, str]:
@@ -351,4 +352,5 @@ def _resolve(name: str, tape: Tape) -> Term:
     if name not in CONSTANTS:
         return tape.var(name)
     # exact, so that SymPy and str() see pi and E rather than 15 digits
-    return Term(tape, tape.constant(CONSTANTS[name], ("named", "pi" if name.lower() == "pi" else "E")))
+    constant = CONSTANTS[name]
+    return Term(tape, tape.constant(float(constant), ("named", constant.name)))
