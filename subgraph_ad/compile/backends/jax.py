@@ -53,19 +53,18 @@ def _own() -> dict[str, Any]:
     def fabs(v: Any) -> Any:
         return jnp.abs(v)
 
-    @fabs.defjvp
-    def _(primals: Any, tangents: Any) -> Any:  # JAX's is 1 at 0; ours sign(0) = 0, as SymPy's
-        (v,), (dv,) = primals, tangents
-        return fabs(v), jnp.sign(v) * dv
+    # JAX's |x|′ is 1 at 0; ours is sign(0) = 0, as SymPy's
+    fabs.defjvps(lambda dv, output, v: jnp.sign(v) * dv)
 
     @jax.custom_jvp
     def xlogy(p: Any, a: Any) -> Any:
         return jnp.where((p == 0) & ~jnp.isnan(a), 0.0, p * jnp.log(a))
 
-    @xlogy.defjvp
-    def _(primals: Any, tangents: Any) -> Any:  # linear in p: xlogy(dp, a), 0 wherever dp is
-        (p, a), (dp, da) = primals, tangents
-        return xlogy(p, a), xlogy(dp, a) + da * p / a
+    # our partials (Xlogy.fdiff): log(a) where p is not 0 and 0 where it is, which JAX's own rule
+    # (dp·log(a)) makes nan at a = 0; one rule per argument, so a zero tangent costs nothing and
+    # cannot turn 0·(p/a) into nan
+    xlogy.defjvps(lambda dp, output, p, a: dp * xlogy(jnp.abs(jnp.sign(p)), a),
+                  lambda da, output, p, a: da * p / a)
 
     return {"fabs": fabs, "xlogy": xlogy, "sigmoid": jax.nn.sigmoid}
 
@@ -120,17 +119,26 @@ def _call(a: Sequence[str], fn: Function, names: dict[str, Any], key: str) -> st
     return text
 
 
-#: An op's JAX expression from its operands' text, the function (``"fn"``), the namespace and
-#: a key to store a callee under.
-Lowering = Callable[[Sequence[str], Any, dict[str, Any], str], str]
+def _power(a: Sequence[str], operands: Sequence[Operand]) -> str:
+    """``jnp.power`` (real powers: nan, not complex), except where NumPy's power ufunc with a
+    scalar exponent computes otherwise, as the NumPy backend calls it: x*x, 1/x and sqrt(x)."""
+    kind, e = operands[1]
+    if kind == "c" and e in (2.0, -1.0, 0.5):
+        return {2.0: f"{a[0]} * {a[0]}", -1.0: f"1.0 / {a[0]}", 0.5: f"_jnp.sqrt({a[0]})"}[e]
+    return f"_jnp.power({a[0]}, {a[1]})"
+
+
+#: An op's JAX expression from its operands' text and the operands, the function (``"fn"``),
+#: the namespace and a key to store a callee under.
+Lowering = Callable[[Sequence[str], Sequence[Operand], Any, dict[str, Any], str], str]
 LOWERING: dict[str, Lowering] = {
-    "add": lambda a, fn, names, key: f"{a[0]} + {a[1]}",
-    "sub": lambda a, fn, names, key: f"{a[0]} - {a[1]}",
-    "mul": lambda a, fn, names, key: f"{a[0]} * {a[1]}",
-    "div": lambda a, fn, names, key: f"{a[0]} / {a[1]}",
-    "pow": lambda a, fn, names, key: f"_jnp.power({a[0]}, {a[1]})",  # real powers: nan, not complex
-    "neg": lambda a, fn, names, key: f"-{a[0]}",
-    "fn": _call,
+    "add": lambda a, operands, fn, names, key: f"{a[0]} + {a[1]}",
+    "sub": lambda a, operands, fn, names, key: f"{a[0]} - {a[1]}",
+    "mul": lambda a, operands, fn, names, key: f"{a[0]} * {a[1]}",
+    "div": lambda a, operands, fn, names, key: f"{a[0]} / {a[1]}",
+    "pow": lambda a, operands, fn, names, key: _power(a, operands),
+    "neg": lambda a, operands, fn, names, key: f"-{a[0]}",
+    "fn": lambda a, operands, fn, names, key: _call(a, fn, names, key),
 }
 
 
@@ -147,7 +155,7 @@ def source(program: Program) -> tuple[str, dict[str, Any]]:
     ins = [f"v{k}" for k in range(program.n_inputs)]
     lines = [f"def _f({', '.join(ins)}):", f"    {', '.join(ins)}, = _floating({', '.join(ins)})"]
     for dest, op, args, fn in program.steps:
-        lines.append(f"    t{dest} = " + LOWERING[op]([ref(r) for r in args], fn, names, f"_fn{dest}"))
+        lines.append(f"    t{dest} = " + LOWERING[op]([ref(r) for r in args], args, fn, names, f"_fn{dest}"))
     lines.append(f"    _shape = _jnp.broadcast_shapes({', '.join(f'_jnp.shape({v})' for v in ins)})")
     outs = [f"_jnp.broadcast_to({ref(r)}, _shape)" for r in program.outputs]
     lines.append(f"    return ({', '.join(outs)},)")
