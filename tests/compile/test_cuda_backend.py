@@ -9,6 +9,7 @@ and the plumbing; the CUDA math library's own ulps are measured by benchmarks/gp
 """
 
 import ctypes
+import json
 import math
 import os
 import shutil
@@ -26,7 +27,8 @@ from subgraph_ad import Tape, lambdify
 from subgraph_ad.compile.backends import c, cuda
 from subgraph_ad.compile.program import build_program
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
 import functions as bench  # noqa: E402
 from conftest import Softplus  # noqa: E402
 
@@ -68,11 +70,14 @@ class CpuRawKernel:
         CpuRawKernel.compiled.append((self.name, self.options))
 
     def __call__(self, grid: tuple[int], block: tuple[int], args: tuple) -> None:
-        n, *arrays = args
+        n, *rest = args
         assert grid[0] * block[0] >= n  # every point has a thread
-        assert all(a.dtype in (np.float64, np.float32) and a.flags.c_contiguous for a in arrays)
-        self.function.argtypes = [ctypes.c_longlong] + [ctypes.c_void_p] * len(arrays)
-        self.function(int(n), *(a.ctypes.data for a in arrays))
+        assert all(a.dtype in (np.float64, np.float32) for a in rest)
+        assert all(a.flags.c_contiguous for a in rest if isinstance(a, np.ndarray))
+        kinds = {np.float64: ctypes.c_double, np.float32: ctypes.c_float}
+        self.function.argtypes = [ctypes.c_longlong] + [ctypes.c_void_p if isinstance(a, np.ndarray) else kinds[type(a)]
+                                                        for a in rest]
+        self.function(int(n), *(a.ctypes.data if isinstance(a, np.ndarray) else a for a in rest))
 
 
 def fake_cupy(devices: int | Exception = 1) -> types.ModuleType:
@@ -158,12 +163,12 @@ def test_the_kernel_is_the_c_body_in_a_grid_stride_loop_with_ieee_options():
     assert not any("fast" in option for option in cuda.OPTIONS)
 
 
-def test_a_number_is_read_once_before_the_loop():
+def test_a_number_is_passed_by_value():
     tape = Tape()
     x, y = tape.var("x"), tape.var("y")
     source = cuda.kernel_source(build_program(tape, [x, y], [x * y + sad.sin(x)]), (False, True))
-    head, loop = source.split("for (long long i")
-    assert "const double in1 = p1[0];" in head and "const double in0 = p0[i];" in loop
+    assert "const long long n, const double* __restrict__ p0, const double in1, double* __restrict__ q0" in source
+    assert "const double in0 = p0[i];" in source and "p1" not in source
 
 
 def test_float32_kernels_compute_in_float():
@@ -265,7 +270,7 @@ def test_a_split_program_gives_the_unsplit_kernels_bits(monkeypatch):
     outs = list(z.grad_graph(xs)) + [xs[2], tape.const(-0.0), z, z]
     program = build_program(tape, xs, outs)
     points = [np.linspace(-0.5, 0.5, 7) * (i + 1) for i in range(6)]
-    points[4] = 0.25  # one var as one number
+    points[4] = np.array(0.25)  # one var as one number (a 0-d array: on the device, read back once)
     whole = cuda.function(program)(*points)
     parts = cuda.split(program, max_steps=15, max_arrays=12)
     assert len(parts) > 3
@@ -303,3 +308,28 @@ def test_numbers_alone_give_zero_dimensional_arrays_and_bad_arguments_are_refuse
         run(0.5)
     with pytest.raises(TypeError, match="argument 1 must be a number or an array of numbers, got str 'a'"):
         run(0.5, "a")
+
+
+# -- the GPU benchmark's CPU side ------------------------------------------------------------------
+def test_the_gpu_benchmark_runs_its_cpu_side_with_dry_run(tmp_path):
+    """``benchmarks/gpu.py --dry-run``: every case built, run (the NumPy backend standing in for
+    ours) and checked on the CPU, with JAX's jet, nested grad, jvp∘grad, Hessian trace and grad
+    as peers: independent derivatives that must agree with ours to 1e-12 of each output's scale."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    script = str(ROOT / "benchmarks" / "gpu.py")
+    shown = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True, env=env, timeout=120)
+    assert shown.returncode == 0 and "--dry-run" in shown.stdout and "--no-install" in shown.stdout
+    run = subprocess.run([sys.executable, script, "--dry-run", "--functions", "F1,F4", "--orders", "4,20",
+                          "--mlps", "4-16-16", "--out", str(tmp_path)], capture_output=True, text=True, env=env,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads((tmp_path / "gpu.json").read_text())
+    rows = results["rows"]
+    assert [row["case"] for row in rows] == ["F1 n=4"] * 2 + ["F1 n=20"] * 2 + ["F4 n=4"] * 2 + ["F4 n=20"] * 2 + [
+        "S HVP, 50 vars", "MLP 4-16-16-1 Laplacian", "R1000 gradient"]
+    assert rows[0]["points"] == 1000 and rows[1]["points"] == 3000 and rows[-1]["points"] == 200
+    for row in rows:
+        assert row["error"] <= 1e-13 and row["ms"] > 0 and row["copy_floor"] > 0, row["case"]
+        assert row["peers"] and all(peer["error"] <= 1e-12 for peer in row["peers"].values()), row["case"]
+    assert "JAX nested grad" in rows[0]["peers"] and "JAX nested grad" not in rows[2]["peers"]  # n <= 4
+    assert (tmp_path / "gpu.md").read_text().count("\n| ") == len(rows) + 1

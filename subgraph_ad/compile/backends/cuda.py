@@ -4,7 +4,7 @@ Each thread computes every output of its points (a grid-stride loop), so a call 
 once and writes each output once: on a GPU that traffic, not the arithmetic, is the time of a
 derivative program. The kernel is C from ``c_body`` wrapped in a ``RawKernel`` taking one pointer
 per array (``ElementwiseKernel``'s per-array descriptors would hit CUDA's 4 KiB parameter limit
-long before R1000's 2,000 arrays); an input given as one number is read once per thread, not
+long before R1000's 2,000 arrays); an input given as one number is passed by value, never
 copied to every point. NVRTC compiles with IEEE arithmetic (``OPTIONS``: no contraction into
 FMA, no flush to zero, exact division and square root), so a float64 result is within the CUDA
 math library's few ulps of NumPy's per elementary.
@@ -176,17 +176,18 @@ def _part(program: Program, items: Sequence[tuple[str, int]], reads: dict[Operan
 
 
 def kernel_source(program: Program, scalars: Sequence[bool], dtype: str = "float64", name: str = "subgraph_ad") -> str:
-    """A CUDA kernel ``name(n, p0, …, q0, …)`` running ``c_body`` over ``n`` points: input k from
-    the array ``p<k>`` (its one number where ``scalars[k]``, read once), output k into ``q<k>``."""
+    """A CUDA kernel ``name(n, …)`` running ``c_body`` over ``n`` points: input k from the array
+    ``p<k>``, or where ``scalars[k]`` the number ``in<k>`` itself, passed by value (one number
+    for every point needs no device memory); output k into the array ``q<k>``."""
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     t = ctype(dtype)
-    params = (["const long long n"] + [f"const {t}* __restrict__ p{k}" for k in range(program.n_inputs)]
+    params = (["const long long n"]
+              + [f"const {t} in{k}" if scalars[k] else f"const {t}* __restrict__ p{k}" for k in range(program.n_inputs)]
               + [f"{t}* __restrict__ q{k}" for k in range(len(program.outputs))])
-    lines = [PREAMBLE, f'extern "C" __global__ void {name}({", ".join(params)}) {{']
-    lines += [f"    const {t} in{k} = p{k}[0];" for k in range(program.n_inputs) if scalars[k]]
-    lines += ["    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;",
-              "         i += (long long)blockDim.x * gridDim.x) {"]
+    lines = [PREAMBLE, f'extern "C" __global__ void {name}({", ".join(params)}) {{',
+             "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;",
+             "         i += (long long)blockDim.x * gridDim.x) {"]
     lines += [f"        const {t} in{k} = p{k}[i];" for k in range(program.n_inputs) if not scalars[k]]
     lines += [f"        {t} out{k};" for k in range(len(program.outputs))]
     lines += [f"        {line}" for line in c_body(program, t).splitlines()]
@@ -248,17 +249,17 @@ def function(program: Program, dtype: str = "float64", max_steps: int = MAX_STEP
     def call(*args: Any) -> tuple[Any, ...]:
         if len(args) != program.n_inputs:
             raise TypeError(f"expected {program.n_inputs} arguments, got {len(args)}")
-        arrays = [_device(cupy, a, dtype, k) for k, a in enumerate(args)]
-        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        values = [_argument(cupy, a, dtype, k) for k, a in enumerate(args)]
+        shape = np.broadcast_shapes(*(np.shape(a) for a in values))
         size = math.prod(shape)
-        flat = [a if a.ndim == 0 else cupy.ascontiguousarray(cupy.broadcast_to(a, shape)).reshape(size)
-                for a in arrays]
+        flat = [a if isinstance(a, np.generic) else cupy.ascontiguousarray(cupy.broadcast_to(a, shape)).reshape(size)
+                for a in values]
         outs = [cupy.empty(size, dtype) for _ in program.outputs]
         if size:
             blocks = min(-(-size // THREADS), 2**31 - 1)
 
             def launch(p: int, reads: Sequence[Any], writes: Sequence[Any]) -> None:
-                scalars = tuple(a.ndim == 0 for a in reads)
+                scalars = tuple(isinstance(a, np.generic) for a in reads)
                 kernel(p, scalars)((blocks,), (THREADS,), (np.int64(size), *reads, *writes))
 
             schedule(parts, flat, outs, lambda: cupy.empty(size, dtype), launch)
@@ -271,15 +272,16 @@ def _name(p: int) -> str:
     return f"subgraph_ad_part{p}"
 
 
-def _device(cupy: Any, value: Any, dtype: str, k: int) -> Any:
-    """An argument as a CuPy array of ``dtype``: CuPy arrays as they are (cast if need be),
-    NumPy arrays and numbers copied over; not text, None or objects."""
+def _argument(cupy: Any, value: Any, dtype: str, k: int) -> Any:
+    """An argument as the kernel takes it: one number as a NumPy scalar of ``dtype`` (passed by
+    value; a 0-d CuPy array is read back once), an array as a CuPy array of ``dtype`` (NumPy
+    arrays copied over, CuPy arrays cast only if need be); not text, None or objects."""
     if isinstance(value, cupy.ndarray):
         if value.dtype.kind not in "biuf":
             raise TypeError(f"argument {k} must be a real array, got a CuPy array of {value.dtype}")
-        return value.astype(dtype, copy=False)
+        return np.dtype(dtype).type(value.item()) if value.ndim == 0 else value.astype(dtype, copy=False)
     array = np.asarray(value)
     if array.dtype.kind not in "biuf":
         raise TypeError(f"argument {k} must be a number or an array of numbers, got {type(value).__name__} "
                         f"{value!r:.80}")
-    return cupy.asarray(array, dtype=dtype)
+    return np.dtype(dtype).type(array) if array.ndim == 0 else cupy.asarray(array, dtype=dtype)
