@@ -213,6 +213,19 @@ def test_a_large_program_splits_within_the_limits_and_hands_each_value_on_once()
     assert targets == list(range(len(outs)))  # every output written exactly once
 
 
+def test_a_split_program_computes_each_output_near_what_it_reads():
+    """Tape order is the forward pass, then the backward one: split there, R40's gradient
+    would hand its forward values on through 95 scratch arrays in 14 kernels. Each output's
+    cone computed just before it keeps the values local: 6 kernels, 20 scratch arrays."""
+    tape = Tape()
+    xs = [tape.var(f"x{i}") for i in range(40)]
+    z = sum(100 * (xs[i + 1] - xs[i] ** 2) ** 2 + (1 - xs[i]) ** 2 for i in range(39))
+    program = build_program(tape, xs, list(z.grad_graph(xs)))
+    parts = cuda.split(program, max_steps=10**6, max_arrays=24)
+    scratch = sum(1 for part in parts for kind, _ in part.writes if kind == "t")
+    assert len(parts) <= 6 and scratch <= 20
+
+
 def test_scratch_arrays_are_dropped_after_their_last_reader():
     """A long program holds only the values still to be read: fewer scratch arrays alive at
     once than it makes, and none once it is done."""

@@ -3,14 +3,16 @@
 ``c_body`` writes one ``const`` local per step from the ops' table below and each function's
 spelling (every elementary's ``c`` template), reading ``in0, in1, …`` and assigning ``out0,
 out1, …``: the caller declares those, so the same text is the inside of a C loop, of a CUDA
-kernel or of a CuPy ``ElementwiseKernel``. IEEE semantics: no fast math, ``pow()`` for powers (but NumPy's own x², 1/x and √x),
-nan and inf spelled ``NAN`` and ``INFINITY``; ``dtype="float"`` writes the ``float`` forms of
-the math functions (``expf``) and of the literals (``1.0f``), so nothing is computed in double.
+kernel or of a CuPy ``ElementwiseKernel``. IEEE semantics: no fast math, ``pow()`` for powers
+(but x², 1/x and √x as NumPy computes them), nan and inf spelled ``NAN`` and ``INFINITY``;
+``dtype="float"`` writes the ``float`` forms of the math functions (``expf``) and of the
+literals (``1.0f``), so nothing is computed in double.
 
 ``cpu_function`` compiles that body in a loop with the system's C compiler (``cc``) and calls it
 through ctypes: the tests' way to check C's arithmetic and libm against NumPy without a GPU.
 
 >>> from subgraph_ad import Tape, exp
+>>> from subgraph_ad.compile.program import build_program
 >>> tape = Tape(); x = tape.var("x")
 >>> print(c_body(build_program(tape, [x], [exp(-x**2 / 2)])))
 const double t2 = in0 * in0;
@@ -33,7 +35,7 @@ import numpy as np
 
 from ...functions import Function
 from ...functions.elementary import steps
-from ..program import Operand, Program, build_program
+from ..program import Operand, Program
 
 NAME = "C"
 
@@ -66,14 +68,15 @@ def ctype(dtype: str) -> str:
 def literal(value: float, dtype: str = "double") -> str:
     """A constant as C source: the shortest decimal that rounds back to it in ``dtype`` (C
     compilers round decimal literals correctly), ``f``-suffixed in float, negative ones in
-    parentheses (``x - -1`` would not be one token less from ``x--1``); nan and inf are
-    ``NAN``/``INFINITY``, which have no literal.
+    parentheses (negating one gives ``-(-1.0)``, never the decrement ``--1.0``); nan and inf
+    are ``NAN``/``INFINITY``, which have no literal (a double beyond float's range is inf).
 
     >>> literal(0.1), literal(0.1, "float"), literal(-0.0), literal(float("-inf"))
     ('0.1', '0.1f', '(-0.0)', '(-INFINITY)')
     """
     single = ctype(dtype) == "float"
-    v = float(np.float32(value)) if single else float(value)
+    with np.errstate(over="ignore"):
+        v = float(np.float32(value)) if single else float(value)
     if v != v:
         return "NAN"
     if v in (float("inf"), float("-inf")):
