@@ -1,0 +1,179 @@
+"""The JAX backend: the program as straight-line ``jax.numpy`` code, one assignment per step.
+
+The result is an ordinary function of JAX arrays (or numbers), so it composes with everything
+JAX does: ``jax.jit`` compiles it for any XLA device, ``jax.vmap`` batches it, and ``jax.grad``
+differentiates our derivative graph once more. Each elementary is called by its NumPy name in
+``jax.numpy`` (``np.arctan`` → ``jnp.arctan``), the special functions from
+``jax.scipy.special``, the sigmoid as ``jax.nn.sigmoid``; where JAX's own derivative differs
+from ours at a point, a ``custom_jvp`` states ours (``|x|′`` is sign(x), 0 at 0; xlogy's strong
+zero), so ``jax.grad`` of a program agrees with the next derivative we build. A function with no
+spelling runs its ``f`` when that works on JAX tracers, and otherwise raises ``NotLowerable``.
+
+>>> import jax.numpy as jnp
+>>> from subgraph_ad import Tape, exp
+>>> from subgraph_ad.compile.program import build_program
+>>> tape = Tape(); x = tape.var("x")
+>>> f = function(build_program(tape, [x], [exp(-x**2 / 2)]))
+>>> [round(float(v), 6) for v in f(jnp.array([0.0, 1.0]))[0]]
+[1.0, 0.606531]
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ...functions import Function
+from ...functions.elementary import Elementary, steps
+from ..program import Operand, Program, define, literal
+from .c import NotLowerable
+
+NAME = "JAX"
+
+
+def _jax() -> tuple[Any, Any]:
+    """JAX and jax.numpy, or ImportError saying how to install them."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError as error:
+        raise ImportError(f"JAX is not installed ({error}); pip install 'subgraph_ad[jax]'") from error
+    return jax, jnp
+
+
+@functools.cache
+def _own() -> dict[str, Any]:
+    """The elementaries whose JAX derivative must be ours, as ``custom_jvp`` functions (made on
+    first use: JAX loads only for this backend)."""
+    jax, jnp = _jax()
+
+    @jax.custom_jvp
+    def fabs(v: Any) -> Any:
+        return jnp.abs(v)
+
+    # JAX's |x|′ is 1 at 0; ours is sign(0) = 0, as SymPy's
+    fabs.defjvps(lambda dv, output, v: jnp.sign(v) * dv)
+
+    @jax.custom_jvp
+    def xlogy(p: Any, a: Any) -> Any:
+        return jnp.where((p == 0) & ~jnp.isnan(a), 0.0, p * jnp.log(a))
+
+    # our partials (Xlogy.fdiff): log(a) where p is not 0 and 0 where it is, which JAX's own rule
+    # (dp·log(a)) makes nan at a = 0; one rule per argument, so a zero tangent costs nothing and
+    # cannot turn 0·(p/a) into nan
+    xlogy.defjvps(lambda dp, output, p, a: dp * xlogy(jnp.abs(jnp.sign(p)), a),
+                  lambda da, output, p, a: da * p / a)
+
+    return {"fabs": fabs, "xlogy": xlogy, "sigmoid": jax.nn.sigmoid}
+
+
+#: jax.scipy.special's functions that NumPy lacks, by elementary name.
+SPECIAL = ("erf", "erfc")
+
+
+def _callees(step: Elementary, names: dict[str, Any]) -> list[str]:
+    """How to open the calls of one elementary in JAX, applied in turn: our own ``custom_jvp``,
+    a special function, or each of its NumPy functions by name in ``jax.numpy`` (a ``partial``
+    with its constants written out). NotLowerable where none applies."""
+    if step.name in _own():
+        names[f"_own_{step.name}"] = _own()[step.name]
+        return [f"_own_{step.name}("]
+    if step.name in SPECIAL:
+        return [f"_jsp.{step.name}("]
+    _, jnp = _jax()
+    out = []
+    for u in step.numpy:
+        prefix = ""
+        if isinstance(u, functools.partial) and not u.keywords and all(isinstance(a, (int, float)) for a in u.args):
+            prefix = "".join(f"{literal(float(a))}, " for a in u.args)
+            u = u.func
+        name = getattr(u, "__name__", "")
+        if not (vars(np).get(name) is u and hasattr(jnp, name)):
+            raise NotLowerable(f"the elementary {step.name!r} calls {u!r}, which has no jax.numpy counterpart; "
+                               "spell it with NumPy functions, or use another backend")
+        out.append(f"_jnp.{name}({prefix}")
+    return out
+
+
+def _call(a: Sequence[str], fn: Function, names: dict[str, Any], key: str) -> str:
+    """``fn`` on its operands in JAX: its spelling, each elementary's calls nested in turn; with
+    no spelling, its ``f`` where that traces with JAX (checked here, on abstract values)."""
+    chain = steps(fn.spelling)
+    if not chain:
+        jax, jnp = _jax()
+        try:
+            jax.eval_shape(fn.f, *[jax.ShapeDtypeStruct((), jnp.float32)] * fn.arity)
+        except Exception as error:  # whatever f does with a tracer that it cannot do
+            first = str(error).splitlines()[0] if str(error) else ""
+            raise NotLowerable(f"{fn.kind} {fn.name!r} has no spelling, and its f does not work on JAX arrays "
+                               f"({type(error).__name__}: {first}); give it a spelling, or write f with "
+                               "jax.numpy") from error
+        names[key] = fn.f
+        return f"{key}({', '.join(a)})"
+    text = ", ".join(a)
+    for step in chain:
+        for opening in _callees(step, names):
+            text = f"{opening}{text})"
+    return text
+
+
+def _power(a: Sequence[str], operands: Sequence[Operand]) -> str:
+    """``jnp.power`` (real powers: nan, not complex), except where NumPy's power ufunc with a
+    scalar exponent computes otherwise, as the NumPy backend calls it: x*x, 1/x and sqrt(x)."""
+    kind, e = operands[1]
+    if kind == "c" and e in (2.0, -1.0, 0.5):
+        return {2.0: f"{a[0]} * {a[0]}", -1.0: f"1.0 / {a[0]}", 0.5: f"_jnp.sqrt({a[0]})"}[e]
+    return f"_jnp.power({a[0]}, {a[1]})"
+
+
+#: An op's JAX expression from its operands' text and the operands, the function (``"fn"``),
+#: the namespace and a key to store a callee under.
+Lowering = Callable[[Sequence[str], Sequence[Operand], Any, dict[str, Any], str], str]
+LOWERING: dict[str, Lowering] = {
+    "add": lambda a, operands, fn, names, key: f"{a[0]} + {a[1]}",
+    "sub": lambda a, operands, fn, names, key: f"{a[0]} - {a[1]}",
+    "mul": lambda a, operands, fn, names, key: f"{a[0]} * {a[1]}",
+    "div": lambda a, operands, fn, names, key: f"{a[0]} / {a[1]}",
+    "pow": lambda a, operands, fn, names, key: _power(a, operands),
+    "neg": lambda a, operands, fn, names, key: f"-{a[0]}",
+    "fn": lambda a, operands, fn, names, key: _call(a, fn, names, key),
+}
+
+
+def source(program: Program) -> tuple[str, dict[str, Any]]:
+    """``_f(v0, …)`` returning the tuple of outputs, each broadcast to the inputs' shape."""
+    jax, jnp = _jax()
+    names: dict[str, Any] = {"_jnp": jnp, "_jsp": jax.scipy.special, "_nan": np.nan, "_inf": np.inf,
+                             "_floating": _floating}
+
+    def ref(r: Operand) -> str:
+        kind, v = r
+        return f"v{v}" if kind == "in" else literal(v) if kind == "c" else f"t{v}"
+
+    ins = [f"v{k}" for k in range(program.n_inputs)]
+    lines = [f"def _f({', '.join(ins)}):", f"    {', '.join(ins)}, = _floating({', '.join(ins)})"]
+    for dest, op, args, fn in program.steps:
+        lines.append(f"    t{dest} = " + LOWERING[op]([ref(r) for r in args], args, fn, names, f"_fn{dest}"))
+    lines.append(f"    _shape = _jnp.broadcast_shapes({', '.join(f'_jnp.shape({v})' for v in ins)})")
+    outs = [f"_jnp.broadcast_to({ref(r)}, _shape)" for r in program.outputs]
+    lines.append(f"    return ({', '.join(outs)},)")
+    return "\n".join(lines) + "\n", names
+
+
+def _floating(*values: Any) -> tuple[Any, ...]:
+    """The arguments as JAX arrays of a floating type: integers and booleans as JAX's default
+    float (float64 with ``jax_enable_x64``), floats as they are (float32 stays float32)."""
+    _, jnp = _jax()
+    arrays = [jnp.asarray(v) for v in values]
+    return tuple(a if jnp.issubdtype(a.dtype, jnp.inexact) else a.astype(jnp.result_type(float)) for a in arrays)
+
+
+def function(program: Program) -> Callable[..., tuple[Any, ...]]:
+    """The program as a function of JAX arrays or numbers (broadcast like NumPy) returning a
+    tuple of JAX arrays; usable inside ``jax.jit``, ``jax.vmap`` and ``jax.grad``.
+
+    ImportError without JAX; NotLowerable for a function JAX cannot compute."""
+    text, names = source(program)
+    return define(text, names, "jax")

@@ -1,0 +1,193 @@
+"""The JAX backend on the CPU, in float64, against the NumPy backend: every built-in function
+and F1–F5's derivatives under ``jax.jit`` and ``jax.vmap``, and ``jax.grad`` of our n-th
+derivative program against our own (n+1)-th, strong zeros included."""
+
+import functools
+import math
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import subgraph_ad as sad
+from subgraph_ad import Tape, lambdify
+from subgraph_ad.compile.backends import jax as jax_backend
+from subgraph_ad.compile.backends.c import NotLowerable
+from subgraph_ad.compile.program import build_program
+from subgraph_ad.functions import FUNCTIONS
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import functions as bench  # noqa: E402
+from conftest import Cube, Softplus  # noqa: E402
+
+TINY = np.finfo(float).tiny
+#: Domain edges and IEEE specials, normal numbers only: XLA flushes subnormal inputs to zero
+#: (log(5e-324) is -inf there), which is JAX's arithmetic, not the program's.
+EDGES = np.array([math.nan, math.inf, -math.inf, 0.0, -0.0, 1e-300, 1.0, -1.0, 1 - 2**-53, 1 + 2**-52, 0.5, -0.5,
+                  2.0, -2.0, 27.0, -30.0, 709.78, 710.0, -710.0, math.pi / 2, 1e16, 1e300, -1e300])
+
+
+@pytest.fixture(autouse=True, scope="module")
+def x64():
+    """float64 in JAX for this module only (the flag is global)."""
+    previous = jax.config.read("jax_enable_x64")
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jax.config.update("jax_enable_x64", previous)
+
+
+def near(got: np.ndarray, ref: np.ndarray, rtol: float) -> bool:
+    """nan and inf where NumPy has them, within rtol of the largest finite value elsewhere."""
+    got = np.asarray(got)
+    finite = np.isfinite(ref)
+    same = np.array_equal(got[~finite], ref[~finite], equal_nan=True)
+    return same and np.abs(got[finite] - ref[finite]).max(initial=0.0) <= rtol * np.abs(ref[finite]).max(initial=0.0)
+
+
+def variables(tape: sad.Tape) -> list[sad.Term]:
+    return [sad.Term(tape, i) for i, node in enumerate(tape.nodes) if node.op == "var"]
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_every_builtin_function_matches_numpy_under_jit_and_vmap(name):
+    """Pointwise within 1e-12 relative (XLA's sinh and cosh are the farthest: 5.5e-14 at 30),
+    absolute TINY for subnormal results, which XLA flushes to zero."""
+    fn, tape = FUNCTIONS[name], Tape()
+    if fn.arity == 1:
+        ins = [tape.var("x")]
+        args = (EDGES,)
+    else:
+        ins = [tape.var("x"), tape.var("y")]
+        args = tuple(a.ravel() for a in np.meshgrid(EDGES, EDGES))
+    z = fn(*ins)
+    run = jax_backend.function(build_program(tape, ins, [z]))
+    ref = lambdify(ins, z, backend="numpy")(*args)
+    for got in (jax.jit(run)(*args)[0], jax.vmap(run)(*args)[0]):
+        got = np.asarray(got)
+        with np.errstate(invalid="ignore"):
+            ok = np.where(np.isnan(ref), np.isnan(got), (got == ref) | (np.abs(got - ref) <= 1e-12 * np.abs(ref) + TINY))
+        assert ok.all(), [(tuple(a[i] for a in args), got[i], ref[i]) for i in np.nonzero(~ok)[0][:5]]
+
+
+@pytest.mark.parametrize("name", sorted(bench.FUNCTIONS))
+def test_benchmark_derivatives_to_order_12_match_numpy_under_jit_and_vmap(name):
+    tape, f, x = bench.FUNCTIONS[name]()
+    ds = [f] + [f.diff(x, n) for n in range(1, 13)]
+    vs = variables(tape)
+    run = jax_backend.function(build_program(tape, vs, ds))
+    grid = np.linspace(-3.0, 3.0, 121) + (2.0 if name == "F5" else 0.0)
+    args = [grid if v.index == x.index else 0.7 for v in vs]
+    axes = [0 if v.index == x.index else None for v in vs]
+    refs = lambdify(vs, ds, backend="numpy")(*args)
+    for results in (jax.jit(run)(*args), jax.jit(jax.vmap(run, in_axes=axes))(*args)):
+        for n, (got, ref) in enumerate(zip(results, refs)):
+            assert got.dtype == jnp.float64 and near(got, ref, 1e-12), (name, n)
+
+
+@pytest.mark.parametrize("name", sorted(bench.FUNCTIONS))
+def test_grad_of_our_nth_derivative_is_our_next_one(name):
+    """jax.grad differentiates the graph of d^n f/dx^n once more (jit∘vmap∘grad over the grid);
+    the (n+1)-th derivative we build, run on NumPy, is the oracle, to 1e-12 of its scale."""
+    tape, f, x = bench.FUNCTIONS[name]()
+    vs = variables(tape)
+    k = next(i for i, v in enumerate(vs) if v.index == x.index)
+    grid = np.linspace(-2.0, 2.0, 41) + (2.5 if name == "F5" else 0.0)
+    point = [grid if i == k else 0.7 for i in range(len(vs))]
+    for n in range(0, 6):
+        run = jax_backend.function(build_program(tape, vs, [f.diff(x, n) if n else f]))
+        grad = jax.grad(lambda *a: run(*a)[0], argnums=k)
+        got = jax.jit(jax.vmap(grad, in_axes=[0 if i == k else None for i in range(len(vs))]))(*point)
+        ref = lambdify(vs, f.diff(x, n + 1), backend="numpy")(*point)
+        assert near(got, np.broadcast_to(ref, grid.shape), 1e-12), (name, n)
+
+
+def test_a_mixed_partial_by_grad_in_the_other_var():
+    tape, f, w1 = bench.f5()
+    w2 = next(v for v in variables(tape) if v.name == "w2")
+    run = jax_backend.function(build_program(tape, [w1, w2], [f.diff(w1, 2)]))
+    points = np.linspace(1.5, 4.0, 11)
+    got = jax.vmap(jax.grad(lambda a, b: run(a, b)[0], argnums=1), in_axes=(0, None))(points, 0.7)
+    assert near(got, lambdify([w1, w2], f.diff(w1, 2, w2))(points, 0.7), 1e-12)
+
+
+def test_jax_derivatives_are_ours_at_the_points_where_conventions_differ():
+    """|x|′ at 0 is sign(0) = 0 (JAX's own abs says 1), and x ** b at x = 0 has 0 for every
+    derivative in b (xlogy's strong zero: JAX's own xlogy rule gives 0·log(0) = nan)."""
+    tape = Tape()
+    x = tape.var("x")
+    absolute = jax_backend.function(build_program(tape, [x], [sad.abs(x)]))
+    points = np.array([-1.5, 0.0, 2.0])
+    got = jax.vmap(jax.grad(lambda v: absolute(v)[0]))(points)
+    assert np.array_equal(got, lambdify([x], sad.abs(x).diff(x))(points)) and got.tolist() == [-1.0, 0.0, 1.0]
+    a, b = tape.var("a"), tape.var("b")
+    power = a**b
+    first = jax_backend.function(build_program(tape, [a, b], [power.diff(b)]))
+    bases, exponents = np.array([0.0, 0.0, 2.0, 0.5]), np.array([1.5, 3.0, 1.5, -0.5])
+    got = jax.vmap(jax.grad(lambda p, q: first(p, q)[0], argnums=1))(bases, exponents)
+    ref = lambdify([a, b], power.diff(b, 2))(bases, exponents)
+    assert np.allclose(got, ref, rtol=1e-14, atol=0) and got[0] == 0.0 and got[1] == 0.0
+    assert np.allclose(ref[2:], np.log(bases[2:]) ** 2 * bases[2:] ** exponents[2:], rtol=1e-14)
+
+
+def test_numbers_broadcast_outputs_follow_the_inputs_shape_and_ints_become_floats():
+    tape = Tape()
+    x, y = tape.var("x"), tape.var("y")
+    run = jax.jit(jax_backend.function(build_program(tape, [x, y], [x * y + sad.sin(x), y, tape.const(2.5)])))
+    value, same, constant = run(jnp.array([0.0, 1.0, 2.0]), 2)
+    assert value.dtype == jnp.float64 and np.allclose(value, [0.0, 2 + math.sin(1.0), 4 + math.sin(2.0)], rtol=1e-15)
+    assert same.tolist() == [2.0] * 3 and constant.tolist() == [2.5] * 3
+
+
+def test_the_powers_numpy_computes_otherwise_are_spelled_as_it_does():
+    tape = Tape()
+    x = tape.var("x")
+    outs = [x**2, x ** -1.0, x**0.5, x**3]
+    text, _ = jax_backend.source(build_program(tape, [x], outs))
+    assert "v0 * v0" in text and "1.0 / v0" in text and "_jnp.sqrt(v0)" in text and "_jnp.power(v0, 3.0)" in text
+    points = np.array([-math.inf, -0.0, 7.7, -2.0])
+    got = jax.jit(jax_backend.function(build_program(tape, [x], outs)))(points)
+    with np.errstate(all="ignore"):
+        for value, e in zip(got, (2.0, -1.0, 0.5)):
+            assert np.array_equal(np.asarray(value), np.power(points, e), equal_nan=True)
+    assert np.signbit(got[2][1])  # sqrt(-0) = -0, as NumPy's x ** 0.5
+
+
+def test_a_function_without_a_spelling_runs_its_f_where_jax_can_trace_it():
+    tape = Tape()
+    x = tape.var("x")
+    z = Cube()(sad.sin(x))  # f = v ** 3 works on tracers
+    run = jax_backend.function(build_program(tape, [x], [z]))
+    points = np.linspace(-2, 2, 9)
+    assert near(jax.jit(run)(points)[0], np.sin(points) ** 3, 1e-15)
+    got = jax.vmap(jax.grad(lambda v: run(v)[0]))(points)
+    assert near(got, lambdify([x], z.diff(x))(points), 1e-14)
+
+
+def test_a_function_whose_f_needs_numpy_is_not_lowerable_and_says_why():
+    tape = Tape()
+    x = tape.var("x")
+    with pytest.raises(NotLowerable, match="'softplus' has no spelling, and its f does not work on JAX arrays"):
+        jax_backend.function(build_program(tape, [x], [Softplus()(x)]))
+
+
+def test_a_users_elementary_of_numpy_functions_lowers_by_their_names():
+    softplus = sad.Elementary("softplus", 1, (functools.partial(np.logaddexp, 0.0),), lambda v: v,
+                              "log1p(exp({0}))", lambda a: a)
+    odd = sad.Elementary("odd", 1, (lambda v: v,), lambda v: v, "({0})", lambda a: a)
+
+    class Spelled(sad.UnaryFn):
+        def __init__(self, step):
+            self.name, self.spelling = step.name, (step,)
+
+    tape = Tape()
+    x = tape.var("x")
+    text, _ = jax_backend.source(build_program(tape, [x], [Spelled(softplus)(x)]))
+    assert "_jnp.logaddexp(0.0, v0)" in text
+    points = np.array([-800.0, -1.0, 0.0, 3.0, 40.0])
+    got = jax_backend.function(build_program(tape, [x], [Spelled(softplus)(x)]))(points)[0]
+    assert np.allclose(got, np.logaddexp(0.0, points), rtol=1e-15, atol=0)
+    with pytest.raises(NotLowerable, match="the elementary 'odd' calls .* no jax.numpy counterpart"):
+        jax_backend.function(build_program(tape, [x], [Spelled(odd)(x)]))
