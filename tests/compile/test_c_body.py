@@ -32,9 +32,6 @@ TINY = np.finfo(float).tiny
 EDGES = np.array([math.nan, math.inf, -math.inf, 0.0, -0.0, 5e-324, -5e-324, 1e-300, 1.0, -1.0, 1 - 2**-53,
                   1 + 2**-52, 0.5, -0.5, 2.0, -2.0, 3.0, 27.0, -27.0, 30.0, -30.0, 709.78, 710.0, -710.0,
                   -745.2, 800.0, math.pi / 2, math.pi, 1e16, -1e16, 1e300, -1e300, 1.7976931348623157e308])
-#: Where elementary.py's C template is wrong: sign(±inf) is 0·inf = nan in "((x > 0) - (x < 0) +
-#: 0.0 * x)" (NumPy: ±1). Pinned by the strict xfail below until the template is fixed.
-KNOWN = {"sign": (math.inf, -math.inf)}
 
 
 def agree(got: np.ndarray, ref: np.ndarray, rtol: float) -> np.ndarray:
@@ -61,7 +58,7 @@ def test_every_builtin_function_matches_numpy_to_a_few_ulps_at_ieee_edges(name):
     most, erf); 4 ulps leaves room for other C libraries. NumPy's sigmoid, exp(−logaddexp(0, −x)),
     is the less accurate one: exp turns the rounding of its argument (≈ |x| ulps of 1) into that
     relative error (5 ulps at x = −30, where C's 1/(1 + exp(30)) is correctly rounded)."""
-    points = np.array([p for p in EDGES if p not in KNOWN.get(name, ())])
+    points = np.array(list(EDGES))
     tape, ins, z, args = _function_program(FUNCTIONS[name], points)
     got, = c.cpu_function(build_program(tape, ins, [z]))(*args)
     ref = lambdify(ins, z, backend="numpy")(*args)
@@ -73,8 +70,6 @@ def test_every_builtin_function_matches_numpy_to_a_few_ulps_at_ieee_edges(name):
     assert (np.signbit(got[zeros]) == np.signbit(ref[zeros])).all()  # -0.0 stays -0.0
 
 
-@pytest.mark.xfail(strict=True, reason="elementary.py's C template of sign is nan at ±inf; the fix is "
-                   "'((({0}) > 0.0) - (({0}) < 0.0) + (({0}) != ({0}) ? ({0}) : 0.0))'")
 def test_sign_of_infinity_in_c():
     tape = Tape()
     x = tape.var("x")
@@ -179,7 +174,7 @@ def test_float32_computes_every_builtin_in_float_to_a_few_float_ulps(name):
     """In float every call is C99's float form and every literal a float (nothing widens to
     double), and the values are within 4 float ulps of the double result at the same (float)
     inputs: glibc's float functions are within 1–2."""
-    points = np.array([p for p in FLOAT_POINTS if p not in KNOWN.get(name, ())], dtype=np.float32)
+    points = np.array(list(FLOAT_POINTS), dtype=np.float32)
     tape, ins, z, args = _function_program(FUNCTIONS[name], points)
     program = build_program(tape, ins, [z])
     body = c.c_body(program, "float")
