@@ -45,6 +45,7 @@ class Scopes:
     _journal: list[tuple[int, int]]
     _listener: Callback | None
     _order: int
+    _own: Callable[[], None]  # TapeThreadError unless this thread owns the tape
 
     def remember(self, node: int, wrt: int, result: int | None) -> None:
         """Memoise d(node)/d(wrt); undone with the transaction that made it."""
@@ -63,6 +64,7 @@ class Scopes:
 
         ``callback`` is called with each appended Term; ``order`` tags the appended nodes.
         """
+        self._own()
         mark, journal, saved = len(self.nodes), len(self._journal), (self._listener, self._order)
         try:
             try:
@@ -95,6 +97,7 @@ class Scopes:
         >>> t.appended, len(tape)
         (3, 1)
         """
+        self._own()
         trial = Trial()
         mark, journal, saved = len(self.nodes), len(self._journal), (self._listener, self._order)
         try:
@@ -116,6 +119,7 @@ class Scopes:
         through a reciprocal f′ = 1/v leaves the reciprocal unused. ``needed()``, asked after
         the build, may say that nothing can be unused (then the check is skipped). All or
         nothing: if anything raises, the tape is left as it was."""
+        self._own()
         mark, journal, saved = len(self.nodes), len(self._journal), (self._listener, self._order)
         try:
             try:
