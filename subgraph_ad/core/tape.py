@@ -41,7 +41,7 @@ from __future__ import annotations
 import copy
 import threading
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, NoReturn, Union
 
 import numpy as np
 
@@ -55,13 +55,20 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 Number = Union[int, float]
 
-#: The node budget of ``Tape()``: generous (at roughly 400 bytes a node with its tables, some
-#: 4 GB), so that only a runaway build meets it and then fails cleanly instead of taking all
-#: memory. ``Tape(max_nodes=None)`` lifts it.
+#: The node budget of ``Tape()``: generous (at ``NODE_BYTES`` a node, some 4 GB), so that only a
+#: runaway build meets it and then fails cleanly instead of taking all memory.
+#: ``Tape(max_nodes=None)`` lifts it.
 MAX_NODES = 10_000_000
+#: The memory one node of the budget stands for. A node with its table entries takes about 240
+#: bytes; what a tape holds besides its nodes counts in the same units: derivative memo entries
+#: beyond one per node, and a running build's working memory beyond ``FREE_BYTES`` (``hold``).
+NODE_BYTES = 400
+#: The working memory a running build may hold without counting (4 MB), so that a small build on
+#: a small budget stops where its nodes do.
+FREE_BYTES = 4_000_000
 
 #: What a copy or a pickle leaves out: the state of scopes open on the original, and its owner.
-_SCOPE_STATE = ("_journal", "_listener", "_order", "_owner")
+_SCOPE_STATE = ("_journal", "_listener", "_order", "_held", "_over", "_owner")
 #: Tables whose items are immutable (nodes, indices, keys): a copy needs new containers only.
 _IMMUTABLE_ITEMS = ("nodes", "orders", "_intern", "_vars", "deriv_cache")
 
@@ -84,8 +91,9 @@ class TapeThreadError(RuntimeError):
 
 
 class LimitError(RuntimeError):
-    """A tape grew past its ``max_nodes``; the operation that did it was rolled back. Raise the
-    budget with ``Tape(max_nodes=...)``, or lift it with ``Tape(max_nodes=None)``."""
+    """A tape grew past its ``max_nodes`` (its nodes, with what else it holds counted as nodes:
+    see ``NODE_BYTES``); the operation that did it was rolled back. Raise the budget with
+    ``Tape(max_nodes=...)``, or lift it with ``Tape(max_nodes=None)``."""
 
 
 def check_value(value: Any, what: str) -> Any:
@@ -143,7 +151,9 @@ class Tape(Scopes):
 
     ``max_nodes`` is the node budget (default ``MAX_NODES``, ten million; None: no budget): an
     operation that would pass it raises LimitError naming the budget and the count, and leaves
-    the tape as it was. ``repr(tape)`` is a one-line summary, ``str(tape)`` a longer one.
+    the tape as it was. It bounds memory, not only nodes: derivative memo entries beyond one per
+    node, and the working memory of a running build (``hold``), count as nodes of ``NODE_BYTES``.
+    ``repr(tape)`` is a one-line summary, ``str(tape)`` a longer one.
     """
 
     def __init__(self, max_nodes: int | None = MAX_NODES) -> None:
@@ -163,6 +173,8 @@ class Tape(Scopes):
         self._journal: list[tuple[int, int]] = []
         self._listener: Callback | None = None
         self._order = 0
+        #: a running build's working memory in bytes (``hold``), and what of it counts, in nodes
+        self._held, self._over = 0, 0.0
         self._owner: int | None = _this_thread()
 
     # -- vars and constants ---------------------------------------------------------------
@@ -311,6 +323,7 @@ class Tape(Scopes):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._journal, self._listener, self._order, self._owner = [], None, 0, _this_thread()
+        self._held, self._over = 0, 0.0
 
     def __copy__(self) -> Tape:
         """An independent tape with the same content: new tables, the same (immutable) nodes
@@ -381,6 +394,33 @@ class Tape(Scopes):
             "lambdify) is allowed from any thread."
         )
 
+    # -- memory -----------------------------------------------------------------------------
+    def hold(self, nbytes: int, what: str) -> None:
+        """Count ``nbytes`` of a running build's working memory (``what``: Taylor mode's plan,
+        its exact scalars) against the budget until the scope that holds it — the innermost
+        open transaction, trial or pruned build — ends. Beyond ``FREE_BYTES`` it counts as
+        nodes of ``NODE_BYTES``: LimitError if the tape and it together pass ``max_nodes``, and
+        that scope rolls back."""
+        self._held += nbytes
+        if self._held > FREE_BYTES:
+            self._over = (self._held - FREE_BYTES) / NODE_BYTES
+            if self.max_nodes is not None and len(self.nodes) + self._over > self.max_nodes:
+                self._limit(f"{what} brings the running build's working memory to {self._held:,} bytes, "
+                            f"worth {self._over:,.0f} nodes beyond the first {FREE_BYTES:,} bytes; "
+                            f"with the tape's {_counted(len(self.nodes), 'node')} that")
+
+    def _memo_full(self) -> NoReturn:
+        """LimitError for one memo entry too many: beyond one per node, each counts as a node."""
+        self._limit(f"memoising derivative {len(self.deriv_cache) + 1} (memo entries beyond one per node count "
+                    f"as nodes) on a tape of {_counted(len(self.nodes), 'node')}{self._besides()}")
+
+    def _besides(self) -> str:
+        """What a running build holds besides the nodes, in a LimitError's message."""
+        return f", with {self._over:,.0f} more held by the running build," if self._over else ""
+
+    def _limit(self, what: str) -> NoReturn:
+        raise LimitError(f"tape limit reached: {what} would exceed max_nodes={self.max_nodes}")
+
     # -- the builder ------------------------------------------------------------------------
     def apply(self, fn: Function, *args: Term) -> Term:
         """Append ``fn(*args)``; constant arguments fold to a constant."""
@@ -431,11 +471,8 @@ class Tape(Scopes):
         a var the var table with its ``value`` — as one step: if that is interrupted, the node
         is removed again. Then the listener hears of it."""
         index = len(self.nodes)
-        if self.max_nodes is not None and index >= self.max_nodes:
-            raise LimitError(
-                f"tape limit reached: appending node {index + 1} ({node.op}, to a tape of {index} nodes) "
-                f"would exceed max_nodes={self.max_nodes}"
-            )
+        if self.max_nodes is not None and index + self._over >= self.max_nodes:
+            self._limit(f"appending node {index + 1} ({node.op}, to a tape of {index} nodes){self._besides()}")
         try:
             self.nodes.append(node)
             self.orders.append(self._order)
