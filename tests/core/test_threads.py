@@ -259,3 +259,40 @@ def test_a_copy_belongs_to_the_thread_that_made_it_while_that_thread_runs():
         release.set()
         worker.join()
     assert list(copies[0].vars) == ["x", "y"] and list(tape.vars) == ["x", "z"]
+
+
+# Python 3.12+ warns that forking a process with threads may deadlock; the child here takes no lock.
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_forked_child_builds_on_a_tape_whose_owner_thread_it_does_not_have():
+    """A child process has only the thread that forked: a tape owned by another thread of the
+    parent has no running owner there, so the child may take it."""
+    import multiprocessing
+    import queue
+
+    made, release = threading.Event(), threading.Event()
+    tapes: list[tuple[Tape, Term, Term]] = []
+    worker = threading.Thread(target=lambda: (tapes.append(setup()), made.set(), release.wait()), name="maker")
+    worker.start()
+    made.wait()
+    tape, x, f = tapes[0]
+    before = snapshot(tape)
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    child = context.Process(target=lambda: results.put(f.diff(x, 6).eval()), daemon=True)
+    try:
+        with pytest.raises(TapeThreadError, match="owned by thread 'maker'"):
+            f.diff(x, 6)  # here the maker still runs
+        child.start()
+        got = results.get(timeout=120)  # a generous bound on a call of milliseconds: only a hang reaches it
+        child.join(timeout=120)
+    except queue.Empty:
+        pytest.fail("the forked child did not finish its build")
+    finally:
+        release.set()
+        worker.join()
+        if child.is_alive():
+            child.kill()
+            child.join()
+    assert child.exitcode == 0
+    assert got == pytest.approx(closed_form(0.5, 6, 0.3), rel=1e-13)
+    assert snapshot(tape) == before  # the child's build stayed in the child
