@@ -10,7 +10,8 @@ public index-level builder — ``append`` (fold, then intern), ``intern`` (a nod
 canonical form), ``constant`` — and three scopes: ``transaction`` (all or nothing, and the
 derivative order the new nodes are tagged with, changed inside by ``tag``), ``trial`` (always
 rolled back; says how many nodes it appended) and ``pruned`` (keeps only what a build's roots
-need), defined with their rollback in ``scopes.py``.
+need), defined with their rollback in ``scopes.py``; a build that keeps large structures of its
+own besides nodes (Taylor mode's plan) counts them against the node budget with ``hold``.
 
 Copies. ``copy.copy(tape)``, ``copy.deepcopy(tape)`` and pickling give an independent tape with
 the same nodes, vars, values and memo, and no scope open. The function objects in the nodes are
