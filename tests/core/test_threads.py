@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import copy
 import math
+import multiprocessing
+import queue
 import sys
 import threading
 from typing import Any, Callable, Iterator
@@ -266,9 +268,6 @@ def test_a_copy_belongs_to_the_thread_that_made_it_while_that_thread_runs():
 def test_a_forked_child_builds_on_a_tape_whose_owner_thread_it_does_not_have():
     """A child process has only the thread that forked: a tape owned by another thread of the
     parent has no running owner there, so the child may take it."""
-    import multiprocessing
-    import queue
-
     made, release = threading.Event(), threading.Event()
     tapes: list[tuple[Tape, Term, Term]] = []
     worker = threading.Thread(target=lambda: (tapes.append(setup()), made.set(), release.wait()), name="maker")

@@ -255,9 +255,8 @@ class ExactArithmetic(Arithmetic):
         keeps the canonical value of every coefficient until its build ends."""
         value = self._canon(value)
         if value is not None:
-            c = value[0]
-            self.tape.hold(FRACTION_BYTES + (c.numerator.bit_length() + c.denominator.bit_length()) // BITS_PER_BYTE,
-                           "an exact scalar")
+            num, den = value[0].as_integer_ratio()
+            self.tape.hold(FRACTION_BYTES + (num.bit_length() + den.bit_length()) // BITS_PER_BYTE, "an exact scalar")
         return value
 
     def _canon(self, value: Lazy) -> Lazy:
