@@ -83,6 +83,10 @@ def _pool(threads: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(threads, thread_name_prefix="subgraph_ad")
 
 
+if hasattr(os, "register_at_fork"):  # a forked child inherits the pools but none of their threads
+    os.register_at_fork(after_in_child=_pool.cache_clear)
+
+
 class BackendWarning(UserWarning):
     """A requested backend is not usable here; the NumPy backend runs instead."""
 

@@ -4,8 +4,8 @@ It imports nothing from the layers above."""
 from .graph import appended, dependencies
 from .ops import FUNCTION, LEAVES, OPS, Node, Op
 from .scopes import Callback, Trial
-from .tape import MAX_NODES, UNFED, LimitError, Tape, UnfedPlaceholder
+from .tape import MAX_NODES, UNFED, LimitError, Tape, TapeThreadError, UnfedPlaceholder
 from .term import Term
 
-__all__ = ["MAX_NODES", "UNFED", "UnfedPlaceholder", "Callback", "FUNCTION", "LEAVES", "LimitError", "Node", "OPS", "Op", "Tape", "Term", "Trial",
+__all__ = ["MAX_NODES", "UNFED", "UnfedPlaceholder", "Callback", "FUNCTION", "LEAVES", "LimitError", "Node", "OPS", "Op", "Tape", "TapeThreadError", "Term", "Trial",
            "appended", "dependencies"]

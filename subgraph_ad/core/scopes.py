@@ -15,7 +15,7 @@ that second handler is the limit. Only a public call is all or nothing: ``x * 2 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn
 
 from .graph import live_since
 from .ops import Node, intern_key
@@ -45,13 +45,23 @@ class Scopes:
     _journal: list[tuple[int, int]]
     _listener: Callback | None
     _order: int
+    _held: int
+    _over: float
+    max_nodes: int | None
+    _own: Callable[[], None]  # TapeThreadError unless this thread owns the tape
+    _memo_full: Callable[[], NoReturn]  # LimitError: one memo entry too many
 
     def remember(self, node: int, wrt: int, result: int | None) -> None:
-        """Memoise d(node)/d(wrt); undone with the transaction that made it."""
+        """Memoise d(node)/d(wrt); undone with the transaction that made it. Entries beyond one
+        per node count against the budget as nodes (a memo can outgrow the tape: gen_graph by
+        many vars records every node it visits, also where nothing is appended)."""
         key = (node, wrt)
-        if key not in self.deriv_cache:
+        cache = self.deriv_cache
+        if key not in cache:
+            if self.max_nodes is not None and len(cache) >= len(self.nodes) and len(cache) + self._over >= self.max_nodes:
+                self._memo_full()
             self._journal.append(key)  # journaled first: no entry ever exists that a rollback misses
-            self.deriv_cache[key] = result
+            cache[key] = result
 
     # Each scope below guards its work with two handlers: an interrupt that lands on the first
     # handler's own lines, before its undo has begun, is caught by the second, which undoes
@@ -63,13 +73,14 @@ class Scopes:
 
         ``callback`` is called with each appended Term; ``order`` tags the appended nodes.
         """
-        mark, journal, saved = len(self.nodes), len(self._journal), (self._listener, self._order)
+        self._own()
+        mark, journal, saved = len(self.nodes), len(self._journal), (self._listener, self._order, self._held, self._over)
         try:
             try:
                 self._listener, self._order = (saved[0] if callback is None else callback,
                                                saved[1] if order is None else order)
                 yield self
-                self._listener, self._order = saved
+                self._listener, self._order, self._held, self._over = saved
             except BaseException:
                 self._restore(mark, journal, saved)
                 raise
@@ -95,8 +106,9 @@ class Scopes:
         >>> t.appended, len(tape)
         (3, 1)
         """
+        self._own()
         trial = Trial()
-        mark, journal, saved = len(self.nodes), len(self._journal), (self._listener, self._order)
+        mark, journal, saved = len(self.nodes), len(self._journal), (self._listener, self._order, self._held, self._over)
         try:
             try:
                 self._listener = None
@@ -116,7 +128,8 @@ class Scopes:
         through a reciprocal f′ = 1/v leaves the reciprocal unused. ``needed()``, asked after
         the build, may say that nothing can be unused (then the check is skipped). All or
         nothing: if anything raises, the tape is left as it was."""
-        mark, journal, saved = len(self.nodes), len(self._journal), (self._listener, self._order)
+        self._own()
+        mark, journal, saved = len(self.nodes), len(self._journal), (self._listener, self._order, self._held, self._over)
         try:
             try:
                 self._listener = None
@@ -125,7 +138,7 @@ class Scopes:
                     live = live_since(self, mark, roots)
                     if not all(live):
                         roots = self._keep(mark, journal, live, roots)
-                self._listener = saved[0]
+                self._listener, self._held, self._over = saved[0], saved[2], saved[3]
                 if saved[0] is not None:
                     for index in range(mark, len(self.nodes)):
                         saved[0](Term(self, index))
@@ -192,15 +205,15 @@ class Scopes:
         cache.update(renamed)
         return [moved.get(r, r) for r in roots]
 
-    def _restore(self, mark: int, journal: int, saved: tuple[Callback | None, int]) -> None:
-        """Roll back to ``mark`` nodes and ``journal`` memo entries and restore the listener and
-        tag. A KeyboardInterrupt landing in here (a second Ctrl-C) waits until the tape is whole
-        again, then is raised."""
+    def _restore(self, mark: int, journal: int, saved: tuple[Callback | None, int, int, float]) -> None:
+        """Roll back to ``mark`` nodes and ``journal`` memo entries and restore the listener, the
+        tag and the working memory held. A KeyboardInterrupt landing in here (a second Ctrl-C)
+        waits until the tape is whole again, then is raised."""
         interrupted: KeyboardInterrupt | None = None
         while True:
             try:
                 self._rollback(mark, journal)
-                self._listener, self._order = saved
+                self._listener, self._order, self._held, self._over = saved
                 break
             except KeyboardInterrupt as exc:
                 interrupted = exc

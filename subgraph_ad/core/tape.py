@@ -10,7 +10,8 @@ public index-level builder — ``append`` (fold, then intern), ``intern`` (a nod
 canonical form), ``constant`` — and three scopes: ``transaction`` (all or nothing, and the
 derivative order the new nodes are tagged with, changed inside by ``tag``), ``trial`` (always
 rolled back; says how many nodes it appended) and ``pruned`` (keeps only what a build's roots
-need), defined with their rollback in ``scopes.py``.
+need), defined with their rollback in ``scopes.py``; a build that keeps large structures of its
+own besides nodes (Taylor mode's plan) counts them against the node budget with ``hold``.
 
 Copies. ``copy.copy(tape)``, ``copy.deepcopy(tape)`` and pickling give an independent tape with
 the same nodes, vars, values and memo, and no scope open. The function objects in the nodes are
@@ -19,6 +20,14 @@ still meet its old nodes in the intern table after unpickling must compare equal
 (a frozen dataclass, as the built-ins are). A Term is ``(tape, index)``: ``copy.copy(term)`` is
 a second handle on the same tape; ``copy.deepcopy(term)`` and pickling a term copy its tape, and
 terms copied together share one copy.
+
+Threads. A tape is built by one thread at a time: the thread that made it (or copied or
+unpickled it), until that thread hands it over (``hand_over``) or ends. Two threads appending to
+one tape would interleave their nodes and their rollbacks (one build undoing the other's nodes),
+so a builder call from any other thread raises ``TapeThreadError`` and changes nothing; the
+check is one comparison of thread ids per call. Reading finished terms — ``eval``, ``derive``,
+``grad``, ``lambdify``, ``to_sympy``, ``to_dot`` — is allowed from any thread, also while the
+owner builds: no build moves or removes a node that existed before it began.
 
 >>> tape = Tape()
 >>> x = tape.var("x", 2.0)
@@ -31,8 +40,9 @@ Tape(3 nodes; vars x=2.0; by order 0: 3)
 from __future__ import annotations
 
 import copy
+import threading
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, NoReturn, Union
 
 import numpy as np
 
@@ -46,20 +56,45 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 Number = Union[int, float]
 
-#: The node budget of ``Tape()``: generous (at roughly 400 bytes a node with its tables, some
-#: 4 GB), so that only a runaway build meets it and then fails cleanly instead of taking all
-#: memory. ``Tape(max_nodes=None)`` lifts it.
+#: The node budget of ``Tape()``: generous (at ``NODE_BYTES`` a node, some 4 GB), so that only a
+#: runaway build meets it and then fails cleanly instead of taking all memory.
+#: ``Tape(max_nodes=None)`` lifts it.
 MAX_NODES = 10_000_000
+#: The memory one node of the budget stands for. A node with its table entries takes about 240
+#: bytes; what a tape holds besides its nodes counts in the same units: derivative memo entries
+#: beyond one per node, and a running build's working memory beyond ``FREE_BYTES`` (``hold``).
+NODE_BYTES = 400
+#: The working memory a running build may hold without counting (4 MB), so that a small build on
+#: a small budget stops where its nodes do.
+FREE_BYTES = 4_000_000
 
-#: What a copy or a pickle leaves out: the state of scopes open on the original.
-_SCOPE_STATE = ("_journal", "_listener", "_order")
+#: What a copy or a pickle leaves out: the state of scopes open on the original, and its owner.
+_SCOPE_STATE = ("_journal", "_listener", "_order", "_held", "_over", "_owner")
 #: Tables whose items are immutable (nodes, indices, keys): a copy needs new containers only.
 _IMMUTABLE_ITEMS = ("nodes", "orders", "_intern", "_vars", "deriv_cache")
 
 
+#: The id of the running thread: the owner check on every builder call compares it.
+_ident = threading.get_ident
+#: Taken while a thread claims a tape that nobody owns, so that two cannot both win it.
+_CLAIM = threading.Lock()
+
+
+def _this_thread() -> int:
+    """The id of the running thread, for a tape it makes; a thread that Python did not start is
+    registered on the way (``current_thread``), so that ``_claim`` sees it running."""
+    return threading.current_thread().ident or _ident()
+
+
+class TapeThreadError(RuntimeError):
+    """A thread built on a tape that another, running thread owns; nothing was changed. Use one
+    tape per thread, or hand the tape over explicitly with ``Tape.hand_over``."""
+
+
 class LimitError(RuntimeError):
-    """A tape grew past its ``max_nodes``; the operation that did it was rolled back. Raise the
-    budget with ``Tape(max_nodes=...)``, or lift it with ``Tape(max_nodes=None)``."""
+    """A tape grew past its ``max_nodes`` (its nodes, with what else it holds counted as nodes:
+    see ``NODE_BYTES``); the operation that did it was rolled back. Raise the budget with
+    ``Tape(max_nodes=...)``, or lift it with ``Tape(max_nodes=None)``."""
 
 
 def check_value(value: Any, what: str) -> Any:
@@ -117,7 +152,9 @@ class Tape(Scopes):
 
     ``max_nodes`` is the node budget (default ``MAX_NODES``, ten million; None: no budget): an
     operation that would pass it raises LimitError naming the budget and the count, and leaves
-    the tape as it was. ``repr(tape)`` is a one-line summary, ``str(tape)`` a longer one.
+    the tape as it was. It bounds memory, not only nodes: derivative memo entries beyond one per
+    node, and the working memory of a running build (``hold``), count as nodes of ``NODE_BYTES``.
+    ``repr(tape)`` is a one-line summary, ``str(tape)`` a longer one.
     """
 
     def __init__(self, max_nodes: int | None = MAX_NODES) -> None:
@@ -137,6 +174,9 @@ class Tape(Scopes):
         self._journal: list[tuple[int, int]] = []
         self._listener: Callback | None = None
         self._order = 0
+        #: a running build's working memory in bytes (``hold``), and what of it counts, in nodes
+        self._held, self._over = 0, 0.0
+        self._owner: int | None = _this_thread()
 
     # -- vars and constants ---------------------------------------------------------------
     def var(self, name: str, value: Any = 0.0) -> Term:
@@ -153,6 +193,7 @@ class Tape(Scopes):
         return Term(self, self._push(Node("var", (), name), None, UNFED))
 
     def _check_new_var(self, name: Any) -> None:
+        self._own()
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(f"var name must be an identifier string, got {name!r}")
         if name in self._vars:
@@ -258,6 +299,7 @@ class Tape(Scopes):
 
     def set_value(self, var: Term, value: Any) -> None:
         """Change a var's current value; later evaluations use it."""
+        self._own()
         self.check_var(var, "set() target")
         self._values[var.index] = check_value(value, f"the value of var {var.name!r}")
 
@@ -281,7 +323,8 @@ class Tape(Scopes):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._journal, self._listener, self._order = [], None, 0
+        self._journal, self._listener, self._order, self._owner = [], None, 0, _this_thread()
+        self._held, self._over = 0, 0.0
 
     def __copy__(self) -> Tape:
         """An independent tape with the same content: new tables, the same (immutable) nodes
@@ -299,6 +342,86 @@ class Tape(Scopes):
                           for name, value in self.__getstate__().items()})
         return new
 
+    # -- threads ------------------------------------------------------------------------------
+    def hand_over(self, thread: threading.Thread | None = None) -> None:
+        """Give this tape to ``thread`` (a started ``threading.Thread``), or with None to
+        whichever thread builds on it next; from then on this thread may only read it. Only
+        the owner may hand it over, between builds. A tape whose owner has ended is free
+        without it.
+
+        >>> import threading
+        >>> tape = Tape(); x = tape.var("x", 2.0)
+        >>> tape.hand_over()
+        >>> built = []
+        >>> worker = threading.Thread(target=lambda: built.append((x * x).gen_graph(x)))
+        >>> worker.start(); worker.join()
+        >>> built[0].eval()  # built by the worker, read here
+        4.0
+        >>> (x * 3).eval()  # the worker has ended: its tape is free, and this thread takes it back
+        6.0
+        """
+        if thread is not None and not isinstance(thread, threading.Thread):
+            raise TypeError(f"hand_over takes a threading.Thread or None (the next thread to build), "
+                            f"got {type(thread).__name__} {thread!r}")
+        if thread is not None and thread.ident is None:
+            raise ValueError(f"hand_over: thread {thread.name!r} is not started; start it first, or pass None")
+        self._own()
+        self._owner = None if thread is None else thread.ident
+
+    def _own(self) -> None:
+        """Refuse a thread that does not own this tape (``TapeThreadError``), taking the tape
+        for it when nobody owns it."""
+        if _ident() != self._owner:
+            self._claim()
+
+    def _claim(self) -> None:
+        """The owner check's slow path: a tape handed over to nobody in particular, or whose
+        owner has ended, becomes this thread's; else TapeThreadError."""
+        with _CLAIM:
+            me = _ident()
+            owner = None if self._owner in (None, me) else next((t for t in threading.enumerate() if t.ident == self._owner), None)
+            if owner is None:  # handed over to nobody in particular (or to this thread), or its owner has ended
+                self._owner = me
+                return
+        try:
+            name = repr(self)
+        except (RuntimeError, KeyError):  # the owner changed the vars while they were listed
+            name = f"Tape({_counted(len(self.nodes), 'node')})"
+        raise TapeThreadError(
+            f"{name} is owned by thread {owner.name!r}, so thread {threading.current_thread().name!r} may not "
+            "build on it: two threads building on one tape interleave their nodes and rollbacks. Use one tape "
+            "per thread (copy.copy(tape) makes an independent one), or hand the tape over explicitly: "
+            f"tape.hand_over() in {owner.name!r}, then build here. Reading finished terms (eval, grad, "
+            "lambdify) is allowed from any thread."
+        )
+
+    # -- memory -----------------------------------------------------------------------------
+    def hold(self, nbytes: int, what: str) -> None:
+        """Count ``nbytes`` of a running build's working memory (``what``: Taylor mode's plan,
+        its exact scalars) against the budget until the scope that holds it — the innermost
+        open transaction, trial or pruned build — ends. Beyond ``FREE_BYTES`` it counts as
+        nodes of ``NODE_BYTES``: LimitError if the tape and it together pass ``max_nodes``, and
+        that scope rolls back."""
+        self._held += nbytes
+        if self._held > FREE_BYTES:
+            self._over = (self._held - FREE_BYTES) / NODE_BYTES
+            if self.max_nodes is not None and len(self.nodes) + self._over > self.max_nodes:
+                self._limit(f"{what} brings the running build's working memory to {self._held:,} bytes, "
+                            f"worth {self._over:,.0f} nodes beyond the first {FREE_BYTES:,} bytes; "
+                            f"with the tape's {_counted(len(self.nodes), 'node')} that")
+
+    def _memo_full(self) -> NoReturn:
+        """LimitError for one memo entry too many: beyond one per node, each counts as a node."""
+        self._limit(f"memoising derivative {len(self.deriv_cache) + 1} (memo entries beyond one per node count "
+                    f"as nodes) on a tape of {_counted(len(self.nodes), 'node')}{self._besides()}")
+
+    def _besides(self) -> str:
+        """What a running build holds besides the nodes, in a LimitError's message."""
+        return f", with {self._over:,.0f} more held by the running build," if self._over else ""
+
+    def _limit(self, what: str) -> NoReturn:
+        raise LimitError(f"tape limit reached: {what} would exceed max_nodes={self.max_nodes}")
+
     # -- the builder ------------------------------------------------------------------------
     def apply(self, fn: Function, *args: Term) -> Term:
         """Append ``fn(*args)``; constant arguments fold to a constant."""
@@ -311,17 +434,22 @@ class Tape(Scopes):
     def append(self, op: str, args: tuple[int, ...], payload: Any = None) -> int:
         """The index-level builder: fold, then intern; returns the node's index. ``fn`` nodes
         (payload: the function) of constant operands fold to the constant value. Folding may
-        append a node or two on the way (a constant factor): if the call fails, none stays."""
+        append a node or two on the way (a constant factor): if the call fails, none stays.
+        Folding reaches the tables only through ``intern`` and ``constant``, which check the
+        thread; a fold to an operand (``x * 1``) reads nothing else."""
         mark = len(self.nodes)
         try:
             return fold(self, op, args) if op != "fn" else fold_fn(self, payload, args)
         except BaseException:
-            self._rollback(mark, len(self._journal))
+            if _ident() == self._owner:  # a refused thread appended nothing, and the owner's nodes are not its to undo
+                self._rollback(mark, len(self._journal))
             raise
 
     def intern(self, node: Node) -> int:
         """The index of ``node``, appended unless an equal node exists. No folding: for a node
         its builder knows to be canonical already (a hot path of Taylor mode)."""
+        if _ident() != self._owner:
+            self._claim()
         found = self._intern.get(intern_key(node))
         return found if found is not None else self._push(node, intern_key(node))
 
@@ -330,7 +458,8 @@ class Tape(Scopes):
         None for a float known only as a float. Omitted, for a float an engine recomputed from
         the tape's constants (a Taylor coefficient): the exact constant of the same bits, if the
         tape has one, so that 1/3 recomputed is the exact 1/3, not a second node."""
-
+        if _ident() != self._owner:
+            self._claim()
         if exact is ...:
             found = self._intern.get(exact_key(value))
             if found is not None:
@@ -343,11 +472,8 @@ class Tape(Scopes):
         a var the var table with its ``value`` — as one step: if that is interrupted, the node
         is removed again. Then the listener hears of it."""
         index = len(self.nodes)
-        if self.max_nodes is not None and index >= self.max_nodes:
-            raise LimitError(
-                f"tape limit reached: appending node {index + 1} ({node.op}, to a tape of {index} nodes) "
-                f"would exceed max_nodes={self.max_nodes}"
-            )
+        if self.max_nodes is not None and index + self._over >= self.max_nodes:
+            self._limit(f"appending node {index + 1} ({node.op}, to a tape of {index} nodes){self._besides()}")
         try:
             self.nodes.append(node)
             self.orders.append(self._order)

@@ -92,9 +92,9 @@ OPERATIONS: dict[str, Callable[[Tape, Term, Term, Term], Any]] = {
 
 def snapshot(tape: Tape) -> tuple:
     """Every table a tape keeps: nodes, orders, interning, vars and values, the memo and its
-    journal, the listening callback and the order tag."""
+    journal, the listening callback, the order tag and the working memory held."""
     return (list(tape.nodes), list(tape.orders), dict(tape._intern), dict(tape._vars), dict(tape._values),
-            dict(tape.deriv_cache), list(tape._journal), tape._listener, tape._order)
+            dict(tape.deriv_cache), list(tape._journal), tape._listener, tape._order, tape._held, tape._over)
 
 
 def indices(result: Any) -> Any:

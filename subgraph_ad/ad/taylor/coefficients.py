@@ -7,13 +7,18 @@ exact scalar k!·(1/k!) is 1; only the constants that become nodes are rounded (
 constant factors of nodes live in c, so they cost no nodes until a sum needs a constant it does
 not share with its other terms (``total``) or a result is written out (``materialize``).
 All nodes are built through the tape's public builder (``append``, ``intern``, ``constant``).
+
+Memory. A build's plan (``planned``) and its exact scalars are held against the tape's node
+budget (``Tape.hold``): the plan is made before any node is appended, and an exact scalar near
+1/k! takes about k·log2(k)/8 bytes, so sin(x).diff(x, 100_000) would hold 10 GB of them while
+appending three nodes. Either stops with LimitError when the budget says so.
 """
 
 from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Callable, Optional
+from typing import Callable, Optional, TypeVar
 
 from ...core import Node, Tape, Term
 
@@ -26,6 +31,20 @@ Key = tuple[int, int]
 EXACT_ABOVE = 150
 _TINY = 2.0 ** -1022  # the smallest normal float
 _STEP = 1000  # a constant factor 2^±1000 of a long chain (ExactArithmetic.scale): normal floats
+#: The memory a planned product holds until its build ends (its tuple, its two keys, its entry in
+#: a list: 195–246 bytes allocated, by tracemalloc, and about a fifth more resident), and a
+#: planned coefficient besides its products (its entries in the plan's and the series' tables,
+#: its value), held against the budget (``planned``); set so that a build that meets its budget
+#: has used at most about ``NODE_BYTES`` per node of it (tests/core/test_memory.py).
+PRODUCT_BYTES = 300
+COEFFICIENT_BYTES = 500
+#: An exact scalar's memory: a Fraction and its two ints, and their digits, 30 bits in 4 bytes
+#: (6 bits a byte leaves room for the big ints' allocator: sin(x).diff(x, 100_000) meets the
+#: default budget at a peak of 4.7 GB resident when counted at 8).
+FRACTION_BYTES = 120
+BITS_PER_BYTE = 6
+
+Planned = TypeVar("Planned", bound=list)
 
 
 def to_float(c: float | Fraction) -> float:
@@ -63,6 +82,12 @@ class Arithmetic:
         self.constants: dict[float, int] = {}  # value (never 0) -> its node
         self.inverses: dict[int, int] = {}  # node -> the node 1/node
         self.scaled: dict[tuple[float, int], int] = {}  # (c, T) -> the node c·T
+
+    def planned(self, products: Planned) -> Planned:
+        """The ``products`` of one planned coefficient, their memory and the coefficient's held
+        against the tape's budget until the build ends (``Tape.hold``)."""
+        self.tape.hold(COEFFICIENT_BYTES + PRODUCT_BYTES * len(products), "planning a Taylor coefficient")
+        return products
 
     def canon(self, value: Lazy) -> Lazy:
         """Move constant factors and signs of the Term into the scalar: -A, 3·A -> (c, A). A
@@ -226,6 +251,15 @@ class ExactArithmetic(Arithmetic):
     as the value of a constant node (``to_float``), and constants are looked up by that float."""
 
     def canon(self, value: Lazy) -> Lazy:
+        """``Arithmetic.canon`` with exact scalars, each held against the tape's budget: a series
+        keeps the canonical value of every coefficient until its build ends."""
+        value = self._canon(value)
+        if value is not None:
+            num, den = value[0].as_integer_ratio()
+            self.tape.hold(FRACTION_BYTES + (num.bit_length() + den.bit_length()) // BITS_PER_BYTE, "an exact scalar")
+        return value
+
+    def _canon(self, value: Lazy) -> Lazy:
         if value is None:
             return None
         c, t = value

@@ -56,7 +56,7 @@ class Series:
 
     def products(self, form: Form, i: int, k: int) -> list[Product]:
         """The products that coefficient k of node i sums."""
-        return PRODUCTS[form[0]](self, form, i, k)
+        return self.arith.planned(PRODUCTS[form[0]](self, form, i, k))
 
     def get(self, i: int, k: int) -> Lazy:
         """Coefficient k of node i in canonical form (see ``Arithmetic.canon``), or None for zero."""
