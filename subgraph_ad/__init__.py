@@ -7,7 +7,7 @@ from .ad.matrices import Sparse, hutchinson_trace, hvp
 from .ad.reverse import grad_graph
 from .ad.taylor import taylor_graph
 from .compile.lambdify import lambdify
-from .core import LimitError, Node, Tape, Term, UnfedPlaceholder
+from .core import LimitError, Node, Tape, TapeThreadError, Term, UnfedPlaceholder
 from .functions import (FUNCTIONS, BinaryFn, Elementary, SinFn, UnaryFn, acos, acosh, asin, asinh, atan, atan2, atanh, cbrt,
                         cos, cosh, cot, csc, erf, erfc, exp, expm1, hypot, log, log1p, log2, log10, register, sec,
                         sigmoid, sign, sin, sinh, sqrt, tan, tanh)
@@ -50,6 +50,7 @@ __all__ = [
     "GraphvizError",
     "GraphvizNotFound",
     "LimitError",
+    "TapeThreadError",
     "Node",
     "ParseError",
     "SinFn",
