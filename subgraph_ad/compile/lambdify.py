@@ -126,7 +126,13 @@ def _part(values: np.ndarray, start: int, stop: int) -> np.ndarray:
 
 
 class Compiled:
-    """A compiled function of the inputs: a value for one output, a tuple for a list."""
+    """A compiled function of the inputs: a value for one output, a tuple for a list.
+
+    Nothing is generated until a call needs it: the one-point code on the first call with
+    numbers, its IEEE fallback only when a point raises there (or with ``warn=True``), and each
+    backend kernel on the first call with its pattern of number and array inputs. A program of
+    100,000 steps called only on points never builds a block kernel (``built`` says what was).
+    """
 
     def __init__(self, program: Program, names: list[str], single: bool, backend: str,
                  block: int = BLOCK, parallel: bool = True, warn: bool = False) -> None:
@@ -136,33 +142,62 @@ class Compiled:
             raise ValueError(f"lambdify block must be a positive int, got {block!r}")
         self.program, self.names, self.single = program, names, single
         self.block, self.parallel, self.warn = block, parallel, warn
-        self.source, namespace, _ = numpy_backend.scalar_source(program)
-        self._scalar = define(self.source, namespace, "scalar")
-        fast_source, namespace, self._pure = numpy_backend.scalar_source(program, python=True)
-        self._fast = define(fast_source, namespace, "point")
-        arrays_only = (False,) * program.n_inputs
-        blocks = numpy_backend.kernel(program, arrays_only)
-        self.block_source = blocks.source
-        self.backend = "numpy"
+        #: The backend that runs arrays: the one asked for until it turns out unusable.
+        self.backend = backend
+        self._fast: Callable[..., tuple[Any, ...]] | None = None
+        self._fast_pure = False
+        self._scalar: Callable[..., tuple[Any, ...]] | None = None
         #: The active backend's kernels, by pattern of number (True) and array inputs.
-        self._kernels: dict[tuple[bool, ...], Any] = {arrays_only: blocks}
+        self._kernels: dict[tuple[bool, ...], Any] = {}
+        self._lock = threading.Lock()  # two threads that call at once build a path once
         if backend == "numba" and NUMBA_MAX_STEPS is not None and len(program.steps) > NUMBA_MAX_STEPS:
             warnings.warn(f"lambdify(backend='numba'): {len(program.steps)} steps is more than NUMBA_MAX_STEPS "
                           f"= {NUMBA_MAX_STEPS}, where Numba would compile for many seconds; using the NumPy "
                           "backend (set subgraph_ad.compile.lambdify.NUMBA_MAX_STEPS = None to insist)",
                           BackendWarning, stacklevel=3)
-        elif backend != "numpy":
-            try:
-                self._kernels = {arrays_only: BACKENDS[backend].kernel(program, arrays_only)}
-                self.backend = backend
-            except ImportError as error:
-                warnings.warn(f"lambdify(backend={backend!r}): {error}; using the NumPy backend",
-                              BackendWarning, stacklevel=3)
-            except Exception as error:  # e.g. a user function's f that Numba cannot type
-                first = str(error).splitlines()[0] if str(error) else ""
-                warnings.warn(f"lambdify(backend={backend!r}): {BACKENDS[backend].NAME} could not "
-                              f"compile this program ({type(error).__name__}: {first}); "
-                              "using the NumPy backend", BackendWarning, stacklevel=3)
+            self.backend = "numpy"
+
+    @property
+    def built(self) -> tuple[str, ...]:
+        """What has been generated so far: ``"point"`` (Python floats), ``"point IEEE"`` (NumPy
+        scalars) and ``"<backend> <pattern>"`` per kernel, e.g. ``"numpy (array, number)"``."""
+        paths = [name for name, made in (("point", self._fast), ("point IEEE", self._scalar)) if made is not None]
+        for scalars in self._kernels:
+            pattern = ", ".join("number" if s else "array" for s in scalars)
+            paths.append(f"{self.backend} ({pattern})")
+        return tuple(paths)
+
+    @property
+    def source(self) -> str:
+        """The IEEE one-point code (NumPy scalars), as text; generating it builds nothing."""
+        return numpy_backend.scalar_source(self.program)[0]
+
+    @property
+    def block_source(self) -> str:
+        """The NumPy backend's block code for array inputs, as text; generating it builds nothing."""
+        return numpy_backend.block_source(self.program)[0]
+
+    @property
+    def _pure(self) -> bool:
+        """Whether the one-point code is Python floats only (so it cannot warn); builds it."""
+        self._fast_path()
+        return self._fast_pure
+
+    def _fast_path(self) -> Callable[..., tuple[Any, ...]]:
+        if self._fast is None:
+            with self._lock:
+                if self._fast is None:
+                    source, namespace, self._fast_pure = numpy_backend.scalar_source(self.program, python=True)
+                    self._fast = define(source, namespace, "point")
+        return self._fast
+
+    def _ieee_path(self) -> Callable[..., tuple[Any, ...]]:
+        if self._scalar is None:
+            with self._lock:
+                if self._scalar is None:
+                    source, namespace, _ = numpy_backend.scalar_source(self.program)
+                    self._scalar = define(source, namespace, "scalar")
+        return self._scalar
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt from the program on unpickling (e.g. on a Dask worker): code objects and
@@ -191,22 +226,48 @@ class Compiled:
         overflow), and always with ``warn=True`` (NumPy reports what it computes), the IEEE
         result from NumPy scalars."""
         if not self.warn:
+            fast = self._fast_path()
             try:
-                if self._pure:
-                    return tuple(float(r) for r in self._fast(*point))
+                if self._fast_pure:
+                    return tuple(float(r) for r in fast(*point))
                 with floating(False):
-                    return tuple(float(r) for r in self._fast(*point))
+                    return tuple(float(r) for r in fast(*point))
             except (ArithmeticError, ValueError):
                 pass
         with floating(self.warn):
-            results = self._scalar(*(np.float64(a) for a in point))
+            results = self._ieee_path()(*(np.float64(a) for a in point))
         return tuple(float(r) for r in results)
 
     def _kernel(self, scalars: tuple[bool, ...]) -> Any:
-        """The active backend's kernel for this pattern of number and array inputs, compiled once."""
-        if scalars not in self._kernels:
-            self._kernels[scalars] = BACKENDS[self.backend].kernel(self.program, scalars)
-        return self._kernels[scalars]
+        """The active backend's kernel for this pattern of number and array inputs, compiled on
+        first use. A backend that cannot compile this program (its library missing, a user
+        function it cannot type) warns once and hands every pattern to the NumPy backend."""
+        kernel = self._kernels.get(scalars)
+        if kernel is not None:
+            return kernel
+        with self._lock:
+            if scalars not in self._kernels:
+                try:
+                    self._kernels[scalars] = BACKENDS[self.backend].kernel(self.program, scalars)
+                except Exception as error:
+                    if self.backend == "numpy":
+                        raise
+                    self._fall_back(error)
+                    self._kernels[scalars] = numpy_backend.kernel(self.program, scalars)
+            return self._kernels[scalars]
+
+    def _fall_back(self, error: Exception) -> None:
+        """Warn that the backend is unusable here and run NumPy from now on."""
+        if isinstance(error, ImportError):
+            why = str(error)
+        else:  # e.g. a user function's f that Numba cannot type
+            first = str(error).splitlines()[0] if str(error) else ""
+            why = (f"{BACKENDS[self.backend].NAME} could not compile this program "
+                   f"({type(error).__name__}: {first})")
+        warnings.warn(f"lambdify(backend={self.backend!r}): {why}; using the NumPy backend", BackendWarning,
+                      stacklevel=5)
+        self.backend = "numpy"
+        self._kernels.clear()
 
     def _arrays(self, arrays: list[np.ndarray], shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
         size = math.prod(shape)
@@ -217,7 +278,8 @@ class Compiled:
                 for a in arrays]
         outs = [np.empty(size) for _ in self.program.outputs]
         if size:
-            backend, kernel = BACKENDS[self.backend], self._kernel(tuple(v.ndim == 0 for v in flat))
+            kernel = self._kernel(tuple(v.ndim == 0 for v in flat))
+            backend = BACKENDS[self.backend]  # after the kernel: building it may have fallen back to NumPy
             step = min(self.block, size)
 
             def worker() -> Run:

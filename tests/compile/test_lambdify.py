@@ -143,18 +143,23 @@ def test_numba_falls_back_with_a_warning_when_it_cannot_compile():
     tape = Tape()
     x = tape.var("x")
     z = Opaque()(x) + 1
+    g = lambdify([x], z, backend="numba")
+    assert g.backend == "numba" and g.built == ()  # nothing compiled before a call needs it
     with pytest.warns(BackendWarning, match="could not compile"):
-        g = lambdify([x], z, backend="numba")
-    assert g.backend == "numpy" and _close(g(np.array([1.0, 2.0])), [2.0, 3.0])
+        values = g(np.array([1.0, 2.0]))
+    assert g.backend == "numpy" and _close(values, [2.0, 3.0])
+    assert g.built == ("numpy (array)",)
 
 
 def test_numba_falls_back_with_a_warning_when_missing(monkeypatch):
     monkeypatch.setitem(sys.modules, "numba", None)  # import numba now raises ImportError
     tape = Tape()
     x = tape.var("x")
+    g = lambdify([x], sin(x), backend="numba")
+    assert g(0.0) == 0.0  # one point: Python floats, no backend involved
     with pytest.warns(BackendWarning, match="not installed"):
-        g = lambdify([x], sin(x), backend="numba")
-    assert g.backend == "numpy" and g(0.0) == 0.0
+        values = g(np.array([0.0, 1.0]))
+    assert g.backend == "numpy" and np.allclose(values, np.sin([0.0, 1.0]), rtol=1e-15)
 
 
 def test_argument_errors():
@@ -267,8 +272,8 @@ def test_an_ordinary_point_never_touches_numpy_scalars(monkeypatch):
     # sin's second derivative is the node -sin: minus math.sin on this path
     compiled = lambdify([x, y], [exp(x) * sin(y) + x**2.5 / y, sad.atan(x) - sad.hypot(x, y), sin(y).diff(y, 2)])
     assert compiled._pure
-    monkeypatch.setattr(compiled, "_scalar", None)  # calling it would raise TypeError
     value = compiled(np.float64(0.7), 2)
+    assert compiled.built == ("point",)  # the NumPy-scalar fallback was never needed, so never built
     assert np.allclose(value, [np.exp(0.7) * np.sin(2) + 0.7**2.5 / 2, np.arctan(0.7) - np.hypot(0.7, 2), -np.sin(2)],
                        rtol=1e-15)
 
