@@ -1,27 +1,34 @@
 """``lambdify``: straight-line code for the nodes some outputs need, like ``sympy.lambdify``.
 
-The nodes are laid out once, at compile time, into a program with one statement per node, so a
-call does no per-node Python dispatch. Two backends run that program, one module each under
-``compile/backends`` (found by name in ``BACKENDS``; a function lowers itself, so none knows the
-built-ins):
+The nodes are laid out once into a program with one statement per node, so a call does no
+per-node Python dispatch. Nothing more is generated until a call needs it, and then once: the
+one-point code on the first call with numbers, each backend's kernel on the first call with
+its pattern of numbers and arrays. Big programs are compiled in chunks of ``chunk`` steps
+(``program.chunks``), so compiling takes time linear in the program's size. Two backends run
+the program on arrays, one module each under ``compile/backends`` (found by name in
+``BACKENDS``; a function lowers itself, so none knows the built-ins):
 
 - ``"numpy"`` (default): NumPy ufuncs over blocks of points. Each intermediate lives in a
   register (a preallocated block-sized buffer) that is reused as soon as its value is dead
   (liveness over the straight-line order), and every ufunc writes with ``out=``: no allocation
   per node, and a block's working set stays in cache. Blocks are shared out over the cores
   (NumPy releases the GIL inside a ufunc).
-- ``"numba"``: the same statements as scalar code inside one loop over the points (run on
-  slices of them by every core), compiled by Numba (``pip install 'subgraph_ad[numba]'``).
-  Without Numba, or for a user function Numba cannot compile, it warns (``BackendWarning``)
-  and uses ``"numpy"``: results are the same, only speed differs. An input passed as one number
-  stays one number (no array of copies); the kernel for all-array inputs is compiled by
-  ``lambdify``, one for another mix of numbers and arrays on its first call.
+- ``"numba"``: each chunk as one loop over the points in SIMD vectors (8 points an instruction
+  with AVX-512), LLVM IR compiled through llvmlite, Numba's LLVM binding; Numba compiles what
+  has no IR of its own (a user's Python function). Run on slices of the points by every core
+  (``pip install 'subgraph_ad[numba]'``). Without Numba, or for a user function Numba cannot
+  compile, it warns (``BackendWarning``) at the first call on arrays and uses ``"numpy"``:
+  results are the same, only speed differs. An input passed as one number stays one number.
 
-A compiled function works elementwise on NumPy arrays, and on Dask arrays blockwise
-(``dask.array.map_blocks`` under the hood; the result is a lazy Dask array). It pickles, so
-Dask's distributed workers can run it. Like ``eval``, it gives IEEE values without NumPy's
-floating-point warnings; ``lambdify(..., warn=True)`` reports them where NumPy computes (the
-NumPy backend, and single points on either backend; Numba's compiled loops report none).
+Compiled code is kept in a persistent cache (``SUBGRAPH_AD_CACHE``, a directory or ``off``;
+the user's cache directory by default; ``lambdify(..., cache=False)`` to skip), keyed by its
+generated text: a new process with the same program loads machine code and Python code objects
+instead of compiling them. A compiled function works elementwise on NumPy arrays, and on Dask
+arrays blockwise (``dask.array.map_blocks`` under the hood; the result is a lazy Dask array).
+It pickles, so Dask's distributed workers can run it. Like ``eval``, it gives IEEE values
+without NumPy's floating-point warnings; ``lambdify(..., warn=True)`` reports them where NumPy
+computes (the NumPy backend, and single points on either backend; Numba's compiled loops
+report none).
 
 >>> import numpy as np
 >>> from subgraph_ad import Tape, lambdify, sin
@@ -49,7 +56,7 @@ from ..core import Term
 from ..numeric.modes import floating
 from .backends import numba as numba_backend
 from .backends import numpy as numpy_backend
-from .program import Program, build_program, define
+from .program import CACHE_MIN_STEPS, CHUNK, Program, build_program, define
 
 #: Points per block of the NumPy backend: 16384 float64 = 128 KiB per register (measured best).
 BLOCK = 16384
@@ -57,11 +64,17 @@ BLOCK = 16384
 
 class Backend(Protocol):
     """What ``Compiled`` asks of a backend module (one file under ``backends``, which lowers a
-    ``Program`` by its own table keyed by op name)."""
+    ``Program`` by its own table keyed by op name).
+
+    Optional: ``OPTIONS``, the names of ``lambdify``'s options its ``kernel`` takes as keywords
+    (``"chunk"``: steps per compiled chunk, ``"cache"``: use the persistent cache); ``GRAIN``,
+    points that its kernel blocks by itself, so that a slice of fewer than ``block`` points (a
+    multiple of ``GRAIN``) can go to each core.
+    """
 
     NAME: str
 
-    def kernel(self, program: Program, scalars: tuple[bool, ...]) -> Any:
+    def kernel(self, program: Program, scalars: tuple[bool, ...], **options: Any) -> Any:
         """The program compiled for this pattern of number (True) and array inputs; ImportError
         when the backend's library is missing, any other error when it cannot compile."""
 
@@ -87,12 +100,6 @@ class BackendWarning(UserWarning):
     """A requested backend is not usable here; the NumPy backend runs instead."""
 
 
-#: Numba's compile time grows with the program: on 2 cores, 89 steps 0.5 s, 445 (S's gradient)
-#: 2.1 s, 989 (R100's gradient, 100 outputs) 5.8 s, where the NumPy backend compiles any of them
-#: in under 0.1 s and evaluates batches within 2× of Numba. Above this many steps
-#: ``backend="numba"`` warns and uses NumPy, so that compiling stays under about 5 s; set it to
-#: None to compile any size with Numba.
-NUMBA_MAX_STEPS: int | None = 800
 
 
 def _as_list(items: Any, what: str) -> tuple[list[Term], bool]:
@@ -135,13 +142,15 @@ class Compiled:
     """
 
     def __init__(self, program: Program, names: list[str], single: bool, backend: str,
-                 block: int = BLOCK, parallel: bool = True, warn: bool = False) -> None:
+                 block: int = BLOCK, parallel: bool = True, warn: bool = False, chunk: int = CHUNK,
+                 cache: bool = True) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"lambdify backend must be {' or '.join(map(repr, BACKENDS))}, got {backend!r}")
-        if not (isinstance(block, int) and block > 0):
-            raise ValueError(f"lambdify block must be a positive int, got {block!r}")
+        for name, value in (("block", block), ("chunk", chunk)):
+            if isinstance(value, bool) or not (isinstance(value, int) and value > 0):
+                raise ValueError(f"lambdify {name} must be a positive int, got {value!r}")
         self.program, self.names, self.single = program, names, single
-        self.block, self.parallel, self.warn = block, parallel, warn
+        self.block, self.parallel, self.warn, self.chunk, self.cache = block, parallel, warn, chunk, cache
         #: The backend that runs arrays: the one asked for until it turns out unusable.
         self.backend = backend
         self._fast: Callable[..., tuple[Any, ...]] | None = None
@@ -150,12 +159,6 @@ class Compiled:
         #: The active backend's kernels, by pattern of number (True) and array inputs.
         self._kernels: dict[tuple[bool, ...], Any] = {}
         self._lock = threading.Lock()  # two threads that call at once build a path once
-        if backend == "numba" and NUMBA_MAX_STEPS is not None and len(program.steps) > NUMBA_MAX_STEPS:
-            warnings.warn(f"lambdify(backend='numba'): {len(program.steps)} steps is more than NUMBA_MAX_STEPS "
-                          f"= {NUMBA_MAX_STEPS}, where Numba would compile for many seconds; using the NumPy "
-                          "backend (set subgraph_ad.compile.lambdify.NUMBA_MAX_STEPS = None to insist)",
-                          BackendWarning, stacklevel=3)
-            self.backend = "numpy"
 
     @property
     def built(self) -> tuple[str, ...]:
@@ -175,7 +178,7 @@ class Compiled:
     @property
     def block_source(self) -> str:
         """The NumPy backend's block code for array inputs, as text; generating it builds nothing."""
-        return numpy_backend.block_source(self.program)[0]
+        return numpy_backend.block_source(self.program, (), self.chunk)[0]
 
     @property
     def _pure(self) -> bool:
@@ -183,12 +186,21 @@ class Compiled:
         self._fast_path()
         return self._fast_pure
 
+    @property
+    def _cached(self) -> bool:
+        """Whether generated Python code goes through the persistent cache."""
+        return self.cache and len(self.program.steps) >= CACHE_MIN_STEPS
+
+    def _options(self, backend: Backend) -> dict[str, Any]:
+        """The options of this call a backend takes (those named in its ``OPTIONS``)."""
+        return {name: getattr(self, name) for name in getattr(backend, "OPTIONS", ())}
+
     def _fast_path(self) -> Callable[..., tuple[Any, ...]]:
         if self._fast is None:
             with self._lock:
                 if self._fast is None:
                     source, namespace, self._fast_pure = numpy_backend.scalar_source(self.program, python=True)
-                    self._fast = define(source, namespace, "point")
+                    self._fast = define(source, namespace, "point", self._cached)
         return self._fast
 
     def _ieee_path(self) -> Callable[..., tuple[Any, ...]]:
@@ -196,13 +208,14 @@ class Compiled:
             with self._lock:
                 if self._scalar is None:
                     source, namespace, _ = numpy_backend.scalar_source(self.program)
-                    self._scalar = define(source, namespace, "scalar")
+                    self._scalar = define(source, namespace, "scalar", self._cached)
         return self._scalar
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt from the program on unpickling (e.g. on a Dask worker): code objects and
         # Numba kernels do not travel, the program does.
-        return (Compiled, (self.program, self.names, self.single, self.backend, self.block, self.parallel, self.warn))
+        return (Compiled, (self.program, self.names, self.single, self.backend, self.block, self.parallel, self.warn,
+                           self.chunk, self.cache))
 
     def __repr__(self) -> str:
         return (f"<lambdify ({', '.join(self.names)}) -> {len(self.program.outputs)} output(s), "
@@ -247,13 +260,14 @@ class Compiled:
             return kernel
         with self._lock:
             if scalars not in self._kernels:
+                backend = BACKENDS[self.backend]
                 try:
-                    self._kernels[scalars] = BACKENDS[self.backend].kernel(self.program, scalars)
+                    self._kernels[scalars] = backend.kernel(self.program, scalars, **self._options(backend))
                 except Exception as error:
                     if self.backend == "numpy":
                         raise
                     self._fall_back(error)
-                    self._kernels[scalars] = numpy_backend.kernel(self.program, scalars)
+                    self._kernels[scalars] = numpy_backend.kernel(self.program, scalars, **self._options(numpy_backend))
             return self._kernels[scalars]
 
     def _fall_back(self, error: Exception) -> None:
@@ -280,7 +294,7 @@ class Compiled:
         if size:
             kernel = self._kernel(tuple(v.ndim == 0 for v in flat))
             backend = BACKENDS[self.backend]  # after the kernel: building it may have fallen back to NumPy
-            step = min(self.block, size)
+            step = self._step(backend, size)
 
             def worker() -> Run:
                 run = backend.worker(kernel, step)
@@ -291,17 +305,26 @@ class Compiled:
 
                 return slice_run
 
-            self._split(worker, size)
+            self._split(worker, size, step)
         return tuple(o.reshape(shape) for o in outs)
 
-    def _split(self, worker: Callable[[], Run], size: int) -> None:
-        """Run the points in block-sized slices on every core, ``worker()`` making each
+    def _step(self, backend: Backend, size: int) -> int:
+        """Points per slice: a block; for a backend with a ``GRAIN`` (its own blocking inside a
+        slice), fewer where that gives every core a slice (10⁴ points on two cores: two)."""
+        grain = getattr(backend, "GRAIN", None)
+        if grain is None or not self.parallel:
+            return min(self.block, size)
+        share = -(-size // (_cpu_count() * grain)) * grain
+        return min(self.block, max(grain, share))
+
+    def _split(self, worker: Callable[[], Run], size: int, step: int) -> None:
+        """Run the points in slices of ``step`` on every core, ``worker()`` making each
         thread's runner once. Both backends' work runs without the GIL — the Numba kernel is
         ``nogil``, and NumPy releases it inside each ufunc over a block (``sin`` of 1e5 points:
         1.7x faster on two cores) — so plain threads scale. The calling thread works too and
         slices are handed out one at a time: a pool thread that wakes up late (costly on a VM)
         takes fewer slices instead of holding up the call."""
-        starts = range(0, size, self.block)
+        starts = range(0, size, step)
         threads = min(_cpu_count(), len(starts)) if self.parallel else 1
         if threads <= 1:
             worker()(0, size)
@@ -315,7 +338,7 @@ class Compiled:
                     a = next(todo, None)
                 if a is None:
                     return
-                run(a, min(a + self.block, size))
+                run(a, min(a + step, size))
 
         pool = _pool(threads - 1)
         jobs = [pool.submit(work) for _ in range(threads - 1)]
@@ -343,7 +366,8 @@ class Compiled:
 
 
 def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], backend: str = "numpy",
-             block: int = BLOCK, parallel: bool = True, *, warn: bool = False) -> Compiled:
+             block: int = BLOCK, parallel: bool = True, *, warn: bool = False, chunk: int = CHUNK,
+             cache: bool = True) -> Compiled:
     """Compile ``outputs`` as a function of the vars ``inputs``.
 
     Returns a value for one output and a tuple for a list; works elementwise on arrays, with
@@ -351,7 +375,8 @@ def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], back
     semantics: never raises on values, and no NumPy warnings unless ``warn=True``. ``backend``
     is ``"numpy"`` or ``"numba"`` (falls back to NumPy with a ``BackendWarning`` when unusable);
     ``block`` is the NumPy backend's points per block; ``parallel`` lets either backend share
-    the blocks out over every core.
+    the blocks out over every core. Code is generated on first use, in chunks of ``chunk``
+    steps; ``cache=False`` skips the persistent cache of compiled code (``SUBGRAPH_AD_CACHE``).
     """
     ins, _ = _as_list(inputs, "inputs")
     outs, single = _as_list(outputs, "outputs")
@@ -363,4 +388,4 @@ def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], back
     for t in outs:
         ins[0]._lift(t)  # same tape, or a clear ValueError
     program = build_program(tape, ins, outs)
-    return Compiled(program, [v.name for v in ins], single, backend, block, parallel, warn)
+    return Compiled(program, [v.name for v in ins], single, backend, block, parallel, warn, chunk, cache)

@@ -226,18 +226,24 @@ def test_dask_with_a_scalar_and_two_inputs(dask_client):
     assert _close(result, f.diff(x, 4).eval({x: points, w2: 0.7}))
 
 
-def test_numba_above_its_size_limit_warns_and_uses_numpy(monkeypatch):
-    import subgraph_ad.compile.lambdify as lam
-
+def test_numba_compiles_a_program_far_above_its_old_size_limit():
+    """3,000 steps (the Numba backend once fell back to NumPy above 800) in chunks of 1,000:
+    no warning, and the values of the recurrence z <- sin(z) + k/1000 run in NumPy."""
     tape = sad.Tape()
     x = tape.var("x", 0.3)
     z = x
-    for k in range(30):
-        z = sad.sin(z) + 0.1 * k
-    monkeypatch.setattr(lam, "NUMBA_MAX_STEPS", 20)
-    with pytest.warns(lam.BackendWarning, match="more than NUMBA_MAX_STEPS = 20"):
-        g = sad.lambdify([x], z, backend="numba")
-    assert g.backend == "numpy" and g(0.3) == pytest.approx(z.eval(), rel=1e-15)
+    for k in range(1500):
+        z = sad.sin(z) + k / 1000
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BackendWarning)
+        g = sad.lambdify([x], z, backend="numba", cache=False)
+        points = np.linspace(-3, 3, 1001)
+        values = g(points)
+    assert g.backend == "numba" and len(g.program.steps) == 2999  # + 0 folds away
+    want = points.copy()
+    for k in range(1500):
+        want = np.sin(want) + k / 1000
+    assert np.allclose(values, want, rtol=1e-12, atol=1e-12)
 
 
 def test_one_point_runs_on_python_floats_and_falls_back_to_ieee_where_math_raises():
