@@ -13,6 +13,7 @@ import contextlib
 import functools
 import hashlib
 import heapq
+import importlib.metadata
 import importlib.util
 import marshal
 import math
@@ -143,7 +144,7 @@ def define(source: str, names: dict[str, Any], label: str, cache: bool = False) 
     this process's functions.
     """
     filename = f"<subgraph_ad.lambdify:{label}>"
-    key = hashlib.sha256(f"python {sys.version} {importlib.util.MAGIC_NUMBER!r} {filename}\n{source}".encode()).hexdigest()
+    key = cache_key(f"python {sys.version} {importlib.util.MAGIC_NUMBER!r} {filename}", source)
     code = None
     data = cache_load("python", key) if cache else None
     if data is not None:
@@ -166,6 +167,23 @@ CACHE_FORMAT = b"subgraph_ad cache 1"
 CACHE_MIN_STEPS = 1000
 #: The cache is pruned to 80% of this, oldest use first, when a store takes it over.
 CACHE_LIMIT = 1 << 30
+
+
+@functools.cache
+def _version() -> str:
+    try:
+        return importlib.metadata.version("subgraph_ad")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout that is not installed
+        return "unknown"
+
+
+def cache_key(*parts: str) -> str:
+    """The key of an entry: a hash of what the stored code is compiled from (its generated
+    text, the compiler's versions and target), this library's version and the cache format."""
+    digest = hashlib.sha256(CACHE_FORMAT + f" subgraph_ad {_version()}".encode())
+    for part in parts:
+        digest.update(b"\0" + part.encode())
+    return digest.hexdigest()
 
 
 def cache_directory() -> Path | None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-import hashlib
 import importlib.util
 import struct
 import threading
@@ -36,8 +35,8 @@ import numpy as np
 
 from ...functions import Function
 from ...functions.elementary import ELEMENTARY, Elementary, steps
-from ..program import (CACHE_MIN_STEPS, CHUNK, Chunks, Operand, Program, cache_load, cache_store, callee, chunks, define,
-                       namespace, scalar_call)
+from ..program import (CACHE_MIN_STEPS, CHUNK, Chunks, Operand, Program, cache_key, cache_load, cache_store, callee,
+                       chunks, define, namespace, scalar_call)
 
 NAME = "Numba"
 #: The options of ``lambdify`` this backend takes.
@@ -489,7 +488,7 @@ def kernel(program: Program, scalars: tuple[bool, ...], chunk: int = CHUNK, cach
     persistent cache when ``cache`` and it holds this IR; ImportError without Numba."""
     target = _target()
     source, tables = kernel_source(program, scalars, chunk, target.width)
-    digest = hashlib.sha256(f"{target.identity}\n{source}".encode()).hexdigest()
+    digest = cache_key("numba", target.identity, source)
     with _LIVE_LOCK:
         code = _LIVE.get(digest)
         if code is None:
@@ -527,12 +526,17 @@ def _machine_code(target: _Target, source: str, digest: str, cache: bool) -> tup
             return _load(llvm, target, data)
         except Exception:  # an entry that does not load is rebuilt, never trusted
             pass
-    module = llvm.parse_assembly(source)
-    module.verify()
-    data = target.machine().emit_object(module)
+    data = _compile(target, source)
     if cache:
         cache_store("numba", digest, data)
     return _load(llvm, target, data)
+
+
+def _compile(target: _Target, source: str) -> bytes:
+    """LLVM IR text -> object code for this CPU."""
+    module = target.llvm.parse_assembly(source)
+    module.verify()
+    return target.machine().emit_object(module)
 
 
 def _load(llvm: Any, target: _Target, data: bytes) -> tuple[Any, Any]:
