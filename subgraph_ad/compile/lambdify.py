@@ -54,6 +54,7 @@ import numpy as np
 
 from ..core import Term
 from ..numeric.modes import floating
+from . import config
 from .backends import numba as numba_backend
 from .backends import numpy as numpy_backend
 from .program import CACHE_MIN_STEPS, CHUNK, Program, build_program, define
@@ -365,7 +366,7 @@ class Compiled:
         return tuple(stacked[k] for k in range(n))
 
 
-def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], backend: str = "numpy",
+def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], backend: str | None = None,
              block: int = BLOCK, parallel: bool = True, *, warn: bool = False, chunk: int = CHUNK,
              cache: bool = True) -> Compiled:
     """Compile ``outputs`` as a function of the vars ``inputs``.
@@ -373,11 +374,17 @@ def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], back
     Returns a value for one output and a tuple for a list; works elementwise on arrays, with
     every output broadcast to the inputs' common shape, and on Dask arrays blockwise. IEEE
     semantics: never raises on values, and no NumPy warnings unless ``warn=True``. ``backend``
-    is ``"numpy"`` or ``"numba"`` (falls back to NumPy with a ``BackendWarning`` when unusable);
+    is ``"numpy"`` or ``"numba"`` (falls back to NumPy with a ``BackendWarning`` when unusable),
+    by default ``config.default_backend()`` (``SUBGRAPH_AD_BACKEND``, else ``"numpy"``);
     ``block`` is the NumPy backend's points per block; ``parallel`` lets either backend share
     the blocks out over every core. Code is generated on first use, in chunks of ``chunk``
     steps; ``cache=False`` skips the persistent cache of compiled code (``SUBGRAPH_AD_CACHE``).
     """
+    if backend is None:
+        backend = config.default_backend()
+        if backend not in BACKENDS:
+            raise ValueError(f"lambdify: the default backend is {backend!r} (subgraph_ad.compile.config.backend, or "
+                             f"the environment variable {config.ENV}), expected {' or '.join(map(repr, BACKENDS))}")
     ins, _ = _as_list(inputs, "inputs")
     outs, single = _as_list(outputs, "outputs")
     tape = ins[0].tape
