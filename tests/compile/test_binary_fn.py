@@ -130,9 +130,10 @@ def test_the_numba_kernel_calls_the_c_library_atan2_on_both_operands_in_order():
     pytest.importorskip("numba")
     tape = Tape()
     y, x = tape.var("y"), tape.var("x")
-    source, tables = numba_backend.kernel_source(build_program(tape, [y, x], [Atan2()(x, y)]), (False, False), width=4)
-    assert tables.helpers == [("libm", "atan2")]  # the built-in elementary: C's atan2, no Numba callback
-    assert source.count("call double %h0(double") == 4  # lane by lane
+    source, tables = numba_backend.kernel_source(build_program(tape, [y, x], [Atan2()(x, y)]), (False, False))
+    # the built-in elementary: C's atan2 (libmvec's on whole vectors, else lane by lane), no Numba callback
+    (kind, name), = tables.helpers
+    assert (kind, name.rsplit("_", 1)[-1]) in (("libm", "atan2"), ("mvec", "atan2"))
     g = _compile([y, x], Atan2()(x, y), "numba")
     ys, xs = np.linspace(-2, 2, 9), np.array([3.0, -1.0, 0.0, 2.0, -0.5, 1.0, -3.0, 0.25, 4.0])
     assert np.allclose(g(ys, xs), np.arctan2(xs, ys), rtol=1e-15, atol=0)

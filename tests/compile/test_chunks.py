@@ -3,6 +3,7 @@ through scratch columns, and a chunked program gives the values of ``eval`` (its
 against SymPy elsewhere) at chunk sizes 1, 7 and 100, on every op and every built-in function,
 with several outputs and inputs read by many chunks; the NumPy backend's chunks change no bit."""
 
+import dataclasses
 import math
 import warnings
 
@@ -98,3 +99,28 @@ def test_columns_hold_what_later_chunks_read_and_are_reused_only_when_dead():
             assert c1 != c2 or start2 > end1  # a reused column: the first value read for the last time before
         assert cut.columns == max(cut.column.values()) + 1
         assert cut.columns < len(last) or size == 100  # reuse happens where there are many boundaries
+
+
+@pytest.mark.parametrize("width", [4, 8])
+@pytest.mark.parametrize("vector_functions", [True, False])
+def test_numba_at_every_vector_width_with_and_without_libmvec(monkeypatch, width, vector_functions):
+    """The C library's functions lane by lane (no libmvec: other systems) and on whole vectors,
+    at 4 doubles a vector (AVX2) and 8 (AVX-512; LLVM splits it where the CPU has less)."""
+    pytest.importorskip("numba")
+    from subgraph_ad.compile.backends import numba as numba_backend
+
+    host = dataclasses.replace(numba_backend._target(), width=width)
+    monkeypatch.setattr(numba_backend, "_host", lambda: host)
+    if not vector_functions:
+        monkeypatch.setattr(numba_backend, "_libmvec", lambda: None)
+    inputs, outputs = _every_op_and_function()
+    f = lambdify(list(inputs), outputs, backend="numba", chunk=7)
+    source, tables = numba_backend.kernel_source(f.program, (), 7)
+    assert f"<{width} x double>" in source
+    kinds = {kind for kind, *_ in tables.helpers}
+    assert ("mvec" in kinds) == bool(vector_functions and numba_backend._libmvec()) and "fn" in kinds
+    xs, ys, zs = np.linspace(0.1, 0.9, 37), np.linspace(1.0, 3.0, 37), np.linspace(-1.6, 1.6, 37)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BackendWarning)
+        for value, want in zip(f(xs, ys, zs), _values(inputs, outputs, xs, ys, zs)):
+            assert np.allclose(value, want, rtol=1e-12, atol=1e-12)

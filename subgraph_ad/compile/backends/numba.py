@@ -107,8 +107,29 @@ def _libm() -> ctypes.CDLL:
     raise ImportError("the C math library (libm) was not found")
 
 
-def _address(function: Any) -> int:
-    return ctypes.cast(function, ctypes.c_void_p).value or 0
+@functools.cache
+def _libmvec() -> ctypes.CDLL | None:
+    """glibc's vector math library (2.35 on: ``tanh``, ``atan2``, ... on whole vectors), if any."""
+    name = ctypes.util.find_library("mvec")
+    try:
+        return ctypes.CDLL(name) if name else None
+    except OSError:
+        return None
+
+
+def _vector_name(name: str, arity: int, width: int, features: str) -> str | None:
+    """The libmvec function for ``name`` on vectors of ``width`` doubles (the x86 vector ABI's
+    name for this CPU's widest variant), or None where there is none: the call goes lane by lane."""
+    isa = "e" if width == 8 else "d" if "+avx2" in features else "c" if "+avx" in features else None
+    library = _libmvec()
+    symbol = f"_ZGV{isa}N{width}{'v' * arity}_{name}"
+    return symbol if isa and library is not None and hasattr(library, symbol) else None
+
+
+def _address(key: tuple[Any, ...]) -> int:
+    """The address of a C library function of the helpers table: ``("libm", name)`` or ``("mvec", symbol)``."""
+    library = _libm() if key[0] == "libm" else _libmvec()
+    return ctypes.cast(getattr(library, key[1]), ctypes.c_void_p).value or 0
 
 
 # -- functions: native IR, C library calls, Numba callbacks ------------------------------------------
@@ -278,19 +299,31 @@ class _Emitter:
         return self.emit(f"call {self.vector} @{tag}({', '.join(f'{self.vector} {a}' for a in operands)})")
 
     def libm(self, name: str, operands: list[str]) -> str:
-        return self.call(self.tables.helper(("libm", name)), operands)
+        """The C library's ``name``: its vector form (libmvec: 3 ulp at most, as NumPy's own
+        SIMD functions; 5-10 times faster than lane by lane) where there is one."""
+        symbol = _vector_name(name, len(operands), self.width, self.tables.features)
+        if symbol is None:
+            return self.call(self.tables.helper(("libm", name)), operands)
+        pointer = self.function(self.tables.helper(("mvec", symbol)))
+        arguments = ", ".join(f"{self.vector} {a}" for a in operands)
+        return self.emit(f"call {self.vector} {pointer}({arguments})")
 
-    def call(self, helper: int, operands: list[str]) -> str:
-        """A C function of doubles from the helpers table, called on each lane."""
+    def function(self, helper: int) -> str:
+        """The address of a function of the helpers table, loaded once before the loop."""
         if helper not in self.helpers:
             pointer = f"%hp{helper}"
             self.entry.append(f"  {pointer} = getelementptr inbounds ptr, ptr %H, i64 {helper}")
             self.entry.append(f"  %h{helper} = load ptr, ptr {pointer}, align 8")
             self.helpers[helper] = f"%h{helper}"
+        return self.helpers[helper]
+
+    def call(self, helper: int, operands: list[str]) -> str:
+        """A C function of doubles from the helpers table, called on each lane."""
+        pointer = self.function(helper)
         result = "poison"
         for lane in range(self.width):
             scalars = [self.emit(f"extractelement {self.vector} {a}, i64 {lane}") for a in operands]
-            value = self.emit(f"call double {self.helpers[helper]}({', '.join(f'double {s}' for s in scalars)})")
+            value = self.emit(f"call double {pointer}({', '.join(f'double {s}' for s in scalars)})")
             result = self.emit(f"insertelement {self.vector} {result}, double {value}, i64 {lane}")
         return result
 
@@ -343,9 +376,10 @@ LOWERING: dict[str, Lowering] = {
 @dataclass
 class _Tables:
     """What a kernel reads at run time, by index: its constants and the functions it calls
-    (``("libm", name)`` or ``("fn", function, arity)``); and the chunks' scratch columns."""
+    (``("libm", name)``, ``("mvec", symbol)`` or ``("fn", function, arity)``); and the chunks' scratch columns."""
 
     cut: Chunks
+    features: str  # the CPU's, for the vector functions it has
     constants: dict[str, int] = field(default_factory=dict)  # by exact hex text: nan and -0.0 as themselves
     values: list[float] = field(default_factory=list)
     helpers: list[tuple[Any, ...]] = field(default_factory=list)
@@ -360,7 +394,7 @@ class _Tables:
         return self.constants[key]
 
     def helper(self, key: tuple[Any, ...]) -> int:
-        ident = key if key[0] == "libm" else ("fn", id(key[1]), key[2])
+        ident = key if key[0] != "fn" else ("fn", id(key[1]), key[2])
         if ident not in self.index:
             self.index[ident] = len(self.helpers)
             self.helpers.append(key)
@@ -373,10 +407,11 @@ def kernel_source(program: Program, scalars: tuple[bool, ...] = (), chunk: int =
     driver ``@run``, with the tables of constants and functions it reads. The same code serves
     every pattern of number and array inputs (the driver broadcasts a number), so ``scalars``
     changes nothing; ``width`` defaults to the host's."""
-    width = width or _target().width
+    target = _target()
+    width = width or target.width
     n_inputs = program.n_inputs
     cut = chunks(program, chunk)
-    tables = _Tables(cut)
+    tables = _Tables(cut, target.features)
     functions = []
     for k, (a, b) in enumerate(cut.bounds):
         e = _Emitter(width, tables)
@@ -496,8 +531,8 @@ def kernel(program: Program, scalars: tuple[bool, ...], chunk: int = CHUNK, cach
             _LIVE[digest] = code
     keep, addresses = [], []
     for key in tables.helpers:
-        if key[0] == "libm":
-            addresses.append(_address(getattr(_libm(), key[1])))
+        if key[0] != "fn":
+            addresses.append(_address(key))
         else:
             made = _callback(key[1], key[2])
             keep.append(made)
