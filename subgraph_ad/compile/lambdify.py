@@ -1,27 +1,34 @@
 """``lambdify``: straight-line code for the nodes some outputs need, like ``sympy.lambdify``.
 
-The nodes are laid out once, at compile time, into a program with one statement per node, so a
-call does no per-node Python dispatch. Two backends run that program, one module each under
-``compile/backends`` (found by name in ``BACKENDS``; a function lowers itself, so none knows the
-built-ins):
+The nodes are laid out once into a program with one statement per node, so a call does no
+per-node Python dispatch. Nothing more is generated until a call needs it, and then once: the
+one-point code on the first call with numbers, each backend's kernel on the first call with
+its pattern of numbers and arrays. Big programs are compiled in chunks of ``chunk`` steps
+(``program.chunks``), so compiling takes time linear in the program's size. Two backends run
+the program on arrays, one module each under ``compile/backends`` (found by name in
+``BACKENDS``; a function lowers itself, so none knows the built-ins):
 
 - ``"numpy"`` (default): NumPy ufuncs over blocks of points. Each intermediate lives in a
   register (a preallocated block-sized buffer) that is reused as soon as its value is dead
   (liveness over the straight-line order), and every ufunc writes with ``out=``: no allocation
   per node, and a block's working set stays in cache. Blocks are shared out over the cores
   (NumPy releases the GIL inside a ufunc).
-- ``"numba"``: the same statements as scalar code inside one loop over the points (run on
-  slices of them by every core), compiled by Numba (``pip install 'subgraph_ad[numba]'``).
-  Without Numba, or for a user function Numba cannot compile, it warns (``BackendWarning``)
-  and uses ``"numpy"``: results are the same, only speed differs. An input passed as one number
-  stays one number (no array of copies); the kernel for all-array inputs is compiled by
-  ``lambdify``, one for another mix of numbers and arrays on its first call.
+- ``"numba"``: each chunk as one loop over the points in SIMD vectors (8 points an instruction
+  with AVX-512), LLVM IR compiled through llvmlite, Numba's LLVM binding; Numba compiles what
+  has no IR of its own (a user's Python function). Run on slices of the points by every core
+  (``pip install 'subgraph_ad[numba]'``). Without Numba, or for a user function Numba cannot
+  compile, it warns (``BackendWarning``) at the first call on arrays and uses ``"numpy"``:
+  results are the same, only speed differs. An input passed as one number stays one number.
 
-A compiled function works elementwise on NumPy arrays, and on Dask arrays blockwise
-(``dask.array.map_blocks`` under the hood; the result is a lazy Dask array). It pickles, so
-Dask's distributed workers can run it. Like ``eval``, it gives IEEE values without NumPy's
-floating-point warnings; ``lambdify(..., warn=True)`` reports them where NumPy computes (the
-NumPy backend, and single points on either backend; Numba's compiled loops report none).
+Compiled code is kept in a persistent cache (``SUBGRAPH_AD_CACHE``, a directory or ``off``;
+the user's cache directory by default; ``lambdify(..., cache=False)`` to skip), keyed by its
+generated text: a new process with the same program loads machine code and Python code objects
+instead of compiling them. A compiled function works elementwise on NumPy arrays, and on Dask
+arrays blockwise (``dask.array.map_blocks`` under the hood; the result is a lazy Dask array).
+It pickles, so Dask's distributed workers can run it. Like ``eval``, it gives IEEE values
+without NumPy's floating-point warnings; ``lambdify(..., warn=True)`` reports them where NumPy
+computes (the NumPy backend, and single points on either backend; Numba's compiled loops
+report none).
 
 >>> import numpy as np
 >>> from subgraph_ad import Tape, lambdify, sin
@@ -47,9 +54,10 @@ import numpy as np
 
 from ..core import Term
 from ..numeric.modes import floating
+from . import config
 from .backends import numba as numba_backend
 from .backends import numpy as numpy_backend
-from .program import Program, build_program, define
+from .program import CACHE_MIN_STEPS, CHUNK, Program, build_program, define
 
 #: Points per block of the NumPy backend: 16384 float64 = 128 KiB per register (measured best).
 BLOCK = 16384
@@ -57,11 +65,17 @@ BLOCK = 16384
 
 class Backend(Protocol):
     """What ``Compiled`` asks of a backend module (one file under ``backends``, which lowers a
-    ``Program`` by its own table keyed by op name)."""
+    ``Program`` by its own table keyed by op name).
+
+    Optional: ``OPTIONS``, the names of ``lambdify``'s options its ``kernel`` takes as keywords
+    (``"chunk"``: steps per compiled chunk, ``"cache"``: use the persistent cache); ``GRAIN``,
+    points that its kernel blocks by itself, so that a slice of fewer than ``block`` points (a
+    multiple of ``GRAIN``) can go to each core.
+    """
 
     NAME: str
 
-    def kernel(self, program: Program, scalars: tuple[bool, ...]) -> Any:
+    def kernel(self, program: Program, scalars: tuple[bool, ...], **options: Any) -> Any:
         """The program compiled for this pattern of number (True) and array inputs; ImportError
         when the backend's library is missing, any other error when it cannot compile."""
 
@@ -91,12 +105,6 @@ class BackendWarning(UserWarning):
     """A requested backend is not usable here; the NumPy backend runs instead."""
 
 
-#: Numba's compile time grows with the program: on 2 cores, 89 steps 0.5 s, 445 (S's gradient)
-#: 2.1 s, 989 (R100's gradient, 100 outputs) 5.8 s, where the NumPy backend compiles any of them
-#: in under 0.1 s and evaluates batches within 2× of Numba. Above this many steps
-#: ``backend="numba"`` warns and uses NumPy, so that compiling stays under about 5 s; set it to
-#: None to compile any size with Numba.
-NUMBA_MAX_STEPS: int | None = 800
 
 
 def _as_list(items: Any, what: str) -> tuple[list[Term], bool]:
@@ -130,48 +138,89 @@ def _part(values: np.ndarray, start: int, stop: int) -> np.ndarray:
 
 
 class Compiled:
-    """A compiled function of the inputs: a value for one output, a tuple for a list."""
+    """A compiled function of the inputs: a value for one output, a tuple for a list.
+
+    Nothing is generated until a call needs it: the one-point code on the first call with
+    numbers, its IEEE fallback only when a point raises there (or with ``warn=True``), and each
+    backend kernel on the first call with its pattern of number and array inputs. A program of
+    100,000 steps called only on points never builds a block kernel (``built`` says what was).
+    """
 
     def __init__(self, program: Program, names: list[str], single: bool, backend: str,
-                 block: int = BLOCK, parallel: bool = True, warn: bool = False) -> None:
+                 block: int = BLOCK, parallel: bool = True, warn: bool = False, chunk: int = CHUNK,
+                 cache: bool = True) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"lambdify backend must be {' or '.join(map(repr, BACKENDS))}, got {backend!r}")
-        if not (isinstance(block, int) and block > 0):
-            raise ValueError(f"lambdify block must be a positive int, got {block!r}")
+        for name, value in (("block", block), ("chunk", chunk)):
+            if isinstance(value, bool) or not (isinstance(value, int) and value > 0):
+                raise ValueError(f"lambdify {name} must be a positive int, got {value!r}")
         self.program, self.names, self.single = program, names, single
-        self.block, self.parallel, self.warn = block, parallel, warn
-        self.source, namespace, _ = numpy_backend.scalar_source(program)
-        self._scalar = define(self.source, namespace, "scalar")
-        fast_source, namespace, self._pure = numpy_backend.scalar_source(program, python=True)
-        self._fast = define(fast_source, namespace, "point")
-        arrays_only = (False,) * program.n_inputs
-        blocks = numpy_backend.kernel(program, arrays_only)
-        self.block_source = blocks.source
-        self.backend = "numpy"
+        self.block, self.parallel, self.warn, self.chunk, self.cache = block, parallel, warn, chunk, cache
+        #: The backend that runs arrays: the one asked for until it turns out unusable.
+        self.backend = backend
+        self._fast: Callable[..., tuple[Any, ...]] | None = None
+        self._fast_pure = False
+        self._scalar: Callable[..., tuple[Any, ...]] | None = None
         #: The active backend's kernels, by pattern of number (True) and array inputs.
-        self._kernels: dict[tuple[bool, ...], Any] = {arrays_only: blocks}
-        if backend == "numba" and NUMBA_MAX_STEPS is not None and len(program.steps) > NUMBA_MAX_STEPS:
-            warnings.warn(f"lambdify(backend='numba'): {len(program.steps)} steps is more than NUMBA_MAX_STEPS "
-                          f"= {NUMBA_MAX_STEPS}, where Numba would compile for many seconds; using the NumPy "
-                          "backend (set subgraph_ad.compile.lambdify.NUMBA_MAX_STEPS = None to insist)",
-                          BackendWarning, stacklevel=3)
-        elif backend != "numpy":
-            try:
-                self._kernels = {arrays_only: BACKENDS[backend].kernel(program, arrays_only)}
-                self.backend = backend
-            except ImportError as error:
-                warnings.warn(f"lambdify(backend={backend!r}): {error}; using the NumPy backend",
-                              BackendWarning, stacklevel=3)
-            except Exception as error:  # e.g. a user function's f that Numba cannot type
-                first = str(error).splitlines()[0] if str(error) else ""
-                warnings.warn(f"lambdify(backend={backend!r}): {BACKENDS[backend].NAME} could not "
-                              f"compile this program ({type(error).__name__}: {first}); "
-                              "using the NumPy backend", BackendWarning, stacklevel=3)
+        self._kernels: dict[tuple[bool, ...], Any] = {}
+        self._lock = threading.Lock()  # two threads that call at once build a path once
+
+    @property
+    def built(self) -> tuple[str, ...]:
+        """What has been generated so far: ``"point"`` (Python floats), ``"point IEEE"`` (NumPy
+        scalars) and ``"<backend> <pattern>"`` per kernel, e.g. ``"numpy (array, number)"``."""
+        paths = [name for name, made in (("point", self._fast), ("point IEEE", self._scalar)) if made is not None]
+        for scalars in self._kernels:
+            pattern = ", ".join("number" if s else "array" for s in scalars)
+            paths.append(f"{self.backend} ({pattern})")
+        return tuple(paths)
+
+    @property
+    def source(self) -> str:
+        """The IEEE one-point code (NumPy scalars), as text; generating it builds nothing."""
+        return numpy_backend.scalar_source(self.program)[0]
+
+    @property
+    def block_source(self) -> str:
+        """The NumPy backend's block code for array inputs, as text; generating it builds nothing."""
+        return numpy_backend.block_source(self.program, (), self.chunk)[0]
+
+    @property
+    def _pure(self) -> bool:
+        """Whether the one-point code is Python floats only (so it cannot warn); builds it."""
+        self._fast_path()
+        return self._fast_pure
+
+    @property
+    def _cached(self) -> bool:
+        """Whether generated Python code goes through the persistent cache."""
+        return self.cache and len(self.program.steps) >= CACHE_MIN_STEPS
+
+    def _options(self, backend: Backend) -> dict[str, Any]:
+        """The options of this call a backend takes (those named in its ``OPTIONS``)."""
+        return {name: getattr(self, name) for name in getattr(backend, "OPTIONS", ())}
+
+    def _fast_path(self) -> Callable[..., tuple[Any, ...]]:
+        if self._fast is None:
+            with self._lock:
+                if self._fast is None:
+                    source, namespace, self._fast_pure = numpy_backend.scalar_source(self.program, python=True)
+                    self._fast = define(source, namespace, "point", self._cached)
+        return self._fast
+
+    def _ieee_path(self) -> Callable[..., tuple[Any, ...]]:
+        if self._scalar is None:
+            with self._lock:
+                if self._scalar is None:
+                    source, namespace, _ = numpy_backend.scalar_source(self.program)
+                    self._scalar = define(source, namespace, "scalar", self._cached)
+        return self._scalar
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt from the program on unpickling (e.g. on a Dask worker): code objects and
         # Numba kernels do not travel, the program does.
-        return (Compiled, (self.program, self.names, self.single, self.backend, self.block, self.parallel, self.warn))
+        return (Compiled, (self.program, self.names, self.single, self.backend, self.block, self.parallel, self.warn,
+                           self.chunk, self.cache))
 
     def __repr__(self) -> str:
         return (f"<lambdify ({', '.join(self.names)}) -> {len(self.program.outputs)} output(s), "
@@ -195,22 +244,49 @@ class Compiled:
         overflow), and always with ``warn=True`` (NumPy reports what it computes), the IEEE
         result from NumPy scalars."""
         if not self.warn:
+            fast = self._fast_path()
             try:
-                if self._pure:
-                    return tuple(float(r) for r in self._fast(*point))
+                if self._fast_pure:
+                    return tuple(float(r) for r in fast(*point))
                 with floating(False):
-                    return tuple(float(r) for r in self._fast(*point))
+                    return tuple(float(r) for r in fast(*point))
             except (ArithmeticError, ValueError):
                 pass
         with floating(self.warn):
-            results = self._scalar(*(np.float64(a) for a in point))
+            results = self._ieee_path()(*(np.float64(a) for a in point))
         return tuple(float(r) for r in results)
 
     def _kernel(self, scalars: tuple[bool, ...]) -> Any:
-        """The active backend's kernel for this pattern of number and array inputs, compiled once."""
-        if scalars not in self._kernels:
-            self._kernels[scalars] = BACKENDS[self.backend].kernel(self.program, scalars)
-        return self._kernels[scalars]
+        """The active backend's kernel for this pattern of number and array inputs, compiled on
+        first use. A backend that cannot compile this program (its library missing, a user
+        function it cannot type) warns once and hands every pattern to the NumPy backend."""
+        kernel = self._kernels.get(scalars)
+        if kernel is not None:
+            return kernel
+        with self._lock:
+            if scalars not in self._kernels:
+                backend = BACKENDS[self.backend]
+                try:
+                    self._kernels[scalars] = backend.kernel(self.program, scalars, **self._options(backend))
+                except Exception as error:
+                    if self.backend == "numpy":
+                        raise
+                    self._fall_back(error)
+                    self._kernels[scalars] = numpy_backend.kernel(self.program, scalars, **self._options(numpy_backend))
+            return self._kernels[scalars]
+
+    def _fall_back(self, error: Exception) -> None:
+        """Warn that the backend is unusable here and run NumPy from now on."""
+        if isinstance(error, ImportError):
+            why = str(error)
+        else:  # e.g. a user function's f that Numba cannot type
+            first = str(error).splitlines()[0] if str(error) else ""
+            why = (f"{BACKENDS[self.backend].NAME} could not compile this program "
+                   f"({type(error).__name__}: {first})")
+        warnings.warn(f"lambdify(backend={self.backend!r}): {why}; using the NumPy backend", BackendWarning,
+                      stacklevel=5)
+        self.backend = "numpy"
+        self._kernels.clear()
 
     def _arrays(self, arrays: list[np.ndarray], shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
         size = math.prod(shape)
@@ -221,8 +297,9 @@ class Compiled:
                 for a in arrays]
         outs = [np.empty(size) for _ in self.program.outputs]
         if size:
-            backend, kernel = BACKENDS[self.backend], self._kernel(tuple(v.ndim == 0 for v in flat))
-            step = min(self.block, size)
+            kernel = self._kernel(tuple(v.ndim == 0 for v in flat))
+            backend = BACKENDS[self.backend]  # after the kernel: building it may have fallen back to NumPy
+            step = self._step(backend, size)
 
             def worker() -> Run:
                 run = backend.worker(kernel, step)
@@ -233,17 +310,26 @@ class Compiled:
 
                 return slice_run
 
-            self._split(worker, size)
+            self._split(worker, size, step)
         return tuple(o.reshape(shape) for o in outs)
 
-    def _split(self, worker: Callable[[], Run], size: int) -> None:
-        """Run the points in block-sized slices on every core, ``worker()`` making each
+    def _step(self, backend: Backend, size: int) -> int:
+        """Points per slice: a block; for a backend with a ``GRAIN`` (its own blocking inside a
+        slice), fewer where that gives every core a slice (10⁴ points on two cores: two)."""
+        grain = getattr(backend, "GRAIN", None)
+        if grain is None or not self.parallel:
+            return min(self.block, size)
+        share = -(-size // (_cpu_count() * grain)) * grain
+        return min(self.block, max(grain, share))
+
+    def _split(self, worker: Callable[[], Run], size: int, step: int) -> None:
+        """Run the points in slices of ``step`` on every core, ``worker()`` making each
         thread's runner once. Both backends' work runs without the GIL — the Numba kernel is
         ``nogil``, and NumPy releases it inside each ufunc over a block (``sin`` of 1e5 points:
         1.7x faster on two cores) — so plain threads scale. The calling thread works too and
         slices are handed out one at a time: a pool thread that wakes up late (costly on a VM)
         takes fewer slices instead of holding up the call."""
-        starts = range(0, size, self.block)
+        starts = range(0, size, step)
         threads = min(_cpu_count(), len(starts)) if self.parallel else 1
         if threads <= 1:
             worker()(0, size)
@@ -257,7 +343,7 @@ class Compiled:
                     a = next(todo, None)
                 if a is None:
                     return
-                run(a, min(a + self.block, size))
+                run(a, min(a + step, size))
 
         pool = _pool(threads - 1)
         jobs = [pool.submit(work) for _ in range(threads - 1)]
@@ -284,17 +370,25 @@ class Compiled:
         return tuple(stacked[k] for k in range(n))
 
 
-def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], backend: str = "numpy",
-             block: int = BLOCK, parallel: bool = True, *, warn: bool = False) -> Compiled:
+def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], backend: str | None = None,
+             block: int = BLOCK, parallel: bool = True, *, warn: bool = False, chunk: int = CHUNK,
+             cache: bool = True) -> Compiled:
     """Compile ``outputs`` as a function of the vars ``inputs``.
 
     Returns a value for one output and a tuple for a list; works elementwise on arrays, with
     every output broadcast to the inputs' common shape, and on Dask arrays blockwise. IEEE
     semantics: never raises on values, and no NumPy warnings unless ``warn=True``. ``backend``
-    is ``"numpy"`` or ``"numba"`` (falls back to NumPy with a ``BackendWarning`` when unusable);
+    is ``"numpy"`` or ``"numba"`` (falls back to NumPy with a ``BackendWarning`` when unusable),
+    by default ``config.default_backend()`` (``SUBGRAPH_AD_BACKEND``, else ``"numpy"``);
     ``block`` is the NumPy backend's points per block; ``parallel`` lets either backend share
-    the blocks out over every core.
+    the blocks out over every core. Code is generated on first use, in chunks of ``chunk``
+    steps; ``cache=False`` skips the persistent cache of compiled code (``SUBGRAPH_AD_CACHE``).
     """
+    if backend is None:
+        backend = config.default_backend()
+        if backend not in BACKENDS:
+            raise ValueError(f"lambdify: the default backend is {backend!r} (subgraph_ad.compile.config.backend, or "
+                             f"the environment variable {config.ENV}), expected {' or '.join(map(repr, BACKENDS))}")
     ins, _ = _as_list(inputs, "inputs")
     outs, single = _as_list(outputs, "outputs")
     tape = ins[0].tape
@@ -305,4 +399,4 @@ def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], back
     for t in outs:
         ins[0]._lift(t)  # same tape, or a clear ValueError
     program = build_program(tape, ins, outs)
-    return Compiled(program, [v.name for v in ins], single, backend, block, parallel, warn)
+    return Compiled(program, [v.name for v in ins], single, backend, block, parallel, warn, chunk, cache)

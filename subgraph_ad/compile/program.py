@@ -9,10 +9,20 @@ here, so a new backend is one lowering table over this program.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import heapq
+import importlib.metadata
+import importlib.util
+import marshal
 import math
+import os
+import sys
+import threading
+import types
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -125,10 +135,131 @@ def _library(value: Any) -> bool:
     return vars(np).get(name) is value or vars(math).get(name) is value
 
 
-def define(source: str, names: dict[str, Any], label: str) -> Callable[..., Any]:
-    """Run generated source (our own code, never user text) and return the ``_f`` it defines."""
-    exec(compile(source, f"<subgraph_ad.lambdify:{label}>", "exec"), names)
+def define(source: str, names: dict[str, Any], label: str, cache: bool = False) -> Callable[..., Any]:
+    """Run generated source (our own code, never user text) and return the ``_f`` it defines.
+
+    With ``cache``, the compiled code object is kept in the persistent cache (``marshal``, keyed
+    by the source and the Python version): a new process skips Python's compiler, about 15 µs a
+    line. The names it calls are looked up in ``names`` at run time, so the cached code runs
+    this process's functions.
+    """
+    filename = f"<subgraph_ad.lambdify:{label}>"
+    key = cache_key(f"python {sys.version} {importlib.util.MAGIC_NUMBER!r} {filename}", source)
+    code = None
+    data = cache_load("python", key) if cache else None
+    if data is not None:
+        try:
+            code = marshal.loads(data)
+        except (EOFError, ValueError, TypeError):
+            code = None
+    if not isinstance(code, types.CodeType):
+        code = compile(source, filename, "exec")
+        if cache:
+            cache_store("python", key, marshal.dumps(code))
+    exec(code, names)
     return names["_f"]
+
+
+# -- the persistent cache --------------------------------------------------------------------------
+#: Bumped when what an entry holds changes meaning; part of every entry's check.
+CACHE_FORMAT = b"subgraph_ad cache 1"
+#: Programs below this many steps compile in milliseconds: not worth a file.
+CACHE_MIN_STEPS = 1000
+#: The cache is pruned to 80% of this, oldest use first, when a store takes it over.
+CACHE_LIMIT = 1 << 30
+
+
+@functools.cache
+def _version() -> str:
+    try:
+        return importlib.metadata.version("subgraph_ad")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout that is not installed
+        return "unknown"
+
+
+def cache_key(*parts: str) -> str:
+    """The key of an entry: a hash of what the stored code is compiled from (its generated
+    text, the compiler's versions and target), this library's version and the cache format."""
+    digest = hashlib.sha256(CACHE_FORMAT + f" subgraph_ad {_version()}".encode())
+    for part in parts:
+        digest.update(b"\0" + part.encode())
+    return digest.hexdigest()
+
+
+def cache_directory() -> Path | None:
+    """Where compiled code is kept: ``SUBGRAPH_AD_CACHE`` (a directory, or ``off``), else the
+    user's cache directory (``~/.cache/subgraph_ad``, ``~/Library/Caches/subgraph_ad``,
+    ``%LOCALAPPDATA%\\subgraph_ad``)."""
+    chosen = os.environ.get("SUBGRAPH_AD_CACHE")
+    if chosen is not None:
+        return None if chosen.strip().lower() in ("", "off", "0", "false", "no") else Path(chosen).expanduser()
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "subgraph_ad"
+
+
+def _entry(kind: str, key: str) -> Path | None:
+    root = cache_directory()
+    return None if root is None else root / kind / key[:2] / key[2:]
+
+
+def cache_load(kind: str, key: str) -> bytes | None:
+    """The data stored under ``key``, or None. An entry is used only when its header names this
+    format and this key and its checksum matches: anything else (truncated, corrupt, from
+    another version) is deleted and reported missing, so it is rebuilt."""
+    path = _entry(kind, key)
+    if path is None:
+        return None
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    header, _, data = raw.partition(b"\n\n")
+    if header != _header(key, data):
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(path)  # last use, for pruning
+    return data
+
+
+def cache_store(kind: str, key: str, data: bytes) -> None:
+    """Keep ``data`` under ``key`` (written whole, then renamed: a reader never sees half a
+    file). A cache that cannot be written is no error: the code is compiled again next time."""
+    path = _entry(kind, key)
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.part")
+        part.write_bytes(_header(key, data) + b"\n\n" + data)
+        os.replace(part, path)
+        _prune(path.parents[2])
+    except OSError:
+        pass
+
+
+def _header(key: str, data: bytes) -> bytes:
+    return CACHE_FORMAT + b" " + key.encode() + b" " + hashlib.sha256(data).hexdigest().encode()
+
+
+def _prune(root: Path) -> None:
+    """Delete the least recently used entries while the cache is over ``CACHE_LIMIT``."""
+    entries = [(p.stat().st_mtime, p.stat().st_size, p) for p in root.glob("*/*/*") if p.is_file()]
+    total = sum(size for _, size, _ in entries)
+    if total <= CACHE_LIMIT:
+        return
+    for _, size, path in sorted(entries):
+        if total <= 0.8 * CACHE_LIMIT:
+            break
+        with contextlib.suppress(OSError):
+            path.unlink()
+            total -= size
 
 
 # -- analyses --------------------------------------------------------------------------------------
@@ -209,3 +340,64 @@ def allocate(program: Program) -> tuple[dict[int, tuple[str, int]], int]:
                 release(register)
     return location, count
 
+
+
+# -- chunks ----------------------------------------------------------------------------------------
+#: Steps per chunk: the unit a backend compiles on its own, so that compiling is linear in the
+#: program's size (a compiler's cost per function grows faster than its length; Numba's did
+#: from a few hundred steps on) and a chunk's working set stays in registers and cache.
+CHUNK = 1000
+
+
+@dataclass(frozen=True)
+class Chunks:
+    """A program cut into chunks of consecutive steps that pass values on through scratch columns.
+
+    A chunk reads its operands from the inputs, constants, its own steps, or the column where
+    an earlier chunk stored them; it stores each value it defines that a later chunk or an
+    output reads. A column is reused once the last chunk that reads its value is done, so the
+    scratch holds what is live across chunk boundaries, not every value.
+    """
+
+    bounds: tuple[tuple[int, int], ...]  #: each chunk's steps, ``program.steps[a:b]``
+    reads: tuple[tuple[int, ...], ...]  #: per chunk: values it reads from columns, by first use
+    stores: tuple[tuple[int, ...], ...]  #: per chunk: values it stores, in step order
+    column: dict[int, int]  #: value (node) -> its scratch column
+    columns: int
+
+
+def chunks(program: Program, size: int = CHUNK) -> Chunks:
+    """Cut ``program`` into chunks of at most ``size`` steps and give every value read across a
+    chunk boundary (or by an output) a scratch column: the lowest one free when its chunk starts."""
+    steps = program.steps
+    bounds = tuple((a, min(a + size, len(steps))) for a in range(0, len(steps), size)) or ((0, 0),)
+    owner = {dest: k for k, (a, b) in enumerate(bounds) for dest, _, _, _ in steps[a:b]}
+    last: dict[int, int] = {}  # value -> last chunk reading it from a column; outputs: past the end
+    reads: list[dict[int, None]] = [{} for _ in bounds]
+    for k, (a, b) in enumerate(bounds):
+        for _, _, args, _ in steps[a:b]:
+            for kind, v in args:
+                if kind == "t" and owner[v] != k:
+                    reads[k][v] = None
+                    last[v] = k
+    for kind, v in program.outputs:
+        if kind == "t":
+            last[v] = len(bounds)
+    freed_after: dict[int, list[int]] = {}
+    for v, k in last.items():
+        freed_after.setdefault(k, []).append(v)
+    column: dict[int, int] = {}
+    free: list[int] = []
+    stores: list[tuple[int, ...]] = []
+    count = 0
+    for k, (a, b) in enumerate(bounds):
+        for v in freed_after.get(k - 1, ()):  # read for the last time by the previous chunk
+            heapq.heappush(free, column[v])
+        stored = tuple(dest for dest, _, _, _ in steps[a:b] if dest in last)
+        for dest in stored:
+            if free:
+                column[dest] = heapq.heappop(free)
+            else:
+                column[dest], count = count, count + 1
+        stores.append(stored)
+    return Chunks(bounds, tuple(tuple(r) for r in reads), tuple(stores), column, count)

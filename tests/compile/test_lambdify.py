@@ -143,18 +143,23 @@ def test_numba_falls_back_with_a_warning_when_it_cannot_compile():
     tape = Tape()
     x = tape.var("x")
     z = Opaque()(x) + 1
+    g = lambdify([x], z, backend="numba")
+    assert g.backend == "numba" and g.built == ()  # nothing compiled before a call needs it
     with pytest.warns(BackendWarning, match="could not compile"):
-        g = lambdify([x], z, backend="numba")
-    assert g.backend == "numpy" and _close(g(np.array([1.0, 2.0])), [2.0, 3.0])
+        values = g(np.array([1.0, 2.0]))
+    assert g.backend == "numpy" and _close(values, [2.0, 3.0])
+    assert g.built == ("numpy (array)",)
 
 
 def test_numba_falls_back_with_a_warning_when_missing(monkeypatch):
     monkeypatch.setitem(sys.modules, "numba", None)  # import numba now raises ImportError
     tape = Tape()
     x = tape.var("x")
+    g = lambdify([x], sin(x), backend="numba")
+    assert g(0.0) == 0.0  # one point: Python floats, no backend involved
     with pytest.warns(BackendWarning, match="not installed"):
-        g = lambdify([x], sin(x), backend="numba")
-    assert g.backend == "numpy" and g(0.0) == 0.0
+        values = g(np.array([0.0, 1.0]))
+    assert g.backend == "numpy" and np.allclose(values, np.sin([0.0, 1.0]), rtol=1e-15)
 
 
 def test_argument_errors():
@@ -221,18 +226,24 @@ def test_dask_with_a_scalar_and_two_inputs(dask_client):
     assert _close(result, f.diff(x, 4).eval({x: points, w2: 0.7}))
 
 
-def test_numba_above_its_size_limit_warns_and_uses_numpy(monkeypatch):
-    import subgraph_ad.compile.lambdify as lam
-
+def test_numba_compiles_a_program_far_above_its_old_size_limit():
+    """3,000 steps (the Numba backend once fell back to NumPy above 800) in chunks of 1,000:
+    no warning, and the values of the recurrence z <- sin(z) + k/1000 run in NumPy."""
     tape = sad.Tape()
     x = tape.var("x", 0.3)
     z = x
-    for k in range(30):
-        z = sad.sin(z) + 0.1 * k
-    monkeypatch.setattr(lam, "NUMBA_MAX_STEPS", 20)
-    with pytest.warns(lam.BackendWarning, match="more than NUMBA_MAX_STEPS = 20"):
-        g = sad.lambdify([x], z, backend="numba")
-    assert g.backend == "numpy" and g(0.3) == pytest.approx(z.eval(), rel=1e-15)
+    for k in range(1500):
+        z = sad.sin(z) + k / 1000
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BackendWarning)
+        g = sad.lambdify([x], z, backend="numba", cache=False)
+        points = np.linspace(-3, 3, 1001)
+        values = g(points)
+    assert g.backend == "numba" and len(g.program.steps) == 2999  # + 0 folds away
+    want = points.copy()
+    for k in range(1500):
+        want = np.sin(want) + k / 1000
+    assert np.allclose(values, want, rtol=1e-12, atol=1e-12)
 
 
 def test_one_point_runs_on_python_floats_and_falls_back_to_ieee_where_math_raises():
@@ -267,8 +278,8 @@ def test_an_ordinary_point_never_touches_numpy_scalars(monkeypatch):
     # sin's second derivative is the node -sin: minus math.sin on this path
     compiled = lambdify([x, y], [exp(x) * sin(y) + x**2.5 / y, sad.atan(x) - sad.hypot(x, y), sin(y).diff(y, 2)])
     assert compiled._pure
-    monkeypatch.setattr(compiled, "_scalar", None)  # calling it would raise TypeError
     value = compiled(np.float64(0.7), 2)
+    assert compiled.built == ("point",)  # the NumPy-scalar fallback was never needed, so never built
     assert np.allclose(value, [np.exp(0.7) * np.sin(2) + 0.7**2.5 / 2, np.arctan(0.7) - np.hypot(0.7, 2), -np.sin(2)],
                        rtol=1e-15)
 

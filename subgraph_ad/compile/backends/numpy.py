@@ -20,9 +20,11 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from ...functions.elementary import steps
-from ..program import Operand, Program, allocate, callee, define, literal, namespace, scalar_call
+from ..program import CACHE_MIN_STEPS, CHUNK, Operand, Program, allocate, callee, chunks, define, literal, namespace, scalar_call
 
 NAME = "NumPy"
+#: The options of ``lambdify`` this backend takes.
+OPTIONS = ("chunk", "cache")
 
 
 class _Row(NamedTuple):
@@ -87,49 +89,69 @@ def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str
     return "\n".join(lines) + "\n", names, pure
 
 
-def block_source(program: Program, scalars: tuple[bool, ...] = ()) -> tuple[str, dict[str, Any], int]:
+def block_source(program: Program, scalars: tuple[bool, ...] = (), chunk: int = CHUNK) -> tuple[str, dict[str, Any], int]:
     """``_f(v0, ..., _O, _n, _B, _R)``: the program over the ``_n`` points in blocks of ``_B``,
     temporaries in registers ``_R[k]`` (block-sized buffers), outputs written into ``_O[k]``.
     The inputs flagged in ``scalars`` are one number for every point.
 
-    The loop over blocks is part of the generated code, so a block costs slicing, not Python
-    calls. Where each value lives is ``allocate``'s: output nodes and their single-use chains in
-    the output block, other temporaries in reused registers. Inputs are never written. Returns
-    the source, its namespace and the number of registers.
+    The statements are cut into functions of ``chunk`` steps each (``_c0``, ``_c1``, ...), which
+    ``_f`` calls in turn on every block: Python compiles many small functions faster than one
+    huge one, and a chunk costs one call per block, not per statement. The registers are the
+    chunks' scratch: a value read by a later chunk stays in its register. Where each value lives
+    is ``allocate``'s: output nodes and their single-use chains in the output block, other
+    temporaries in reused registers. Inputs are never written. Returns the source, its
+    namespace and the number of registers.
     """
     location, count = allocate(program)
     where = {v: f"{kind}{j}" for v, (kind, j) in location.items()}
     names = namespace()
 
+    def scalar(k: int) -> bool:
+        return k < len(scalars) and scalars[k]
+
     def ref(r: Operand) -> str:
         kind, v = r
         if kind == "in":
-            return f"v{v}" if v < len(scalars) and scalars[v] else f"b{v}"
+            return f"v{v}" if scalar(v) else f"b{v}"
         return literal(v) if kind == "c" else where[v]
 
-    body: list[str] = []
-    for dest, op, args, fn in program.steps:
-        a, r = [ref(x) for x in args], where[dest]
-        if fn is not None and fn.spelling:
-            body += _in_place(fn, a, r, names, f"_fn{dest}")
-        else:
-            f = callee(fn.f, names, f"_fn{dest}") if fn is not None else ""
-            body.append(LOWERING[op].block.format(*a, r=r, f=f, a=", ".join(a)))
-    for k, r in enumerate(program.outputs):  # inputs, constants, a node listed twice
-        if ref(r) != f"o{k}":
-            body.append(f"o{k}[...] = {ref(r)}")
-    regs = [f"r{k}" for k in range(count)]
-    arrays = [k for k in range(program.n_inputs) if not (k < len(scalars) and scalars[k])]
+    parts: list[tuple[list[str], set[str]]] = []  # each chunk's statements and the names they use
+    for a, b in chunks(program, chunk).bounds:
+        body: list[str] = []
+        used: set[str] = set()
+        parts.append((body, used))
+        for dest, op, args, fn in program.steps[a:b]:
+            x, r = [ref(y) for y in args], where[dest]
+            used.update(x + [r])
+            if fn is not None and fn.spelling:
+                body += _in_place(fn, x, r, names, f"_fn{dest}")
+            else:
+                f = callee(fn.f, names, f"_fn{dest}") if fn is not None else ""
+                body.append(LOWERING[op].block.format(*x, r=r, f=f, a=", ".join(x)))
+    for k, output in enumerate(program.outputs):  # inputs, constants, a node listed twice
+        if ref(output) != f"o{k}":
+            parts[-1][0].append(f"o{k}[...] = {ref(output)}")
+            parts[-1][1].update((f"o{k}", ref(output)))
+    lines: list[str] = []
+    for c, (body, used) in enumerate(parts):
+        lines.append(f"def _c{c}(_I, _O, _R):")
+        names_used = sorted((u for u in used if u[0] in _GROUP and u[1:].isdigit()), key=lambda u: (u[0], int(u[1:])))
+        lines += [f"    {u} = {_GROUP[u[0]]}[{u[1:]}]" for u in names_used]
+        lines += [f"    {line}" for line in body] or ["    pass"]
     ins = [f"v{k}" for k in range(program.n_inputs)]
-    head = [f"def _f({', '.join(ins + ['_O', '_n', '_B', '_R'])}):"]
-    if regs:
-        head.append(f"    {', '.join(regs)}, = _R")
-    head += ["    for _a in range(0, _n, _B):", "        _b = _a + _B",
-             "        if _b > _n:  # the last, shorter block", "            _b = _n"]
-    head += [f"            {r} = {r}[:_b - _a]" for r in regs] or ["            pass"]
-    head += [f"        b{k} = v{k}[_a:_b]" for k in arrays]
-    head += [f"        o{k} = _O[{k}][_a:_b]" for k in range(len(program.outputs))]
-    return "\n".join(head + [f"        {b}" for b in body]) + "\n", names, count
+    lines += [f"def _f({', '.join(ins + ['_O', '_n', '_B', '_R'])}):",
+              "    for _a in range(0, _n, _B):", "        _b = _a + _B",
+              "        if _b > _n:  # the last, shorter block", "            _b = _n",
+              "            _R = [r[:_b - _a] for r in _R]",
+              "        _I = (" + "".join(f"v{k}, " if scalar(k) else f"v{k}[_a:_b], " for k in range(program.n_inputs)) + ")",
+              "        _Ob = [o[_a:_b] for o in _O]"]
+    lines += [f"        _c{c}(_I, _Ob, _R)" for c in range(len(parts))]
+    return "\n".join(lines) + "\n", names, count
+
+
+#: Where a chunk finds each name it uses (constants are literals): inputs (numbers ``v``,
+#: blocks ``b``), outputs, registers.
+_GROUP = {"v": "_I", "b": "_I", "o": "_O", "r": "_R"}
 
 
 def _ufunc(u: Any) -> bool:
@@ -159,10 +181,13 @@ class Blocks:
     source: str
 
 
-def kernel(program: Program, scalars: tuple[bool, ...]) -> Blocks:
-    """The block program for this pattern of numbers (``scalars``) and arrays among the inputs."""
-    source, names, registers = block_source(program, scalars)
-    return Blocks(define(source, names, "block"), registers, source)
+def kernel(program: Program, scalars: tuple[bool, ...], chunk: int = CHUNK, cache: bool = True) -> Blocks:
+    """The block program for this pattern of numbers (``scalars``) and arrays among the inputs,
+    in functions of ``chunk`` steps; its code object from the persistent cache when ``cache``
+    (programs of ``CACHE_MIN_STEPS`` or more)."""
+    source, names, registers = block_source(program, scalars, chunk)
+    cached = cache and len(program.steps) >= CACHE_MIN_STEPS
+    return Blocks(define(source, names, "block", cached), registers, source)
 
 
 def worker(blocks: Blocks, step: int) -> Callable[[Sequence[Any], Sequence[np.ndarray]], None]:
