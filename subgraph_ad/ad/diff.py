@@ -81,7 +81,8 @@ def _build_run(tape: Tape, method: str, count: int, taylor: Callable[[Callback |
     ``"auto"`` at 3–7 repeats measures both on trial and builds the one that appends fewer nodes
     (Taylor mode on a tie). The callback sees only the nodes kept. A Taylor build in auto mode
     that estimates itself inaccurate gives way to the gen_graph ``run`` where that measures
-    better (``accuracy.taylor_or_graph``).
+    better (``accuracy.taylor_or_graph``); a gen_graph run of ``AUTO_TAYLOR_SURE`` orders or
+    more is measured too, and warned about if inaccurate.
     """
     if method != "auto" or not AUTO_TAYLOR_FROM <= count < AUTO_TAYLOR_SURE:
         in_taylor = method == "taylor" or (method == "auto" and count >= AUTO_TAYLOR_SURE)
@@ -89,7 +90,10 @@ def _build_run(tape: Tape, method: str, count: int, taylor: Callable[[Callback |
         in_taylor = _size(tape, lambda: taylor(None)) <= _size(tape, lambda: graph(None))
     if in_taylor and method == "auto":
         return accuracy.taylor_or_graph(taylor, graph, run, callback)
-    return in_taylor, (taylor if in_taylor else graph)(callback)
+    built = (taylor if in_taylor else graph)(callback)
+    if not in_taylor and count >= AUTO_TAYLOR_SURE:  # gen_graph's sums can cancel too
+        run.settle([built] if isinstance(built, Term) else [t for t, _ in built])
+    return in_taylor, built
 
 
 #: ``diff`` tries the closed form of a run of this many orders or more (below it the
@@ -123,7 +127,8 @@ def diff(z: Term, *args: Any, method: str = "auto", closed_form: bool = True,
     ``method`` is ``"graph"`` (repeated gen_graph), ``"taylor"`` (each run of one var in Taylor
     mode, see taylor.py) or ``"auto"``: per run of one var, gen_graph below
     ``AUTO_TAYLOR_FROM`` repeats, Taylor mode from ``AUTO_TAYLOR_SURE`` on, and in between
-    whichever appends fewer nodes (``_build_run``). All give the same values. Then, with
+    whichever appends fewer nodes (``_build_run``). All give the same values up to rounding,
+    which at high order can cost Taylor mode (and gen_graph) digits: see ``accuracy``. Then, with
     ``closed_form`` (the default), each run of three or more orders is replaced by its closed form
     where that is smaller and as accurate (``closed_form.py``). The whole call is one
     transaction.

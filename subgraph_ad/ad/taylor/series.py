@@ -30,7 +30,6 @@ class Series:
         self.terms: dict[tuple[int, int], list[Product]] = {}  # the products a coefficient sums
         self.coef: dict[tuple[int, int], Lazy] = {}
         self.base: dict[int, Lazy] = {}  # coefficient 0, canonical
-        self.exact = exact
         self.order: list[tuple[int, int]] = []  # the coefficients computed, in order (``plan``)
 
     def negated(self, i: int) -> Optional[int]:
