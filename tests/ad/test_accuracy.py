@@ -32,7 +32,7 @@ import pytest
 
 import subgraph_ad as sad
 from subgraph_ad import Tape, Term, taylor_graph
-from subgraph_ad.ad.accuracy import AccuracyWarning
+from subgraph_ad.ad.accuracy import PROBES, AccuracyWarning, screen
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from functions import FUNCTIONS  # noqa: E402  (the benchmark's F1–F5)
@@ -266,3 +266,18 @@ def test_the_estimate_follows_the_error() -> None:
     assert seen[20][1] < 1e-12 and seen[60][1] > TOLERANCE, seen
     assert all(warned or worst <= TOLERANCE for warned, worst in seen.values()), seen
     assert math.isfinite(seen[60][1])
+
+
+@pytest.mark.parametrize("at", [float(PROBES[screen(np.ones(PROBES.shape, dtype=bool))]), 1.0])
+def test_a_zero_at_a_probe_is_measured_without_raising(at: float) -> None:
+    """The estimate divides by node values (the square-root recurrence by 2·y_0) in Python floats
+    at its first look, where 1/0 raises, and in NumPy at all the probes: a square root that
+    vanishes at the first-look probe, or at one on the quarter grid, must give values, not
+    ZeroDivisionError. Near x = 0.4, sqrt((x − a)²)·eˣ is ±(x − a)·eˣ."""
+    tape = Tape()
+    x = tape.var("x", 0.4)
+    got = taylor_graph(sad.sqrt((x - at) ** 2) * sad.exp(x), x, 12)[-1].eval()
+    sign = 1 if 0.4 > at else -1
+    want = derivatives_at(lambda x0, n: product([sign * (x0 - at), mpmath.mpf(sign)] + [mpmath.mpf(0)] * (n - 1),
+                                                [mpmath.exp(x0) / mpmath.factorial(j) for j in range(n + 1)]), 0.4, 12)[12]
+    assert abs(got - want) <= 1e-12 * abs(want)

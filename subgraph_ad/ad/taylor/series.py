@@ -135,16 +135,16 @@ class Series:
         ldexp, frexp, inf = math.ldexp, math.frexp, math.inf
 
         def value(i: int) -> Any:
-            """Node i's value at the point (a float) or the probes (a float array)."""
+            """Node i's value at the point or the probes, as NumPy numbers (1/0 is inf)."""
             if i not in values:
                 with np.errstate(all="ignore"):
                     values.update(values_of(tape, [i], probe_values(tape, self.wrt)))
             found = np.broadcast_to(np.asarray(values[i], dtype=float), PROBES.shape)
-            return float(found[at]) if one else found
+            return found[at] if one else found
 
         rows: dict[Key, tuple[Any, int]] = {}  # coefficient -> (values · 2^-power, power)
-        for node in sorted(self._read()):
-            rows[(node, 0)] = (value(node) * noise(), 0)  # a node's value, with its own rounding
+        for node in sorted(self._read()):  # a node's value, with its own rounding
+            rows[(node, 0)] = ((float(value(node)) if one else value(node)) * noise(), 0)
         scales: dict[int, Any] = {}
         with np.errstate(all="ignore"):
             for key in self.order:
@@ -177,7 +177,7 @@ class Series:
                     by = scales.get(i)
                     if by is None:
                         by = scale(self, form, i, k, value)
-                        if not isinstance(by, float):  # a node's value: the same at every order
+                        if type(by) is not float:  # from a node's value: the same at every order
                             by = scales[i] = float(by) if one else np.asarray(by, dtype=float)
                     total = total * by
                 # back to about 1 when far from it, the exponent kept apart: 1/k! stays in range
