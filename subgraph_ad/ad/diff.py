@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
+from . import accuracy
 from .forward import gen_graph
 from ..core import Callback, LimitError, Tape, Term, UnfedPlaceholder
 from ..core.checks import choice, diff_spec
@@ -37,7 +38,7 @@ def _size(tape: Tape, build: Callable[[], Any]) -> float:
     """How many nodes ``build()`` appends, measured on trial (rolled back); infinitely many if it
     passes the tape's ``max_nodes``: then the other way is taken, and may fit."""
     try:
-        with tape.trial() as trial:
+        with tape.trial() as trial, accuracy.unchecked():
             build()
     except LimitError:
         return math.inf
@@ -52,18 +53,27 @@ def _graph_run(z: Term, w: Term, count: int, callback: Callback | None = None) -
 
 
 def _build_run(tape: Tape, method: str, count: int, taylor: Callable[[Callback | None], Any],
-               graph: Callable[[Callback | None], Any], callback: Callback | None) -> tuple[bool, Any]:
+               graph: Callable[[Callback | None], Any], callback: Callback | None,
+               run: accuracy.GraphRun) -> tuple[bool, Any]:
     """Build a run of ``count`` repeats of one var in Taylor mode (``taylor(callback)``) or by
     gen_graph passes (``graph(callback)``) as ``method`` says: (Taylor mode?, what it returned).
 
     ``"auto"`` at 3–7 repeats measures both on trial and builds the one that appends fewer nodes
-    (Taylor mode on a tie). The callback sees only the nodes kept.
+    (Taylor mode on a tie). The callback sees only the nodes kept. A Taylor build in auto mode
+    that estimates itself inaccurate gives way to the gen_graph ``run`` where that measures
+    better (``accuracy.taylor_or_graph``); a gen_graph run of ``AUTO_TAYLOR_SURE`` orders or
+    more is measured too, and warned about if inaccurate.
     """
     if method != "auto" or not AUTO_TAYLOR_FROM <= count < AUTO_TAYLOR_SURE:
         in_taylor = method == "taylor" or (method == "auto" and count >= AUTO_TAYLOR_SURE)
     else:
         in_taylor = _size(tape, lambda: taylor(None)) <= _size(tape, lambda: graph(None))
-    return in_taylor, (taylor if in_taylor else graph)(callback)
+    if in_taylor and method == "auto":
+        return accuracy.taylor_or_graph(taylor, graph, run, callback)
+    built = (taylor if in_taylor else graph)(callback)
+    if not in_taylor and count >= AUTO_TAYLOR_SURE:  # gen_graph's sums can cancel too
+        run.settle([built] if isinstance(built, Term) else [t for t, _ in built])
+    return in_taylor, built
 
 
 #: ``diff`` tries the closed form of a run of this many orders or more (below it the
@@ -92,7 +102,8 @@ def diff(z: Term, *args: Any, method: str = "auto", closed_form: bool = True,
     ``method`` is ``"graph"`` (repeated gen_graph), ``"taylor"`` (each run of one var in Taylor
     mode, see taylor.py) or ``"auto"``: per run of one var, gen_graph below
     ``AUTO_TAYLOR_FROM`` repeats, Taylor mode from ``AUTO_TAYLOR_SURE`` on, and in between
-    whichever appends fewer nodes (``_build_run``). All give the same values. Then, with
+    whichever appends fewer nodes (``_build_run``). All give the same values up to rounding,
+    which at high order can cost Taylor mode (and gen_graph) digits: see ``accuracy``. Then, with
     ``closed_form`` (the default), each run of three or more orders is replaced by its closed form
     where that is smaller and as accurate (``closed_form.py``). The whole call is one
     transaction.
@@ -133,7 +144,8 @@ def diff(z: Term, *args: Any, method: str = "auto", closed_form: bool = True,
             in_taylor, built = _build_run(
                 tape, method, count,
                 lambda cb: last(lambda: taylor_diff(start, w, count, cb), w, count),
-                lambda cb: last(lambda: list(_graph_run(start, w, count, cb))[-1], w, count), None)
+                lambda cb: last(lambda: list(_graph_run(start, w, count, cb))[-1], w, count), None,
+                accuracy.GraphRun(start, w, count, every=False))
             result = built
         return result
 
@@ -265,7 +277,8 @@ def derivatives(z: Term, *args: Any, method: str = "auto", callback: Callback | 
             # the gen_graph passes come with where each one's nodes end in ``appended``
             in_taylor, built = _build_run(
                 tape, method, count, lambda cb: taylor_graph(start, w, count, cb),
-                lambda cb: [(d, len(appended)) for d in _graph_run(start, w, count, cb)], collect)
+                lambda cb: [(d, len(appended)) for d in _graph_run(start, w, count, cb)], collect,
+                accuracy.GraphRun(start, w, count, every=True))
             if in_taylor:  # a Taylor run tags each node with the order that first needed it
                 orders: list[list[int]] = [[] for _ in built]
                 for i in appended:

@@ -30,7 +30,10 @@ from __future__ import annotations
 import math
 from typing import Optional
 
+import numpy as np
+
 from ...core import Callback, Term
+from .. import accuracy
 from .coefficients import EXACT_ABOVE
 from .series import Series
 
@@ -43,14 +46,39 @@ def _check(term: Term, wrt: Term, n: int) -> int:
     return term.tape.check_var(wrt, "wrt").index
 
 
-def _build(term: Term, w: int, wanted: range) -> list[Optional[int]]:
+def _estimate(series: Series, root: int, wanted: range) -> Optional[float]:
+    """The build's estimated relative error (``accuracy``), its worst order's: first at one probe
+    (``accuracy.screen``), then, unless that is clearly below ``TOLERANCE``, at all of them.
+    None where nothing could be measured, or nothing can cancel (``Series.sums``)."""
+    if not series.sums():
+        return None
+    try:
+        values = series.values()
+    except Exception:  # a user function that refuses the probes
+        return None
+    at = accuracy.screen(np.isfinite(np.broadcast_to(values[root], accuracy.PROBES.shape)))
+    if at is not None:
+        worst = max((abs(z.imag) / abs(z.real) if z.real else math.inf
+                     for z in series.rounding(root, wanted, values, at) if z is not None), default=0.0)
+        if accuracy.SPREAD * worst <= accuracy.SCREEN_BELOW:
+            return accuracy.SPREAD * worst
+    rows = np.array([z for z in series.rounding(root, wanted, values, None) if z is not None])
+    found = accuracy.worst(accuracy.typical(rows.real, rows.imag)) if len(rows) else None
+    return None if found is None else accuracy.SPREAD * found
+
+
+def _build(term: Term, w: int, wanted: range) -> tuple[list[Optional[int]], Optional[float]]:
     """The derivatives of the ``wanted`` orders (indices; None for a structural zero), inside
-    the caller's transaction. Only the nodes the results need stay on the tape
-    (``Tape.pruned``)."""
+    the caller's transaction, and their estimated relative error (the worst order's
+    ``accuracy.typical`` of ``Series.rounding``; None if not measured). Only the nodes the
+    results need stay on the tape (``Tape.pruned``). An estimate above ``TOLERANCE`` lets auto
+    mode replace the build before anyone hears of its nodes (``accuracy.replace``)."""
     tape = term.tape
     base = tape.orders[term.index]
+    error: list[Optional[float]] = [None]
 
     def build() -> list[int]:
+        mark = len(tape)
         exact = wanted[-1] > EXACT_ABOVE  # above it, exact scalars: k! and 1/k! leave the floats
         series = Series(tape, w, exact)
         series.run(term.index, wanted, base)
@@ -60,9 +88,13 @@ def _build(term: Term, w: int, wanted: range) -> list[Optional[int]]:
             factorial = math.factorial(k)
             d = series.arith.materialize(series.get(term.index, k), factorial if exact else float(factorial))
             out.append(-1 if d is None else d.index)
+        if accuracy.checking():
+            error[0] = _estimate(series, term.index, wanted)
+            if error[0] is not None and error[0] > accuracy.TOLERANCE:
+                accuracy.replace(error[0], len(tape) - mark)
         return out
 
-    return [None if i < 0 else i for i in tape.pruned(build)]
+    return [None if i < 0 else i for i in tape.pruned(build)], error[0]
 
 
 def taylor_graph(term: Term, wrt: Term, n: int, callback: Callback | None = None) -> list[Term]:
@@ -77,7 +109,9 @@ def taylor_graph(term: Term, wrt: Term, n: int, callback: Callback | None = None
         return []
     tape = term.tape
     with tape.transaction(callback):
-        return [tape.zero if i is None else Term(tape, i) for i in _build(term, w, range(1, n + 1))]
+        found, error = _build(term, w, range(1, n + 1))
+        accuracy.settle(error, accuracy.taylor_what(n, True, wrt))
+        return [tape.zero if i is None else Term(tape, i) for i in found]
 
 
 def taylor_diff(term: Term, wrt: Term, n: int, callback: Callback | None = None) -> Term:
@@ -89,5 +123,6 @@ def taylor_diff(term: Term, wrt: Term, n: int, callback: Callback | None = None)
         return term
     tape = term.tape
     with tape.transaction(callback):
-        (index,) = _build(term, w, range(n, n + 1))
+        (index,), error = _build(term, w, range(n, n + 1))
+        accuracy.settle(error, accuracy.taylor_what(n, False, wrt))
         return tape.zero if index is None else Term(tape, index)

@@ -26,7 +26,7 @@ Coefficients y_k = y⁽ᵏ⁾/k! of every node along x ↦ x + t, by the standar
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ...core import Node, Term
 from ...functions import local_derivatives, log, power_partial
@@ -200,6 +200,25 @@ def _unary_coefficient(s: Series, form: Form, i: int, k: int, terms: list[Lazy])
     value = s.arith.total(terms)
     return None if value is None else (value[0] / k, value[1])
 
+
+def _linear_scale(s: Series, form: Form, i: int, k: int, value: Callable[[int], Any]) -> Any:
+    node = s.tape.nodes[i]
+    return node.payload.f(*[1.0 if a == form[1] else value(a) for a in node.args])
+
+
+#: The signs of a form's linear operands in its coefficient k (a_k − b_k, −a_k); + otherwise.
+SIGNS: dict[str, tuple[float, ...]] = {"sub": (1.0, -1.0), "neg": (-1.0,)}
+#: Coefficient k of a node as a number: its signed linear operands plus its products, times this
+#: factor, by kind (the same sums ``COMPUTE`` builds; ``value(node)``: a node's value, coefficient
+#: 0): q_k = (a_k − Σ b_j·q_{k−j}) / b_0, y_k = (u_k − Σ y_j·y_{k−j}) / (2·y_0), (Σ j·u_j·g_{k−j}) / k,
+#: f(p_k, a) = p_k·f(1, a); 1 for the rest. Read by the accuracy estimate (``Series.rounding``).
+SCALES: dict[str, Callable[[Series, Form, int, int, Callable[[int], Any]], Any]] = {
+    "div": lambda s, form, i, k, value: 1.0 / value(form[2]),
+    "root": lambda s, form, i, k, value: 0.5 / value(i),
+    "unary": lambda s, form, i, k, value: 1.0 / k,
+    "binary": lambda s, form, i, k, value: 1.0 / k,
+    "linear": _linear_scale,
+}
 
 #: Coefficient k of a node from its form and its products' values, by kind.
 COMPUTE: dict[str, Callable[[Series, Form, int, int, list[Lazy]], Lazy]] = {
