@@ -322,23 +322,26 @@ class Traced:
 
 
 # -- running the compiled program ------------------------------------------------------------------
-#: How a built transform turns the program's values into its result: (values stacked, shape
-#: (outputs,) + batch; the batch shape) -> result.
-Assemble = Callable[[np.ndarray, tuple[int, ...]], Any]
+#: How a built transform turns the program's values into its result: (the outputs' values, each
+#: a number or an array of the batch's shape; the batch shape) -> result.
+Assemble = Callable[[list[Any], tuple[int, ...]], Any]
 Build = Callable[[Traced], tuple[list[Term], Assemble]]
 
 
-def _block(values: np.ndarray, start: int, shape: tuple[int, ...], batch: tuple[int, ...]) -> Any:
-    """Values start.. of the stack as one leaf of ``shape`` per batch point: a float for one
-    number at one point."""
+def _block(values: list[Any], start: int, shape: tuple[int, ...], batch: tuple[int, ...]) -> Any:
+    """Values start.. as one leaf of ``shape`` per batch point: a float for one number at one
+    point."""
     size = math.prod(shape)
     part = values[start:start + size]
     if not batch:
-        return float(part[0]) if not shape else part.reshape(shape)
-    return np.moveaxis(part, 0, -1).reshape(batch + shape)
+        return float(part[0]) if not shape else np.array(part, dtype=float).reshape(shape)
+    out = np.empty(batch + (size,))
+    for k, v in enumerate(part):
+        out[..., k] = v
+    return out.reshape(batch + shape)
 
 
-def _tree_values(tree: Tree, values: np.ndarray, start: int, batch: tuple[int, ...]) -> tuple[Any, int]:
+def _tree_values(tree: Tree, values: list[Any], start: int, batch: tuple[int, ...]) -> tuple[Any, int]:
     """The pytree ``tree`` filled from the stack at ``start``; and where the next values start."""
     leaves = []
     for shape in leaf_shapes(tree):
@@ -410,10 +413,7 @@ class _Transformed:
             for leaf in found:
                 inputs += _columns(leaf, tuple(levels[k]) if levels is not None else ())
         batch = _batch_shape(inputs) if levels is not None else ()
-        values = compiled(*inputs)
-        stacked = np.array([np.broadcast_to(v, batch) for v in values], dtype=float) if batch else \
-            np.array([float(v) for v in values], dtype=float)
-        return assemble(stacked, batch)
+        return assemble(list(compiled(*inputs)), batch)
 
     def __repr__(self) -> str:
         return f"<{self.what} of {getattr(self.f, '__name__', self.f)!r}>"
@@ -434,7 +434,7 @@ def _strip(tree: Tree, nb: int) -> Tree:
     return Tree(tree.kind, tree.meta, tuple(_strip(c, nb) for c in tree.children))
 
 
-def _leafwise(trace: Traced, k: int, values: np.ndarray, start: int, batch: tuple[int, ...]) -> tuple[Any, int]:
+def _leafwise(trace: Traced, k: int, values: list[Any], start: int, batch: tuple[int, ...]) -> tuple[Any, int]:
     """Argument k's structure filled from the stack (a gradient, a tangent)."""
     return _tree_values(trace.trees[k], values, start, batch)
 
@@ -460,10 +460,10 @@ def _sparse(matrix: Sparse, tape: Tape) -> tuple[list[Term], Assemble]:
     CSR matrix (a dense ndarray without SciPy); one point only."""
     terms, take = _nonzeros(matrix, tape)
 
-    def assemble(values: np.ndarray, batch: tuple[int, ...]) -> Any:
+    def assemble(values: list[Any], batch: tuple[int, ...]) -> Any:
         if batch:
             raise TypeError("a sparse matrix (sparse=True) is one point's; vmap a dense one (sparse=False)")
-        return sparse_matrix(matrix.rows, matrix.cols, values[take], matrix.shape)
+        return sparse_matrix(matrix.rows, matrix.cols, np.array(values, dtype=float)[take], matrix.shape)
 
     return terms, assemble
 
@@ -475,9 +475,13 @@ def _dense(matrix: Sparse, tape: Tape, shape: tuple[int, ...]) -> tuple[list[Ter
     terms, take = _nonzeros(matrix, tape)
     flat = np.array(matrix.rows, dtype=np.intp) * matrix.shape[1] + np.array(matrix.cols, dtype=np.intp)
 
-    def scatter(values: np.ndarray, batch: tuple[int, ...]) -> Any:
+    def scatter(values: list[Any], batch: tuple[int, ...]) -> Any:
         out = np.zeros(batch + (matrix.shape[0] * matrix.shape[1],))
-        out[..., flat] = np.moveaxis(values[take], 0, -1)
+        if batch:
+            for k, t in zip(flat, take):  # one column per entry: no stack of all the values first
+                out[..., k] = values[t]
+        else:
+            out[flat] = np.array(values, dtype=float)[take]
         if not batch and not shape:
             return float(out[0])
         return out.reshape(batch + shape)
@@ -499,7 +503,7 @@ def _gradient(f: Callable[..., Any], what: str, argnums: int | tuple[int, ...], 
         aux_terms, aux_tree = trace.tree_outputs(aux, what) if has_aux else ([], Tree("none", None))
         head = [z] if with_value else []
 
-        def assemble(values: np.ndarray, batch: tuple[int, ...]) -> Any:
+        def assemble(values: list[Any], batch: tuple[int, ...]) -> Any:
             at = len(head)
             parts = []
             for k in nums:
@@ -654,7 +658,7 @@ def _jvp_transform(f: Callable[..., Any], count: int) -> _Transformed:
         seeds = {p: t for k in range(count) for p, t in zip(trace.vars[k], trace.vars[count + k])}
         tangents = directional(outs, seeds) if outs else []
 
-        def assemble(values: np.ndarray, batch: tuple[int, ...]) -> Any:
+        def assemble(values: list[Any], batch: tuple[int, ...]) -> Any:
             primal, at = _tree_values(tree, values, 0, batch)
             return primal, _tree_values(tree, values, at, batch)[0]
 
@@ -697,7 +701,7 @@ def _vjp_transform(f: Callable[..., Any], count: int) -> _Transformed:
         wrts = [v for k in range(count) for v in trace.vars[k]]
         terms = list(grad_graph(weighted, wrts)) if wrts else []  # type: ignore[arg-type]
 
-        def assemble(values: np.ndarray, batch: tuple[int, ...]) -> Any:
+        def assemble(values: list[Any], batch: tuple[int, ...]) -> Any:
             parts, at = [], 0
             for k in range(count):
                 part, at = _leafwise(trace, k, values, at, batch)

@@ -159,7 +159,9 @@ def _operand(value: Any, name: str) -> Any:
     if isinstance(value, np.ndarray):
         if value.ndim == 0:
             value = value[()]
-        elif value.dtype.kind in "biufO":
+        elif value.dtype.kind == "b":
+            return value.astype(float)  # True and False as 1.0 and 0.0, as NumPy's arithmetic reads them
+        elif value.dtype.kind in "iufO":
             return value
         else:
             raise TypeError(f"np.{name} on Terms takes Terms, real numbers and arrays of them, got an array of "
@@ -242,16 +244,34 @@ def array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any)
         allowed = {"reduce": ("axis", "keepdims", "initial"), "accumulate": ("axis",), "outer": ()}[method]
         options = _keywords(f"{name}.{method}", kwargs, allowed)
         outs = options.pop("out", None)
-        operands = [_operand(v, name) for v in inputs]
-        if "initial" in options and options["initial"] is np._NoValue:  # type: ignore[attr-defined]
-            del options["initial"]
-        arrays = [np.asarray(_plain(v), dtype=object) for v in operands]
-        if method == "reduce" and arrays[0].size == 0 and "initial" not in options and ufunc.identity is not None:
-            options["initial"] = ufunc.identity  # np.sum of nothing is 0, as NumPy's own object loop says
-        found = getattr(np.frompyfunc(op, 2, 1), method)(*arrays, **options)
+        arrays = [np.asarray(_plain(_operand(v, name)), dtype=object) for v in inputs]
+        vectorized = np.frompyfunc(op, 2, 1)
+        if method == "reduce":
+            found = _reduce(vectorized, arrays[0], options.get("axis", 0), bool(options.get("keepdims", False)),
+                            options.get("initial", np._NoValue), ufunc.identity)  # type: ignore[attr-defined]
+        else:
+            found = getattr(vectorized, method)(*arrays, **options)
         return _into(_wrap(found), outs)
     call = f"np.{name}({', '.join('xyzuvw'[:getattr(ufunc, 'nin', 1)])})"
     raise _refuse(f"np.{name}.{method}", f"only a call such as {call}, reduce, accumulate or outer builds nodes")
+
+
+def _reduce(vectorized: Any, array: np.ndarray, axis: Any, keepdims: bool, initial: Any, identity: Any) -> Any:
+    """``ufunc.reduce`` over any axes of an object array (NumPy's reduce of a Python function
+    takes one axis at a time): the axes moved last and merged into one. Nothing to reduce starts
+    from ``initial``, or from the ufunc's identity (np.sum of nothing is 0)."""
+    ndim = array.ndim
+    axes = tuple(range(ndim)) if axis is None else (axis,) if np.ndim(axis) == 0 else tuple(axis)
+    axes = tuple(sorted(a % max(ndim, 1) for a in axes)) if ndim else ()
+    kept = [n for k, n in enumerate(array.shape) if k not in axes]
+    merged = np.moveaxis(array, axes, tuple(range(ndim - len(axes), ndim))).reshape(tuple(kept) + (-1,))
+    if initial is np._NoValue and merged.shape[-1] == 0 and identity is not None:  # type: ignore[attr-defined]
+        initial = identity
+    options = {} if initial is np._NoValue else {"initial": initial}  # type: ignore[attr-defined]
+    found = vectorized.reduce(merged, axis=-1, **options)
+    if keepdims:
+        found = np.asarray(found, dtype=object).reshape([1 if k in axes else n for k, n in enumerate(array.shape)])
+    return found
 
 
 def ufunc_method(term: Term, name: str) -> Callable[..., Term]:
