@@ -277,7 +277,7 @@ class Compare(BinaryFn):
 
 
 @dataclass(frozen=True, repr=False)
-class Test(UnaryFn):
+class Predicate(UnaryFn):
     """``isnan`` and ``isfinite`` as conditions (1.0 or 0.0; derivative 0)."""
 
     test: str = "isnan"
@@ -304,8 +304,8 @@ greater = register(Compare("greater"))
 greater_equal = register(Compare("greater_equal"))
 equal = register(Compare("equal"))
 not_equal = register(Compare("not_equal"))
-isnan = register(Test("isnan"))
-isfinite = register(Test("isfinite"))
+isnan = register(Predicate("isnan"))
+isfinite = register(Predicate("isfinite"))
 
 #: Python's comparison operators by the condition they build.
 COMPARISONS: dict[str, Compare] = {"<": less, "<=": less_equal, ">": greater, ">=": greater_equal,
