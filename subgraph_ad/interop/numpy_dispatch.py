@@ -88,6 +88,7 @@ COMPOSED: dict[np.ufunc, Callable[..., Any]] = {
     np.logical_and: kinks.logical_and,
     np.logical_or: kinks.logical_or,
     np.logical_not: kinks.logical_not,
+    np.logical_xor: lambda a, b: kinks.not_equal(kinks.truth(a), kinks.truth(b)),
 }
 
 
@@ -473,7 +474,8 @@ TERM_OPERATORS: dict[str, Any] = {
     "__floordiv__": _binary(_floor_divide), "__rfloordiv__": _binary(_floor_divide, True),
     "__mod__": _binary(kinks.mod), "__rmod__": _binary(kinks.mod, True),
     "__divmod__": _binary(_divmod), "__rdivmod__": _binary(_divmod, True),
-    "__round__": _round, "__floor__": kinks.floor, "__ceil__": kinks.ceil, "__trunc__": kinks.trunc,
+    "__round__": _round, "__floor__": lambda self: kinks.floor(self), "__ceil__": lambda self: kinks.ceil(self),
+    "__trunc__": lambda self: kinks.trunc(self),
     "__array_function__": array_function,
 }
 
