@@ -376,7 +376,7 @@ class _Transformed:
         _check_callable(f, what)
         self.f, self.what, self.build, self.backend = f, what, build, backend
         self.cache: dict[Any, tuple[Any, Assemble]] = {}
-        functools.update_wrapper(self, f)  # type: ignore[arg-type]
+        functools.update_wrapper(self, f, updated=())  # type: ignore[arg-type]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.run(args, kwargs, None)
@@ -794,7 +794,7 @@ class _Vmapped:
     def __init__(self, fn: Any, in_axes: Any) -> None:
         self.fn = fn if isinstance(fn, (_Transformed, _Vmapped)) else _value_transform(fn, "vmap")
         self.in_axes = in_axes
-        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+        functools.update_wrapper(self, fn, updated=())  # type: ignore[arg-type]
 
     def _axes(self, count: int) -> list[int | None]:
         axes = self.in_axes
