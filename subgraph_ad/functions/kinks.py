@@ -304,8 +304,10 @@ greater = register(Compare("greater"))
 greater_equal = register(Compare("greater_equal"))
 equal = register(Compare("equal"))
 not_equal = register(Compare("not_equal"))
-isnan = register(Predicate("isnan"))
-isfinite = register(Predicate("isfinite"))
+#: Not registered: tests of a value, for the partials of fmax and fmin and for np.isnan/np.isfinite
+#: on Terms, not functions a formula is written with (SymPy's reals are never nan).
+isnan = Predicate("isnan")
+isfinite = Predicate("isfinite")
 
 #: Python's comparison operators by the condition they build.
 COMPARISONS: dict[str, Compare] = {"<": less, "<=": less_equal, ">": greater, ">=": greater_equal,

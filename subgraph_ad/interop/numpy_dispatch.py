@@ -89,6 +89,8 @@ COMPOSED: dict[np.ufunc, Callable[..., Any]] = {
     np.logical_or: kinks.logical_or,
     np.logical_not: kinks.logical_not,
     np.logical_xor: lambda a, b: kinks.not_equal(kinks.truth(a), kinks.truth(b)),
+    np.isnan: kinks.isnan,
+    np.isfinite: kinks.isfinite,
 }
 
 
