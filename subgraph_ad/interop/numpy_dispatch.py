@@ -94,12 +94,30 @@ COMPOSED: dict[np.ufunc, Callable[..., Any]] = {
 }
 
 
+#: The registry's functions by the ufunc each is, and the registry they were read from: a
+#: function registered or replaced later is seen at the next call.
+_by_ufunc: tuple[tuple[tuple[str, Function], ...], dict[Any, Function], dict[str, Function]] = ((), {}, {})
+
+
+def _ufunc_table() -> tuple[dict[Any, Function], dict[str, Function]]:
+    """ufunc -> function and ufunc name -> function, the first registered winning."""
+    global _by_ufunc
+    key = tuple(FUNCTIONS.items())
+    if _by_ufunc[0] != key:
+        table: dict[Any, Function] = {}
+        names: dict[str, Function] = {}
+        for fn in FUNCTIONS.values():
+            ufunc = fn.numpy
+            if ufunc is not None and fn.arity == getattr(ufunc, "nin", fn.arity):
+                table.setdefault(ufunc, fn)
+                names.setdefault(getattr(ufunc, "__name__", ""), fn)
+        _by_ufunc = (key, table, names)
+    return _by_ufunc[1], _by_ufunc[2]
+
+
 def function_of(ufunc: Any) -> Function | None:
     """The registered function that is this ufunc (its ``numpy``), taking as many arguments."""
-    for fn in FUNCTIONS.values():
-        if fn.numpy is ufunc and fn.arity == getattr(ufunc, "nin", fn.arity):
-            return fn
-    return None
+    return _ufunc_table()[0].get(ufunc)
 
 
 def supported() -> list[str]:
@@ -284,10 +302,10 @@ def ufunc_method(term: Term, name: str) -> Callable[..., Term]:
     (it is real), which NumPy's object loops of ``np.conjugate`` and ``np.vdot`` call."""
     if name == "conjugate":
         return lambda: _conjugate(term)
-    for fn in FUNCTIONS.values():
-        if fn.numpy is not None and getattr(fn.numpy, "__name__", None) == name:
-            return lambda *others: fn(term, *others)
-    raise AttributeError(f"'Term' object has no attribute {name!r}")
+    fn = None if name.startswith("__") else _ufunc_table()[1].get(name)  # NumPy probes __array_*__ often
+    if fn is None:
+        raise AttributeError(f"'Term' object has no attribute {name!r}")
+    return lambda *others: fn(term, *others)
 
 
 # -- array functions ---------------------------------------------------------------------------
