@@ -93,7 +93,7 @@ def _build(tree: Tree, items: list[Any]) -> Any:
 def flatten(value: Any, where: str = "argument",
             leaf: Callable[[Any, str], tuple[Any, tuple[int, ...]]] | None = None) -> tuple[list[Any], Tree]:
     """The leaves of a pytree in JAX's order and its structure; ``leaf(value, path)`` checks a
-    leaf and gives (what to keep, its shape). Iterative: no recursion limit on nesting."""
+    leaf and gives (what to keep, its shape). Iterative, as every walk in the package."""
     leaves: list[Any] = []
     done: list[Tree] = []
     todo: list[tuple[bool, Any, str]] = [(False, value, where)]
@@ -189,7 +189,7 @@ def _static_key(kwargs: dict[str, Any], what: str) -> tuple[Any, ...]:
     parts = []
     for name in sorted(kwargs):
         leaves, tree = flatten(kwargs[name], f"keyword argument {name!r}")
-        keys = []
+        keys: list[Any] = []
         for v in leaves:
             if isinstance(v, np.ndarray):
                 keys.append(("ndarray", v.shape, v.dtype.str, v.tobytes()))
@@ -246,7 +246,8 @@ class Traced:
         for k, tree in enumerate(self.trees):
             shapes = leaf_shapes(tree)
             single = tree.kind == "leaf"
-            leaves, per_leaf = [], []
+            leaves: list[Any] = []
+            per_leaf: list[list[Term]] = []
             for j, shape in enumerate(shapes):
                 stem = f"a{k}" if single else f"a{k}_l{j}"
                 if shape:

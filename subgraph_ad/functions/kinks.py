@@ -310,7 +310,7 @@ isnan = Predicate("isnan")
 isfinite = Predicate("isfinite")
 
 #: Python's comparison operators by the condition they build.
-COMPARISONS: dict[str, Compare] = {"<": less, "<=": less_equal, ">": greater, ">=": greater_equal,
+COMPARISONS: dict[str, Function] = {"<": less, "<=": less_equal, ">": greater, ">=": greater_equal,
                                    "==": equal, "!=": not_equal}
 
 

@@ -222,7 +222,7 @@ def _kink(expr: sympy.Basic, args: list[Any]) -> Any:
     if isinstance(expr, sympy.core.relational.Relational):
         return kinks.COMPARISONS[expr.rel_op](*args)
     if isinstance(expr, (sympy.And, sympy.Or, sympy.Max, sympy.Min)):
-        combine = {sympy.And: kinks.logical_and, sympy.Or: kinks.logical_or, sympy.Max: kinks.maximum,
+        combine: Any = {sympy.And: kinks.logical_and, sympy.Or: kinks.logical_or, sympy.Max: kinks.maximum,
                    sympy.Min: kinks.minimum}[expr.func]
         result = args[0]
         for a in args[1:]:
