@@ -19,6 +19,13 @@ from .interop.parse import ParseError, parse
 from .numeric.modes import Grad, jvp, vjp
 from .checkpoint import Checkpointed, checkpointed_grad
 from .trace import derivative, grad, hessian, jacobian
+from .trace import hvp, jvp, value_and_grad, vjp, vmap  # noqa: F811  (the function forms; Terms still work)
+from .functions.kinks import (ceil, clip, floor, fmax, fmin, fmod, heaviside, maximum, minimum, mod, relu, trunc,
+                              where)
+from .functions.kinks import round_ as round  # noqa: A001  (sad.round, like np.round)
+from .functions.gamma import (digamma, erfinv, gamma, lgamma, logaddexp, logaddexp2, logsumexp, polygamma, sinc,
+                              softplus)
+from .interop.numpy_dispatch import TermArray
 from .viz.animate import Animation, animate
 from .viz.render import GraphTooLarge, GraphvizError, GraphvizNotFound
 
@@ -59,6 +66,7 @@ __all__ = [
     "SympyConversionError",
     "Tape",
     "Term",
+    "TermArray",
     "UnaryFn",
     "UnfedPlaceholder",
     "abs",
@@ -71,6 +79,32 @@ __all__ = [
     "atan2",
     "atanh",
     "cbrt",
+    "ceil",
+    "clip",
+    "digamma",
+    "erfinv",
+    "floor",
+    "fmax",
+    "fmin",
+    "fmod",
+    "gamma",
+    "heaviside",
+    "lgamma",
+    "logaddexp",
+    "logaddexp2",
+    "logsumexp",
+    "maximum",
+    "minimum",
+    "mod",
+    "polygamma",
+    "relu",
+    "round",
+    "sinc",
+    "softplus",
+    "trunc",
+    "value_and_grad",
+    "vmap",
+    "where",
     "checkpointed_grad",
     "cos",
     "cosh",

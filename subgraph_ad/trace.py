@@ -1,12 +1,20 @@
-"""Traced Python functions: ``grad(f)``, ``derivative(f, n)``, ``jacobian(f)``, ``hessian(f)``.
+"""Traced Python functions, as JAX users write them: ``grad``, ``value_and_grad``, ``jacobian``,
+``hessian``, ``derivative``, the function forms of ``jvp``, ``vjp`` and ``hvp``, and ``vmap``.
 
-``f`` is ordinary Python using ``sad.*`` functions or NumPy ufuncs. It is called once per call
-signature (the number of arguments and their shapes) on fresh vars — an array argument as an
-array of vars, so NumPy code written for arrays (slicing, ``np.sum``, ``np.exp``, ``@`` on small
-matrices) runs on Terms — and the derivative subgraph is built, compiled and cached; later
-calls with the same signature only run the compiled program. Python control flow on the value
-of a traced argument cannot be recorded (the graph is traced once) and raises a TypeError that
-says so, as JAX's concretization error does.
+``f`` is ordinary Python using ``sad.*`` or NumPy functions. It is called once per call
+signature — the structure of the arguments, the shapes of their arrays, and the keyword
+arguments, which are static (part of the cache key, never differentiated) — on fresh vars: a
+number argument as a Term, an array as a ``TermArray`` of vars (so NumPy code written for arrays
+runs on Terms), and a container — tuples, lists, dicts, None, nested (JAX's pytrees) — taken
+apart into those, in JAX's order: dict entries by sorted key, then depth first. A list of plain
+numbers is an array, as ``np.asarray`` reads it. The derivative subgraph is built, compiled and
+cached; later calls with the same signature only run the compiled program. Python control flow
+on the value of a traced argument cannot be recorded (the graph is traced once) and raises a
+TypeError that says so, as JAX's concretization error does.
+
+``vmap(fn)`` maps over a leading batch axis by running the same compiled program once on the
+columns of the batch (each var gets the array of its values across the batch): no Python loop
+over points.
 
 >>> import numpy as np
 >>> import subgraph_ad as sad
@@ -16,28 +24,187 @@ says so, as JAX's concretization error does.
 [5.07758256189, 0.5]
 >>> sad.derivative(np.sin, 4)(np.array([0.0, np.pi / 2]))
 array([0., 1.])
+>>> value, g = sad.value_and_grad(lambda p: np.sum(p["w"] ** 2) + p["b"])({"w": np.array([1.0, 2.0]), "b": 0.5})
+>>> value, g["w"], g["b"]
+(5.5, array([2., 4.]), 1.0)
+>>> sad.vmap(sad.grad(lambda x: np.sum(x ** 3)))(np.array([[1.0, 2.0], [3.0, 4.0]]))
+array([[ 3., 12.],
+       [27., 48.]])
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from .core import checks
 from .ad.diff import diff
-from .ad.matrices import hessian as hessian_terms
+from .ad.forward import directional
 from .ad.matrices import Sparse, sparse_matrix
+from .ad.matrices import hessian as hessian_terms
+from .ad.matrices import hvp as hvp_terms
 from .ad.matrices import jacobian as jacobian_terms
 from .ad.reverse import grad_graph
 from .compile.lambdify import lambdify
-from .core import Tape, Term
+from .core import Tape, Term, checks, dependencies
+from .functions.kinks import Select
+from .interop.numpy_dispatch import TermArray
+from .numeric import modes
 
-Signature = tuple[tuple[int, ...], ...]
+
+# -- pytrees ---------------------------------------------------------------------------------------
+class Tree(NamedTuple):
+    """The structure of an argument or a result: a leaf (``meta``: its shape), None, or a tuple,
+    list, dict (``meta``: its sorted keys) or namedtuple (``meta``: its class) of subtrees."""
+
+    kind: str
+    meta: Any
+    children: tuple[Tree, ...] = ()
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def _container(value: Any) -> tuple[str, Any, list[Any]] | None:
+    """A pytree node's kind, meta and items, or None for a leaf."""
+    if isinstance(value, dict):
+        keys = sorted(value)
+        return "dict", tuple(keys), [value[k] for k in keys]
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+        return "namedtuple", type(value), list(value)
+    if isinstance(value, tuple):
+        return "tuple", None, list(value)
+    if isinstance(value, list) and not (value and all(_number(v) for v in value)):
+        return "list", None, value  # a list of plain numbers is an array, as np.asarray reads it
+    return None
+
+
+def _build(tree: Tree, items: list[Any]) -> Any:
+    if tree.kind == "dict":
+        return dict(zip(tree.meta, items))
+    if tree.kind == "namedtuple":
+        return tree.meta(*items)
+    return tuple(items) if tree.kind == "tuple" else list(items)
+
+
+def flatten(value: Any, where: str = "argument",
+            leaf: Callable[[Any, str], tuple[Any, tuple[int, ...]]] | None = None) -> tuple[list[Any], Tree]:
+    """The leaves of a pytree in JAX's order and its structure; ``leaf(value, path)`` checks a
+    leaf and gives (what to keep, its shape). Iterative, as every walk in the package."""
+    leaves: list[Any] = []
+    done: list[Tree] = []
+    todo: list[tuple[bool, Any, str]] = [(False, value, where)]
+    while todo:
+        built, item, path = todo.pop()
+        if built:
+            kind, meta, n = item
+            children = tuple(done[len(done) - n:])
+            del done[len(done) - n:]
+            done.append(Tree(kind, meta, children))
+            continue
+        if item is None:
+            done.append(Tree("none", None))
+            continue
+        node = _container(item)
+        if node is None:
+            kept, shape = leaf(item, path) if leaf is not None else (item, np.shape(item))
+            leaves.append(kept)
+            done.append(Tree("leaf", tuple(shape)))
+            continue
+        kind, meta, items = node
+        todo.append((True, (kind, meta, len(items)), path))
+        labels = meta if kind == "dict" else range(len(items))
+        todo.extend((False, v, f"{path}[{k!r}]") for k, v in reversed(list(zip(labels, items))))
+    return leaves, done[0]
+
+
+def unflatten(tree: Tree, leaves: Sequence[Any]) -> Any:
+    """The pytree of ``tree``'s structure with these leaves, in order (iterative)."""
+    values = iter(leaves)
+    done: list[Any] = []
+    todo: list[tuple[Tree, bool]] = [(tree, False)]
+    while todo:
+        node, built = todo.pop()
+        if node.kind == "leaf":
+            done.append(next(values))
+        elif node.kind == "none":
+            done.append(None)
+        elif not built:
+            todo.append((node, True))
+            todo.extend((c, False) for c in reversed(node.children))
+        else:
+            n = len(node.children)
+            items = done[len(done) - n:]
+            del done[len(done) - n:]
+            done.append(_build(node, items))
+    return done[0]
+
+
+def leaf_shapes(tree: Tree) -> list[tuple[int, ...]]:
+    """The shapes of a tree's leaves, in order."""
+    shapes, todo = [], [tree]
+    while todo:
+        node = todo.pop()
+        if node.kind == "leaf":
+            shapes.append(node.meta)
+        todo.extend(reversed(node.children))
+    return shapes
+
+
+def _shown(value: Any) -> str:
+    return f"{type(value).__name__} {value!r:.80}"
+
+
+def _real_leaf(what: str) -> Callable[[Any, str], tuple[Any, tuple[int, ...]]]:
+    """The leaf check of traced arguments: a real number or an array of real numbers, refused
+    before anything is traced or cast (NumPy's cast of a complex array to float drops the
+    imaginary part with only a ComplexWarning: a real answer to a question not asked)."""
+
+    def check(value: Any, path: str) -> tuple[Any, tuple[int, ...]]:
+        dtype = getattr(value, "dtype", None)  # read, not converted: a Dask array stays lazy
+        try:
+            kind = np.dtype(dtype).kind if dtype is not None else np.asarray(value).dtype.kind
+        except (TypeError, ValueError):
+            kind = "?"
+        if kind == "c" or (kind == "O" and any(isinstance(v, (complex, np.complexfloating))
+                                               for v in np.asarray(value).ravel())):
+            raise TypeError(f"{what}: {path} is complex ({_shown(value)}); complex input is not supported; give a "
+                            "real number or an array of real numbers (a complex function is two real ones: "
+                            "pass the real and imaginary parts as separate arguments)")
+        if kind not in "biufO" or (kind == "O" and not all(_number(v) or isinstance(v, (bool, np.bool_))
+                                                          for v in np.asarray(value).ravel())):
+            raise TypeError(f"{what}: {path} must be a real number or an array of real numbers, got {_shown(value)}; "
+                            "tuples, lists, dicts and None holding them are taken apart (JAX's pytrees)")
+        return value, tuple(np.shape(value))
+
+    return check
+
+
+def _static_key(kwargs: dict[str, Any], what: str) -> tuple[Any, ...]:
+    """The keyword arguments as part of the cache key: hashable values as they are, arrays by
+    their bytes, containers by their items; anything else is refused."""
+    parts = []
+    for name in sorted(kwargs):
+        leaves, tree = flatten(kwargs[name], f"keyword argument {name!r}")
+        keys: list[Any] = []
+        for v in leaves:
+            if isinstance(v, np.ndarray):
+                keys.append(("ndarray", v.shape, v.dtype.str, v.tobytes()))
+                continue
+            try:
+                hash(v)
+            except TypeError:
+                raise TypeError(f"{what}: keyword argument {name!r} is static (part of the cache key, not "
+                                f"differentiated), so it must be hashable or an array, got {_shown(v)}") from None
+            keys.append((type(v), v))
+        parts.append((name, tree, tuple(keys)))
+    return tuple(parts)
+
+
+# -- the trace -------------------------------------------------------------------------------------
 def _check_callable(f: Any, what: str) -> None:
     if not callable(f):
         raise TypeError(f"{what}() takes a Python function to trace, got {type(f).__name__} {f!r}")
@@ -56,122 +223,225 @@ def _argnums(argnums: Any, count: int, what: str, one: bool = False) -> tuple[in
     return tuple(k % count for k in nums)
 
 
+def _as_tree(spec: Any) -> Tree:
+    """A Tree, or a plain shape (a tuple of ints: one array or number argument)."""
+    return spec if isinstance(spec, Tree) else Tree("leaf", tuple(spec))
+
+
 class Traced:
     """The trace of ``f`` for one signature: the tape, the vars of each argument as created (``f``
-    gets each as a Term, or an object array of Terms of its own) and what it returned on them.
+    gets each leaf as a Term, or a TermArray of vars of its own) and what it returned on them.
 
     ``vars`` is kept apart from the arrays ``f`` gets: NumPy code may write into its argument
     (``x[0], x[1] = x[1], x[0]``), and reading the vars back from it afterwards would
     differentiate by whatever was written there, permuting the result without a word."""
 
-    def __init__(self, f: Callable[..., Any], shapes: Signature, what: str) -> None:
+    def __init__(self, f: Callable[..., Any], signature: Sequence[Any], what: str,
+                 kwargs: dict[str, Any] | None = None) -> None:
         self.tape = Tape()
-        args: list[Any] = []
-        self.shapes = shapes
+        self.trees = [_as_tree(s) for s in signature]
         self.vars: list[list[Term]] = []
-        for k, shape in enumerate(shapes):
-            if shape:
-                names = [f"a{k}_{'_'.join(map(str, i))}" for i in np.ndindex(*shape)]
-                self.vars.append([self.tape.var(name) for name in names])
-                args.append(np.array(self.vars[-1], dtype=object).reshape(shape))
-            else:
-                self.vars.append([self.tape.var(f"a{k}")])
-                args.append(self.vars[-1][0])
+        self.leaf_vars: list[list[list[Term]]] = []
+        args = []
+        for k, tree in enumerate(self.trees):
+            shapes = leaf_shapes(tree)
+            single = tree.kind == "leaf"
+            leaves: list[Any] = []
+            per_leaf: list[list[Term]] = []
+            for j, shape in enumerate(shapes):
+                stem = f"a{k}" if single else f"a{k}_l{j}"
+                if shape:
+                    vs = [self.tape.var(f"{stem}_{'_'.join(map(str, i))}") for i in np.ndindex(*shape)]
+                    leaves.append(np.array(vs, dtype=object).reshape(shape).view(TermArray))
+                else:
+                    vs = [self.tape.var(stem)]
+                    leaves.append(vs[0])
+                per_leaf.append(vs)
+            self.leaf_vars.append(per_leaf)
+            self.vars.append([v for vs in per_leaf for v in vs])
+            args.append(unflatten(tree, leaves))
         self.flat: list[Term] = [v for vars_ in self.vars for v in vars_]
         try:
-            self.out = f(*args)
+            self.out = f(*args, **(kwargs or {}))
         except TypeError as error:
             raise TypeError(f"{what}: tracing {getattr(f, '__name__', f)!r} failed: {error}") from error
 
     def vars_of(self, k: int) -> list[Term]:
         """The vars of argument k, as created (whatever ``f`` wrote into its array)."""
         if not self.vars[k]:
-            raise ValueError(f"argument {k} is an empty array of shape {self.shapes[k]}: there is nothing to "
-                             "differentiate with respect to")
+            tree = self.trees[k]
+            what = f"an empty array of shape {tree.meta}" if tree.kind == "leaf" else "a container with no numbers"
+            raise ValueError(f"argument {k} is {what}: there is nothing to differentiate with respect to")
         return self.vars[k]
 
-    def scalar_output(self, what: str) -> Term:
-        """f's result as one Term (a number becomes a constant); anything else is an error."""
-        out = self.out
+    def array_argument(self, k: int, what: str) -> tuple[int, ...]:
+        """The shape of argument k, which must be one number or array (not a container)."""
+        if self.trees[k].kind != "leaf":
+            raise TypeError(f"{what} takes a number or an array as argument {k}, got a {self.trees[k].kind}; "
+                            "for a container use grad, value_and_grad, jvp or vjp")
+        return self.trees[k].meta  # type: ignore[no-any-return]
+
+    def scalar(self, out: Any, what: str) -> Term:
+        """``out`` as one Term (a number becomes a constant); anything else is an error."""
         if isinstance(out, np.ndarray) and out.shape == ():
-            out = out.item()
+            out = out[()]
         if isinstance(out, Term):
             return out
-        if isinstance(out, (int, float, np.integer, np.floating)) and not isinstance(out, bool):
+        if _number(out):
             return self.tape.const(float(out))
-        raise TypeError(f"{what} needs a function returning one number, got {type(out).__name__} {out!r}")
+        raise TypeError(f"{what} needs a function returning one number, got {_shown(out)}")
 
-    def outputs(self, what: str) -> tuple[list[Term], tuple[int, ...]]:
-        """f's result as a flat list of Terms and its shape (numbers become constants)."""
-        out = self.out
-        array = np.asarray(out, dtype=object) if not isinstance(out, Term) else np.array(out, dtype=object)
-        flat = []
-        for item in array.ravel():
-            if isinstance(item, Term):
-                flat.append(item)
-            elif isinstance(item, (int, float, np.integer, np.floating)) and not isinstance(item, bool):
-                flat.append(self.tape.const(float(item)))
-            else:
-                raise TypeError(f"{what} needs a function returning numbers, got an element {item!r}")
-        return flat, array.shape
+    def scalar_output(self, what: str) -> Term:
+        return self.scalar(self.out, what)
 
+    def split_aux(self, has_aux: bool, what: str) -> tuple[Any, Any]:
+        """f's value and, with ``has_aux``, its auxiliary data: f returns the pair (value, aux)."""
+        if not has_aux:
+            return self.out, None
+        if not (isinstance(self.out, (tuple, list)) and len(self.out) == 2):
+            raise TypeError(f"{what}(..., has_aux=True) needs a function returning a pair (value, aux), got "
+                            f"{_shown(self.out)}")
+        return self.out[0], self.out[1]
 
-def _signature(args: Sequence[Any]) -> Signature:
-    return tuple(np.shape(a) for a in args)
+    def outputs(self, what: str, out: Any = None) -> tuple[list[Term], tuple[int, ...]]:
+        """f's result (or ``out``) as one array: a flat list of Terms and its shape."""
+        out = self.out if out is None else out
+        array = np.array(out, dtype=object) if isinstance(out, Term) else np.asarray(out, dtype=object)
+        return [self._term(item, what) for item in array.ravel()], array.shape
 
+    def _term(self, item: Any, what: str) -> Term:
+        if isinstance(item, Term):
+            return item
+        if _number(item):
+            return self.tape.const(float(item))
+        raise TypeError(f"{what} needs a function returning numbers, got an element {item!r:.80}")
 
-def _check_real(args: Sequence[Any], what: str) -> None:
-    """Refuse an argument that is not real before anything is traced or cast: the vars are real,
-    and NumPy's cast of a complex array to float drops the imaginary part with only a
-    ComplexWarning, which would give a real answer to a question that was not asked."""
-    for k, a in enumerate(args):
-        dtype = getattr(a, "dtype", None)  # read, not converted: a Dask array stays lazy
-        kind = np.dtype(dtype).kind if dtype is not None else np.asarray(a).dtype.kind
-        shown = f"{type(a).__name__} {a!r:.80}"
-        if kind == "c" or (kind == "O" and any(isinstance(v, (complex, np.complexfloating))
-                                               for v in np.asarray(a).ravel())):
-            raise TypeError(f"{what}: argument {k} is complex ({shown}); complex input is not supported; give a "
-                            "real number or an array of real numbers (a complex function is two real ones: "
-                            "pass the real and imaginary parts as separate arguments)")
-        if kind not in "biufO":
-            raise TypeError(f"{what}: argument {k} must be a real number or an array of real numbers, got {shown}")
+    def tree_outputs(self, out: Any, what: str) -> tuple[list[Term], Tree]:
+        """A result pytree as flat Terms and its structure (leaves: Terms, numbers, arrays)."""
+        leaves, tree = flatten(out, "result", lambda value, path: self.outputs(what, value))
+        return [t for terms in leaves for t in terms], tree
 
 
-def _flatten(args: Sequence[Any]) -> list[Any]:
-    flat: list[Any] = []
-    for a in args:
-        flat += list(np.asarray(a, dtype=float).ravel()) if np.ndim(a) else [a]
-    return flat
+# -- running the compiled program ------------------------------------------------------------------
+#: How a built transform turns the program's values into its result: (the outputs' values, each
+#: a number or an array of the batch's shape; the batch shape) -> result.
+Assemble = Callable[[list[Any], tuple[int, ...]], Any]
+Build = Callable[[Traced], tuple[list[Term], Assemble]]
+
+
+def _block(values: list[Any], start: int, shape: tuple[int, ...], batch: tuple[int, ...]) -> Any:
+    """Values start.. as one leaf of ``shape`` per batch point: a float for one number at one
+    point."""
+    size = math.prod(shape)
+    part = values[start:start + size]
+    if not batch:
+        return float(part[0]) if not shape else np.array(part, dtype=float).reshape(shape)
+    out = np.empty(batch + (size,))
+    for k, v in enumerate(part):
+        out[..., k] = v
+    return out.reshape(batch + shape)
+
+
+def _tree_values(tree: Tree, values: list[Any], start: int, batch: tuple[int, ...]) -> tuple[Any, int]:
+    """The pytree ``tree`` filled from the stack at ``start``; and where the next values start."""
+    leaves = []
+    for shape in leaf_shapes(tree):
+        leaves.append(_block(values, start, shape, batch))
+        start += math.prod(shape)
+    return unflatten(tree, leaves), start
+
+
+def _columns(leaf: Any, batched: tuple[bool, ...]) -> list[Any]:
+    """The inputs of a leaf's vars: its numbers, or with batch axes in front (one per level of
+    vmap where ``batched``), each var's values across the batch, with size-1 axes for the levels
+    that do not batch it, so every input broadcasts to the whole batch."""
+    array = np.asarray(leaf, dtype=float)
+    nb = sum(batched)
+    if not batched or not nb:
+        return list(array.ravel()) if array.ndim else [array[()]]
+    outer = array.shape[:nb]
+    full, at = [], 0
+    for b in batched:
+        full.append(outer[at] if b else 1)
+        at += b
+    point = array.reshape(tuple(full) + (-1,))
+    return list(np.ascontiguousarray(np.moveaxis(point, -1, 0)))
 
 
 class _Transformed:
     """A callable that traces ``f`` once per signature, builds the outputs with ``build(trace)``
-    (flat Terms, and how to shape their values), compiles them, and runs the compiled program."""
+    (flat Terms, and how to assemble their values), compiles them, and runs the compiled program,
+    on one point or (``vmap``) on the columns of a batch."""
 
-    def __init__(self, f: Callable[..., Any], what: str,
-                 build: Callable[[Traced], tuple[list[Term], Callable[[list[Any]], Any]]]) -> None:
+    def __init__(self, f: Callable[..., Any], what: str, build: Build, backend: str = "numpy") -> None:
         _check_callable(f, what)
-        self.f, self.what, self.build = f, what, build
-        self.cache: dict[Signature, tuple[Any, Callable[[list[Any]], Any]]] = {}
-        functools.update_wrapper(self, f)  # type: ignore[arg-type]
+        self.f, self.what, self.build, self.backend = f, what, build, backend
+        self.cache: dict[Any, tuple[Any, Assemble]] = {}
+        functools.update_wrapper(self, f, updated=())  # type: ignore[arg-type]
 
-    def __call__(self, *args: Any) -> Any:
-        _check_real(args, self.what)
-        signature = _signature(args)
-        if signature not in self.cache:
-            trace = Traced(self.f, signature, self.what)
-            terms, shape = self.build(trace)
-            self.cache[signature] = (lambdify(trace.flat, terms), shape)
-        compiled, shape = self.cache[signature]
-        values = compiled(*_flatten(args))
-        return shape(list(values))
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.run(args, kwargs, None)
+
+    def _signature(self, args: Sequence[Any], kwargs: dict[str, Any],
+                   levels: Sequence[tuple[bool, ...]] | None) -> tuple[list[list[Any]], list[Tree], Any]:
+        """Each argument's leaves and per-point structure (batch axes taken off), and the key."""
+        check = _real_leaf(self.what)
+        leaves, trees = [], []
+        for k, arg in enumerate(args):
+            found, tree = flatten(arg, f"argument {k}", check)
+            nb = sum(levels[k]) if levels is not None else 0
+            if nb:
+                for shape in leaf_shapes(tree):
+                    if len(shape) < nb:
+                        raise ValueError(f"vmap: argument {k} has a leaf of shape {shape}, with no batch axis to map "
+                                         "over; give in_axes=None for an argument that is not batched")
+                tree = _strip(tree, nb)
+            leaves.append(found)
+            trees.append(tree)
+        return leaves, trees, (tuple(trees), _static_key(kwargs, self.what))
+
+    def run(self, args: Sequence[Any], kwargs: dict[str, Any], levels: Sequence[tuple[bool, ...]] | None) -> Any:
+        """The transform at ``args``; ``levels``: per argument, whether each level of vmap (the
+        outermost first) batches it along a leading axis."""
+        leaves, trees, key = self._signature(args, kwargs, levels)
+        if key not in self.cache:
+            trace = Traced(self.f, trees, self.what, kwargs)
+            terms, assemble = self.build(trace)
+            self.cache[key] = (lambdify(trace.flat, terms or [trace.tape.zero], self.backend), assemble)
+        compiled, assemble = self.cache[key]
+        inputs: list[Any] = []
+        for k, found in enumerate(leaves):
+            for leaf in found:
+                inputs += _columns(leaf, tuple(levels[k]) if levels is not None else ())
+        batch = _batch_shape(inputs) if levels is not None else ()
+        return assemble(list(compiled(*inputs)), batch)
 
     def __repr__(self) -> str:
         return f"<{self.what} of {getattr(self.f, '__name__', self.f)!r}>"
 
 
-def _shaped(shape: tuple[int, ...]) -> Callable[[list[Any]], Any]:
-    return lambda values: float(values[0]) if not shape else np.array(values, dtype=float).reshape(shape)
+def _batch_shape(inputs: list[Any]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*(np.shape(v) for v in inputs)))
+    except ValueError:
+        sizes = sorted({np.shape(v) for v in inputs if np.ndim(v)})
+        raise ValueError(f"vmap: the batched arguments have different batch sizes {sizes}") from None
+
+
+def _strip(tree: Tree, nb: int) -> Tree:
+    """The structure of one point: the leading ``nb`` batch axes off every leaf's shape."""
+    if tree.kind == "leaf":
+        return Tree("leaf", tree.meta[nb:])
+    return Tree(tree.kind, tree.meta, tuple(_strip(c, nb) for c in tree.children))
+
+
+def _leafwise(trace: Traced, k: int, values: list[Any], start: int, batch: tuple[int, ...]) -> tuple[Any, int]:
+    """Argument k's structure filled from the stack (a gradient, a tangent)."""
+    return _tree_values(trace.trees[k], values, start, batch)
+
+
+def _shaped(shape: tuple[int, ...]) -> Assemble:
+    return lambda values, batch: _block(values, 0, shape, batch)
 
 
 def _nonzeros(matrix: Sparse, tape: Tape) -> tuple[list[Term], np.ndarray]:
@@ -186,79 +456,132 @@ def _nonzeros(matrix: Sparse, tape: Tape) -> tuple[list[Term], np.ndarray]:
     return terms, np.array([position[t.index] for t in matrix.terms], dtype=np.intp)
 
 
-def _sparse(matrix: Sparse, tape: Tape) -> tuple[list[Term], Callable[[list[Any]], Any]]:
+def _sparse(matrix: Sparse, tape: Tape) -> tuple[list[Term], Assemble]:
     """A traced sparse matrix: its distinct nonzero Terms, and their values as a ``scipy.sparse``
-    CSR matrix (a dense ndarray without SciPy)."""
+    CSR matrix (a dense ndarray without SciPy); one point only."""
     terms, take = _nonzeros(matrix, tape)
-    return terms, lambda values: sparse_matrix(matrix.rows, matrix.cols, np.array(values, dtype=float)[take],
-                                               matrix.shape)
+
+    def assemble(values: list[Any], batch: tuple[int, ...]) -> Any:
+        if batch:
+            raise TypeError("a sparse matrix (sparse=True) is one point's; vmap a dense one (sparse=False)")
+        return sparse_matrix(matrix.rows, matrix.cols, np.array(values, dtype=float)[take], matrix.shape)
+
+    return terms, assemble
 
 
-def _dense(matrix: Sparse, tape: Tape, shape: tuple[int, ...]) -> tuple[list[Term], Callable[[list[Any]], Any]]:
+def _dense(matrix: Sparse, tape: Tape, shape: tuple[int, ...]) -> tuple[list[Term], Assemble]:
     """A traced dense matrix from its structural nonzeros only, scattered into zeros of
     ``shape``: a Hessian of n vars compiles its distinct nonzeros, not n² entries that are
     mostly the constant 0 (Rosenbrock-1000: 1,999 distinct Terms compiled, not 1,000,000)."""
     terms, take = _nonzeros(matrix, tape)
-    rows, cols = np.array(matrix.rows, dtype=np.intp), np.array(matrix.cols, dtype=np.intp)
+    flat = np.array(matrix.rows, dtype=np.intp) * matrix.shape[1] + np.array(matrix.cols, dtype=np.intp)
 
-    def scatter(values: list[Any]) -> Any:
-        out = np.zeros(matrix.shape)
-        out[rows, cols] = np.array(values, dtype=float)[take]
-        return out.reshape(shape) if shape else float(out[0, 0])
+    def scatter(values: list[Any], batch: tuple[int, ...]) -> Any:
+        out = np.zeros(batch + (matrix.shape[0] * matrix.shape[1],))
+        if batch:
+            for k, t in zip(flat, take):  # one column per entry: no stack of all the values first
+                out[..., k] = values[t]
+        else:
+            out[flat] = np.array(values, dtype=float)[take]
+        if not batch and not shape:
+            return float(out[0])
+        return out.reshape(batch + shape)
 
     return terms, scatter
 
 
-def grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
-    """The gradient of a scalar function: ``grad(f)(*args)`` is ∂f/∂args[argnums], a float for a
-    number argument and an array of its shape for an array one (a tuple for several argnums).
-    Built by one reverse sweep (``grad_graph``) on the trace, compiled once per signature."""
+# -- the transforms --------------------------------------------------------------------------------
+def _gradient(f: Callable[..., Any], what: str, argnums: int | tuple[int, ...], has_aux: bool,
+              with_value: bool) -> _Transformed:
+    """grad and value_and_grad: one reverse sweep (``grad_graph``) on the trace."""
 
-    def build(trace: Traced) -> tuple[list[Term], Callable[[list[Any]], Any]]:
-        nums = _argnums(argnums, len(trace.shapes), "grad")
-        z = trace.scalar_output("grad")
+    def build(trace: Traced) -> tuple[list[Term], Assemble]:
+        nums = _argnums(argnums, len(trace.trees), what)
+        value, aux = trace.split_aux(has_aux, what)
+        z = trace.scalar(value, what)
         wrts = [v for k in nums for v in trace.vars_of(k)]
         terms = list(grad_graph(z, wrts))  # type: ignore[arg-type]
-        shapes = [trace.shapes[k] for k in nums]
+        aux_terms, aux_tree = trace.tree_outputs(aux, what) if has_aux else ([], Tree("none", None))
+        head = [z] if with_value else []
 
-        def shape(values: list[Any]) -> Any:
-            parts, at = [], 0
-            for s in shapes:
-                size = math.prod(s)
-                parts.append(_shaped(s)(values[at:at + size]))
-                at += size
-            return parts[0] if isinstance(argnums, int) else tuple(parts)
+        def assemble(values: list[Any], batch: tuple[int, ...]) -> Any:
+            at = len(head)
+            parts = []
+            for k in nums:
+                part, at = _leafwise(trace, k, values, at, batch)
+                parts.append(part)
+            gradient = parts[0] if isinstance(argnums, int) else tuple(parts)
+            aux_value = _tree_values(aux_tree, values, at, batch)[0] if has_aux else None
+            if with_value:
+                first = _block(values, 0, (), batch)
+                return ((first, aux_value), gradient) if has_aux else (first, gradient)
+            return (gradient, aux_value) if has_aux else gradient
 
-        return terms, shape
+        return head + terms + aux_terms, assemble
 
-    return _Transformed(f, "grad", build)
+    return _Transformed(f, what, build)
+
+
+def grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable[..., Any]:
+    """The gradient of a scalar function, as ``jax.grad``: ``grad(f)(*args)`` is ∂f/∂args[argnums]
+    in the structure of that argument (a float for a number, an array of its shape for an array,
+    the same dict or tuple for a pytree; a tuple of those for several argnums). With ``has_aux``,
+    f returns (value, aux) and the result is (gradient, aux). Built by one reverse sweep
+    (``grad_graph``) on the trace, compiled once per signature."""
+    return _gradient(f, "grad", argnums, has_aux, with_value=False)
+
+
+def value_and_grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
+                   has_aux: bool = False) -> Callable[..., Any]:
+    """``jax.value_and_grad``: (f(*args), ∂f/∂args[argnums]) from one compiled program; with
+    ``has_aux``, ((value, aux), gradient).
+
+    >>> import numpy as np
+    >>> import subgraph_ad as sad
+    >>> def loss(w, x):
+    ...     return np.sum((x @ w) ** 2), x @ w
+    >>> (v, pred), g = sad.value_and_grad(loss, has_aux=True)(np.array([1.0, -1.0]), np.eye(2))
+    >>> v, pred, g
+    (2.0, array([ 1., -1.]), array([ 2., -2.]))
+    """
+    return _gradient(f, "value_and_grad", argnums, has_aux, with_value=True)
+
+
+def _selections(z: Term) -> bool:
+    """Whether z depends on a selection (``where``): its derivatives are then built by repeated
+    forward passes, which keep the selection's strong zero at every order."""
+    return any(z.tape.nodes[i].op == "fn" and isinstance(z.tape.nodes[i].payload, Select)
+               for i in dependencies(z.tape, [z.index]))
 
 
 class _Derivative(_Transformed):
     """``derivative(f, n)``: every argument is a number (an array of them is points), so the
     trace has one var per argument whatever the shapes, and the compiled program broadcasts."""
 
-    def __call__(self, *args: Any) -> Any:
-        _check_real(args, self.what)
-        signature = ((),) * len(args)
-        if signature not in self.cache:
-            trace = Traced(self.f, signature, self.what)
-            terms, shape = self.build(trace)
-            self.cache[signature] = (lambdify(trace.flat, terms[0]), shape)
-        compiled, _ = self.cache[signature]
+    def run(self, args: Sequence[Any], kwargs: dict[str, Any], levels: Sequence[tuple[bool, ...]] | None) -> Any:
+        check = _real_leaf(self.what)
+        for k, a in enumerate(args):
+            check(a, f"argument {k}")
+        key = (len(args), _static_key(kwargs, self.what))
+        if key not in self.cache:
+            trace = Traced(self.f, [()] * len(args), self.what, kwargs)
+            terms, assemble = self.build(trace)
+            self.cache[key] = (lambdify(trace.flat, terms[0], self.backend), assemble)
+        compiled, _ = self.cache[key]
         return compiled(*args)
 
 
 def derivative(f: Callable[..., Any], n: int = 1, argnum: int = 0) -> Callable[..., Any]:
     """The n-th derivative of a scalar function in one argument, elementwise on arrays of
     points: ``derivative(f, 4)(np.linspace(-2, 2, 9))``. Built by ``diff`` (Taylor mode from
-    the third order) on the trace."""
+    the third order; repeated forward passes where f selects with ``where``) on the trace."""
     checks.count(n, "the order n", "derivative")
 
-    def build(trace: Traced) -> tuple[list[Term], Callable[[list[Any]], Any]]:
-        (k,) = _argnums(argnum, len(trace.shapes), "derivative", one=True)
+    def build(trace: Traced) -> tuple[list[Term], Assemble]:
+        (k,) = _argnums(argnum, len(trace.trees), "derivative", one=True)
         z = trace.scalar_output("derivative")
-        return [diff(z, trace.vars_of(k)[0], n) if n else z], _shaped(())
+        method = "graph" if n and _selections(z) else "auto"
+        return [diff(z, trace.vars_of(k)[0], n, method=method) if n else z], _shaped(())
 
     return _Derivative(f, "derivative", build)
 
@@ -272,12 +595,13 @@ def jacobian(f: Any, inputs: Any = None, argnums: int = 0, sparse: bool = False)
     if inputs is not None or isinstance(f, (Term, list, tuple, np.ndarray)):
         return jacobian_terms(f, inputs, sparse=sparse)
 
-    def build(trace: Traced) -> tuple[list[Term], Callable[[list[Any]], Any]]:
-        (k,) = _argnums(argnums, len(trace.shapes), "jacobian", one=True)
+    def build(trace: Traced) -> tuple[list[Term], Assemble]:
+        (k,) = _argnums(argnums, len(trace.trees), "jacobian", one=True)
+        shape = trace.array_argument(k, "jacobian")
         outs, out_shape = trace.outputs("jacobian")
         xs = trace.vars_of(k)
         matrix = jacobian_terms(outs, xs, sparse=True)
-        return _sparse(matrix, trace.tape) if sparse else _dense(matrix, trace.tape, out_shape + trace.shapes[k])
+        return _sparse(matrix, trace.tape) if sparse else _dense(matrix, trace.tape, out_shape + shape)
 
     return _Transformed(f, "jacobian", build)
 
@@ -290,11 +614,243 @@ def hessian(f: Any, inputs: Any = None, argnums: int = 0, sparse: bool = False) 
     if inputs is not None or isinstance(f, Term):
         return hessian_terms(f, inputs, sparse=sparse)
 
-    def build(trace: Traced) -> tuple[list[Term], Callable[[list[Any]], Any]]:
-        (k,) = _argnums(argnums, len(trace.shapes), "hessian", one=True)
+    def build(trace: Traced) -> tuple[list[Term], Assemble]:
+        (k,) = _argnums(argnums, len(trace.trees), "hessian", one=True)
+        shape = trace.array_argument(k, "hessian")
         z = trace.scalar_output("hessian")
         matrix = hessian_terms(z, trace.vars_of(k), sparse=True)
-        shape = trace.shapes[k]
         return _sparse(matrix, trace.tape) if sparse else _dense(matrix, trace.tape, shape + shape)
 
     return _Transformed(f, "hessian", build)
+
+
+def _pairs(primals: Any, tangents: Any, what: str) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """JAX's (primals, tangents): two tuples (or lists) of arguments of the same structure."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError(f"{what}(f, primals, tangents): primals and tangents are tuples of the arguments of f, got "
+                        f"{_shown(primals)} and {_shown(tangents)}")
+    if len(primals) != len(tangents):
+        raise ValueError(f"{what}: {len(primals)} primal(s) but {len(tangents)} tangent(s); give one tangent per "
+                         "argument, of the same structure")
+    for k, (p, t) in enumerate(zip(primals, tangents)):
+        if flatten(p)[1] != flatten(t)[1]:
+            raise ValueError(f"{what}: tangent {k} has the structure {flatten(t)[1]}, not the primal's "
+                             f"{flatten(p)[1]}")
+    return tuple(primals), tuple(tangents)
+
+
+def _first(f: Callable[..., Any], count: int) -> Callable[..., Any]:
+    """f of the first ``count`` arguments (the rest are the tangents or cotangents), named as f."""
+
+    @functools.wraps(f)
+    def head(*args: Any, **kwargs: Any) -> Any:
+        return f(*args[:count], **kwargs)
+
+    return head
+
+
+@functools.lru_cache(maxsize=128)
+def _jvp_transform(f: Callable[..., Any], count: int) -> _Transformed:
+    """f's value and its derivative along the tangents: the trace of f on the primals, with the
+    tangents as vars of their own; one forward sweep (``directional``)."""
+
+    def build(trace: Traced) -> tuple[list[Term], Assemble]:
+        outs, tree = trace.tree_outputs(trace.out, "jvp")
+        seeds = {p: t for k in range(count) for p, t in zip(trace.vars[k], trace.vars[count + k])}
+        tangents = directional(outs, seeds) if outs else []
+
+        def assemble(values: list[Any], batch: tuple[int, ...]) -> Any:
+            primal, at = _tree_values(tree, values, 0, batch)
+            return primal, _tree_values(tree, values, at, batch)[0]
+
+        return outs + tangents, assemble
+
+    return _Transformed(_first(f, count), "jvp", build)
+
+
+def jvp(f: Any, primals: Any, tangents: Any = None, values: Any = None, *, warn: bool = False) -> Any:
+    """``jax.jvp``: ``jvp(f, primals, tangents)`` is (f(*primals), the derivative of f along the
+    tangents), both in the structure of f's result; one forward sweep, compiled.
+
+    On Terms, the numeric form: ``jvp([z, w], {x: 1.0, y: 0.0}, values)`` is a list of floats
+    (``numeric.modes.jvp``).
+
+    >>> import numpy as np
+    >>> import subgraph_ad as sad
+    >>> value, tangent = sad.jvp(lambda x: np.sin(x) * x, (0.5,), (2.0,))
+    >>> round(tangent, 12), round(float(2.0 * (np.cos(0.5) * 0.5 + np.sin(0.5))), 12)
+    (1.836433639099, 1.836433639099)
+    """
+    if not callable(f):
+        return modes.jvp(f, primals, tangents if values is None else values, warn=warn)
+    ps, ts = _pairs(primals, tangents, "jvp")
+    return _jvp_transform(f, len(ps))(*ps, *ts)
+
+
+@functools.lru_cache(maxsize=128)
+def _vjp_transform(f: Callable[..., Any], count: int) -> _Transformed:
+    """The cotangents of the primals for a cotangent of f's result: Σ cᵢ·outᵢ, reverse swept."""
+
+    def build(trace: Traced) -> tuple[list[Term], Assemble]:
+        outs, tree = trace.tree_outputs(trace.out, "vjp")
+        given = trace.trees[count]
+        if given != tree:
+            raise ValueError(f"vjp: the cotangent has the structure {given}, not that of f's result {tree}")
+        weighted = trace.tape.zero
+        for o, c in zip(outs, trace.vars[count]):
+            weighted = weighted + o * c
+        wrts = [v for k in range(count) for v in trace.vars[k]]
+        terms = list(grad_graph(weighted, wrts)) if wrts else []  # type: ignore[arg-type]
+
+        def assemble(values: list[Any], batch: tuple[int, ...]) -> Any:
+            parts, at = [], 0
+            for k in range(count):
+                part, at = _leafwise(trace, k, values, at, batch)
+                parts.append(part)
+            return tuple(parts)
+
+        return terms, assemble
+
+    return _Transformed(_first(f, count), "vjp", build)
+
+
+@functools.lru_cache(maxsize=128)
+def _value_transform(f: Callable[..., Any], what: str) -> _Transformed:
+    """f itself, traced and compiled: its result pytree (what ``vmap`` of a plain function runs)."""
+
+    def build(trace: Traced) -> tuple[list[Term], Assemble]:
+        outs, tree = trace.tree_outputs(trace.out, what)
+        return outs, lambda values, batch: _tree_values(tree, values, 0, batch)[0]
+
+    return _Transformed(f, what, build)
+
+
+def vjp(f: Any, *primals: Any, values: Any = None, warn: bool = False) -> Any:
+    """``jax.vjp``: ``vjp(f, *primals)`` is (f(*primals), vjp_fn), where vjp_fn(cotangent) — a
+    cotangent in the structure of f's result — is the tuple of cotangents of the primals; one
+    compiled reverse sweep, traced once.
+
+    On Terms, the numeric form: ``vjp([z, w], [1.0, 2.0], values)`` is a Grad
+    (``numeric.modes.vjp``).
+
+    >>> import numpy as np
+    >>> import subgraph_ad as sad
+    >>> out, back = sad.vjp(lambda x: x ** 2, np.array([1.0, 3.0]))
+    >>> out, back(np.array([1.0, 10.0]))
+    (array([1., 9.]), (array([ 2., 60.]),))
+    """
+    if not callable(f):
+        if len(primals) not in (1, 2):
+            raise TypeError(f"vjp(outputs, cotangents, values) on Terms takes 2 or 3 arguments, got {1 + len(primals)}")
+        return modes.vjp(f, primals[0], primals[1] if len(primals) == 2 else values, warn=warn)
+    _check_callable(f, "vjp")
+    primal_out = _value_transform(f, "vjp")(*primals)
+    backward = _vjp_transform(f, len(primals))
+
+    def vjp_fn(cotangent: Any) -> tuple[Any, ...]:
+        return backward(*primals, cotangent)  # type: ignore[no-any-return]
+
+    return primal_out, vjp_fn
+
+
+@functools.lru_cache(maxsize=128)
+def _hvp_transform(f: Callable[..., Any]) -> _Transformed:
+    """H·v of a scalar function of one (pytree) argument: its gradient (reverse), then one forward
+    sweep of that along v."""
+
+    def build(trace: Traced) -> tuple[list[Term], Assemble]:
+        z = trace.scalar_output("hvp")
+        xs = trace.vars_of(0)
+        if trace.trees[1] != trace.trees[0]:
+            raise ValueError(f"hvp: v has the structure {trace.trees[1]}, not x's {trace.trees[0]}")
+        gradient = list(grad_graph(z, xs))  # type: ignore[arg-type]
+        terms = directional(gradient, dict(zip(xs, trace.vars[1])))
+        return terms, lambda values, batch: _leafwise(trace, 0, values, 0, batch)[0]
+
+    return _Transformed(_first(f, 1), "hvp", build)
+
+
+def hvp(f: Any, x: Any, v: Any) -> Any:
+    """The Hessian-vector product H(x)·v of a scalar function of one argument x (an array, a
+    number or a pytree; v of the same structure), in x's structure: ``jvp(grad(f), (x,), (v,))``
+    compiled as one program, without building H.
+
+    On Terms, the symbolic form: ``hvp(z, [x, y], [vx, vy])`` is a list of Terms
+    (``ad.matrices.hvp``).
+
+    >>> import numpy as np
+    >>> import subgraph_ad as sad
+    >>> sad.hvp(lambda x: np.sum(x ** 3), np.array([1.0, 2.0]), np.array([1.0, 1.0]))
+    array([ 6., 12.])
+    """
+    if not callable(f):
+        return hvp_terms(f, x, v)
+    return _hvp_transform(f)(x, v)
+
+
+# -- vmap ------------------------------------------------------------------------------------------
+class _Vmapped:
+    """``vmap(fn, in_axes)``: fn over a batch, by one call of fn's compiled program on columns."""
+
+    def __init__(self, fn: Any, in_axes: Any) -> None:
+        self.fn = fn if isinstance(fn, (_Transformed, _Vmapped)) else _value_transform(fn, "vmap")
+        self.in_axes = in_axes
+        functools.update_wrapper(self, fn, updated=())  # type: ignore[arg-type]
+
+    def _axes(self, count: int) -> list[int | None]:
+        axes = self.in_axes
+        if axes is None or (isinstance(axes, int) and not isinstance(axes, bool)):
+            return [axes] * count
+        if isinstance(axes, (tuple, list)) and len(axes) == count and all(
+                a is None or (isinstance(a, int) and not isinstance(a, bool)) for a in axes):
+            return list(axes)
+        raise ValueError(f"vmap: in_axes must be an int, None, or a tuple of those with one entry per positional "
+                         f"argument ({count}), got {axes!r}")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.run(args, kwargs, None)
+
+    def run(self, args: Sequence[Any], kwargs: dict[str, Any], levels: Sequence[tuple[bool, ...]] | None) -> Any:
+        axes = self._axes(len(args))
+        if all(a is None for a in axes):
+            raise ValueError("vmap: in_axes maps over no argument; give 0 (or an axis) for at least one")
+        outer = levels if levels is not None else [()] * len(args)
+        moved = []
+        for k, (arg, axis, before) in enumerate(zip(args, axes, outer)):
+            if axis is None:
+                moved.append(arg)
+                continue
+            nb = sum(before)
+            leaves, tree = flatten(arg, f"argument {k}", _real_leaf("vmap"))
+            shifted = []
+            for leaf in leaves:
+                array = np.asarray(leaf)
+                if not -(array.ndim - nb) <= axis < array.ndim - nb:
+                    raise ValueError(f"vmap: in_axes {axis} is out of range for argument {k} of shape {array.shape}")
+                shifted.append(np.moveaxis(array, nb + axis % (array.ndim - nb), nb))
+            moved.append(unflatten(tree, shifted))
+        inner = [tuple(before) + (axis is not None,) for before, axis in zip(outer, axes)]
+        return self.fn.run(moved, kwargs, inner)
+
+    def __repr__(self) -> str:
+        return f"<vmap of {self.fn!r}>"
+
+
+def vmap(fn: Callable[..., Any], in_axes: Any = 0) -> Callable[..., Any]:
+    """``jax.vmap``: ``vmap(fn)(batch)`` is fn at each entry of the batch's leading axis (``in_axes``:
+    an axis, or None, per positional argument; keyword arguments are static, not mapped), stacked
+    along a new leading axis. ``fn`` is a transform (``grad``, ``hessian``, ``value_and_grad``,
+    ...), another vmap, or a plain function of Terms and NumPy; either way it is traced for one
+    point and its compiled program runs once on the columns of the batch.
+
+    >>> import numpy as np
+    >>> import subgraph_ad as sad
+    >>> sad.vmap(sad.hessian(lambda x: x[0] ** 2 * x[1]))(np.array([[1.0, 2.0], [3.0, 4.0]]))[1]
+    array([[8., 6.],
+           [6., 0.]])
+    >>> sad.vmap(lambda w, x: np.dot(w, x), in_axes=(None, 0))(np.ones(2), np.eye(2))
+    array([1., 1.])
+    """
+    if not callable(fn):
+        raise TypeError(f"vmap() takes a function to map, got {_shown(fn)}")
+    return _Vmapped(fn, in_axes)

@@ -158,3 +158,26 @@ def test_sad_functions_on_traced_arrays():
     s = 1 / (1 + np.exp(-v[2]))
     expected = np.diag(-np.sin(v)) + np.array([[-0.5, 0, 0], [0, 0.5, 0], [0, 0, s * (1 - s) * (1 - 2 * s)]])
     np.testing.assert_allclose(H.toarray(), expected, rtol=1e-14, atol=1e-15)
+
+
+def test_pytrees_of_nested_containers_round_trip_and_differentiate():
+    """A container nested 300 deep (dicts, lists, None, empty tuples) comes back as it was from
+    flatten/unflatten, and its one leaf is differentiated through the nesting."""
+    from subgraph_ad.trace import flatten, unflatten
+
+    deep = 2.0
+    for k in range(300):
+        deep = [deep, None] if k % 2 else {"k": deep, "a": ()}
+    leaves, tree = flatten(deep)
+    assert leaves == [2.0] and unflatten(tree, leaves) == deep
+
+    def f(t):
+        for k in reversed(range(300)):
+            t = t[0] if k % 2 else t["k"]
+        return t ** 3
+
+    g = sad.grad(f)(deep)
+    for k in reversed(range(300)):
+        assert (g[1] is None) if k % 2 else (g["a"] == ())
+        g = g[0] if k % 2 else g["k"]
+    assert g == 12.0  # 3·2²

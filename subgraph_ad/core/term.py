@@ -93,6 +93,22 @@ class Term:
             return Term(self.tape, self.tape.constant(float(other), ("named", other.name)))
         if isinstance(other, (int, float, Fraction, np.integer, np.floating)) and not isinstance(other, bool):
             return self.tape.const(other)  # ints and Fractions are exact constants
+        if isinstance(other, np.ndarray) and other.ndim == 0 and other.dtype.kind in "iuf":
+            return self._lift(other[()])  # a 0-d array is its number
+        if type(other).__module__.startswith("sympy"):  # SymPy is loaded, since one of its objects is here
+            import sympy
+
+            from .ops import float_form
+
+            if isinstance(other, sympy.Rational):  # Integer too: an exact constant
+                return self.tape.const(Fraction(int(other.p), int(other.q)))
+            if isinstance(other, sympy.Float):  # stays a Float, as from_sympy keeps it
+                return Term(self.tape, self.tape.constant(float(other), float_form(float(other))))
+            named = ("pi", "E", "EulerGamma", "Catalan", "GoldenRatio", "TribonacciConstant")  # stay named
+            if isinstance(other, sympy.NumberSymbol) and str(other) in named:
+                return Term(self.tape, self.tape.constant(float(other), ("named", str(other))))
+            if getattr(other, "is_number", False) and other.is_extended_real:  # sqrt(2), oo: its float
+                return self.tape.const(float(other))
         raise TypeError(
             f"cannot combine a Term with {type(other).__name__} {other!r}; expected a Term, int, float or Fraction"
         )

@@ -9,6 +9,12 @@ from .exponential import (Cbrt, Exp, Expm1, Log, Log1p, LogBase, Sigmoid, Sqrt, 
 from .hyperbolic import Acosh, Asinh, Atanh, SinhFn, Tanh, acosh, asinh, atanh, cosh, sinh, tanh
 from .piecewise import Abs, Sign, abs_, sign
 from .special import Erf, erf, erfc
+from .kinks import (Compare, Extremum, Heaviside, Relu, Remainder, Rounding, Select, StopGradient, Predicate, ceil,
+                    clip, equal, fmax, fmin, fmod, floor, greater, greater_equal, heaviside, is_condition, isfinite,
+                    isnan, less, less_equal, logical_and, logical_not, logical_or, maximum, minimum, mod, not_equal,
+                    relu, round_, select, stop_gradient, trunc, truth, where)
+from .gamma import (Erfinv, Gamma, Lgamma, LogAddExp, Polygamma, Sinc, SincDerivative, Softplus, digamma,
+                    erfinv, gamma, lgamma, logaddexp, logaddexp2, logsumexp, polygamma, sinc, softplus)
 from .trigonometric import Acos, Asin, Atan, Cot, Csc, Sec, SinFn, Tan, acos, asin, atan, cos, cot, csc, sec, sin, tan
 
 __all__ = ["ELEMENTARY", "FUNCTIONS", "BinaryFn", "Elementary", "Function", "UnaryFn", "chain", "differentiate",
@@ -18,4 +24,12 @@ __all__ = ["ELEMENTARY", "FUNCTIONS", "BinaryFn", "Elementary", "Function", "Una
            "Tan", "Tanh", "Xlogy",
            "abs_", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "cos", "cosh", "cot", "csc",
            "erf", "erfc", "exp", "expm1", "hypot", "log", "log1p", "log2", "log10", "pow_", "power_partial", "sec", "sigmoid", "sign",
-           "sin", "sinh", "sqrt", "tan", "tanh", "xlogy"]
+           "sin", "sinh", "sqrt", "tan", "tanh", "xlogy",
+           "Compare", "Extremum", "Heaviside", "Relu", "Remainder", "Rounding", "Select", "StopGradient", "Predicate",
+           "ceil", "clip", "equal", "fmax", "fmin", "fmod", "floor", "greater", "greater_equal", "heaviside",
+           "is_condition", "isfinite", "isnan", "less", "less_equal", "logical_and", "logical_not", "logical_or",
+           "maximum", "minimum", "mod", "not_equal", "relu", "round_", "select", "stop_gradient", "trunc", "truth",
+           "where",
+           "Erfinv", "Gamma", "Lgamma", "LogAddExp", "Polygamma", "Sinc", "SincDerivative", "Softplus",
+           "digamma", "erfinv", "gamma", "lgamma", "logaddexp", "logaddexp2", "logsumexp", "polygamma", "sinc",
+           "softplus"]

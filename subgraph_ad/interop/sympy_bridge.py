@@ -36,6 +36,8 @@ from ..core import OPS, Node, Tape, Term, dependencies
 from ..core.fold import fold_fn
 from ..core.ops import float_form, plain_fraction, reduce_exact
 from ..functions import FUNCTIONS, Function, sympy_hook
+from ..functions.gamma import Polygamma, sinc
+from ..functions import kinks
 
 
 class SympyConversionError(ValueError):
@@ -194,10 +196,66 @@ def _leaf(expr: sympy.Basic, tape: Tape) -> Term:
         return Term(tape, tape.constant(float(expr), ("named", str(expr))))
     if isinstance(expr, (sympy.Number, sympy.NumberSymbol)) and expr.is_real:
         return tape.const(float(expr))
+    if expr in (sympy.true, sympy.false):  # a condition of a Piecewise: 1 or 0
+        return tape.const(1.0 if expr == sympy.true else 0.0)
     raise SympyConversionError(f"cannot convert {expr!r} ({type(expr).__name__}): only real numbers and symbols are supported as leaves")
 
 
-def _combine(expr: sympy.Basic, args: list[Term], classes: dict[Any, Function]) -> Term:
+#: SymPy's classes for the kinks and selections, built by ``_kink`` rather than by one function each.
+_KINKS = (sympy.Piecewise, sympy.functions.elementary.piecewise.ExprCondPair, sympy.core.relational.Relational,
+          sympy.And, sympy.Or, sympy.Not, sympy.Max, sympy.Min, sympy.sinc, sympy.polygamma)
+
+
+def _kink(expr: sympy.Basic, args: list[Any]) -> Any:
+    """A Piecewise (nested ``where``s, the first condition that holds wins, nan where none does),
+    one of its (value, condition) pairs, a relation (a condition Term), And/Or/Not of conditions,
+    Max/Min of any number of arguments, SymPy's unnormalized sinc(u) (NumPy's sinc(u/π)) and
+    polygamma(n, x) for a whole n."""
+    if isinstance(expr, sympy.Piecewise):
+        tape = next(t for pair in args for t in pair if isinstance(t, Term)).tape
+        result = tape.const(math.nan)
+        for (value, condition), (_, cond) in zip(reversed(args), reversed(expr.args)):
+            result = value if cond == sympy.true else kinks.where(condition, value, result)
+        return result
+    if isinstance(expr, sympy.functions.elementary.piecewise.ExprCondPair):
+        return tuple(args)
+    if isinstance(expr, sympy.core.relational.Relational):
+        return kinks.COMPARISONS[expr.rel_op](*args)
+    if isinstance(expr, (sympy.And, sympy.Or, sympy.Max, sympy.Min)):
+        combine: Any = {sympy.And: kinks.logical_and, sympy.Or: kinks.logical_or, sympy.Max: kinks.maximum,
+                   sympy.Min: kinks.minimum}[expr.func]
+        result = args[0]
+        for a in args[1:]:
+            result = combine(result, a)
+        return result
+    if isinstance(expr, sympy.Not):
+        return kinks.logical_not(args[0])
+    if isinstance(expr, sympy.sinc):
+        return sinc(args[0] / Term(args[0].tape, args[0].tape.constant(math.pi, ("named", "pi"))))
+    order = expr.args[0]
+    if not (order.is_Integer and order >= 0):
+        raise SympyConversionError(f"cannot convert {expr}: polygamma needs a whole order n >= 0, got {order}")
+    return Polygamma(int(order))(args[1])
+
+
+#: The parts of a Piecewise: conditions and (value, condition) pairs, which are no number alone.
+_CONDITIONS = (sympy.functions.elementary.piecewise.ExprCondPair, sympy.core.relational.Relational, sympy.And,
+               sympy.Or, sympy.Not)
+
+
+def _convertible(node: sympy.Basic, classes: dict[Any, Function], root: sympy.Basic) -> bool:
+    """Whether ``node`` has a counterpart on the tape: arithmetic, a registered function, a kink
+    or selection, or a condition inside a Piecewise (at the root a condition is no number)."""
+    if isinstance(node, (sympy.Add, sympy.Mul, sympy.Pow)) or _function(node, classes) is not None:
+        return True
+    if isinstance(node, _CONDITIONS):
+        return node is not root
+    return isinstance(node, _KINKS)
+
+
+def _combine(expr: sympy.Basic, args: list[Any], classes: dict[Any, Function]) -> Any:
+    if isinstance(expr, _KINKS):
+        return _kink(expr, args)
     if isinstance(expr, sympy.Add):
         result = args[0]
         for a in args[1:]:
@@ -260,7 +318,7 @@ def from_sympy(expr: Any, tape: Tape) -> Term:
             elif expanded:
                 built[node] = _combine(node, [built[a] for a in node.args], classes)
             else:  # refuse the outermost unsupported construct (Integral, not its Tuple)
-                if not isinstance(node, (sympy.Add, sympy.Mul, sympy.Pow)) and _function(node, classes) is None:
+                if not _convertible(node, classes, expr):
                     raise _unsupported(node)
                 stack.append((node, True))
                 stack.extend((a, False) for a in reversed(node.args) if a not in built)

@@ -1,0 +1,368 @@
+"""Special functions SciPy provides, through the UnaryFn/BinaryFn door: the gamma family
+(``gamma``, ``lgamma``, ``digamma``, ``polygamma(n, x)`` for a whole order n), ``erfinv`` and NumPy's normalized
+``sinc``; and the stable log-sum-exp family (``logaddexp``, ``logaddexp2``, ``softplus``,
+``logsumexp``).
+
+Each derivative closes on the family: Γ′ = Γ·ψ, (log Γ)′ = ψ, ψ⁽ⁿ⁾′ = ψ⁽ⁿ⁺¹⁾, so every order
+is a polygamma of a higher index; erfinv′ = (√π/2)·exp(erfinv²) reuses the output. sinc′ would
+be (cos(πx) − sinc(x))/x, 0/0 at x = 0, so sinc's derivatives are functions of their own
+(``SincDerivative(k)``), evaluated by their Maclaurin series near 0 and by Leibniz's rule away
+from it: finite, and right, at 0 to every order. Values come from SciPy's ufuncs (gamma and
+lgamma fall back to ``math`` without SciPy; the others need it: ``pip install
+'subgraph_ad[special]'``).
+
+>>> import subgraph_ad as sad
+>>> tape = sad.Tape(); x = tape.var("x", 0.0)
+>>> round(sad.sinc(x).diff(x, 2).eval(), 12), round(-3.141592653589793 ** 2 / 3, 12)
+(-3.289868133696, -3.289868133696)
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ..core.term import Term
+from .base import BinaryFn, UnaryFn, register
+from .elementary import Elementary, Step, _scipy, _special, _sympy
+from .exponential import exp, log, sigmoid
+from .kinks import maximum, reduce_extremum, stop_gradient
+
+#: √π/2, in erfinv′ = √π/2 · exp(erfinv²)
+HALF_SQRT_PI = math.sqrt(math.pi) / 2.0
+
+
+def _needs_scipy(name: str) -> Callable[..., Any]:
+    """SciPy's ufunc ``name``; without SciPy, an ImportError that says how to get it."""
+
+    def array(*v: Any) -> Any:
+        found = _scipy(name)
+        if found is None:
+            raise ImportError(f"{name} needs SciPy for its values: pip install 'subgraph_ad[special]'")
+        return found(*v)
+
+    array.__name__ = name
+    return array
+
+
+def _logaddexp(a: float, b: float) -> float:
+    """log(eᵃ + eᵇ) on floats without overflow (NumPy's np.logaddexp, infinities included)."""
+    if a != a or b != b:
+        return math.nan
+    if a == b:  # also ±inf twice, where small − big would be nan
+        return a + math.log(2.0) if abs(a) != math.inf else a
+    big, small = max(a, b), min(a, b)
+    return big + math.log1p(math.exp(small - big))
+
+
+def _logaddexp2(a: float, b: float) -> float:
+    """log₂(2ᵃ + 2ᵇ) on floats without overflow (np.logaddexp2)."""
+    if a != a or b != b:
+        return math.nan
+    if a == b:
+        return a + 1.0 if abs(a) != math.inf else a
+    big, small = max(a, b), min(a, b)
+    return big + math.log1p(2.0 ** (small - big)) / math.log(2.0)
+
+
+def _softplus(v: float) -> float:
+    return _logaddexp(0.0, v)
+
+
+def _sympy_logaddexp(base: int) -> Callable[..., Any]:
+    def convert(a: Any, b: Any) -> Any:
+        import sympy
+
+        return sympy.log(sympy.exp(a) + sympy.exp(b)) if base == 0 else sympy.log(2**a + 2**b, 2)
+
+    return convert
+
+
+def _sympy_softplus(a: Any) -> Any:
+    import sympy
+
+    return sympy.log(1 + sympy.exp(a))
+
+
+def _sympy_sinc(a: Any) -> Any:
+    import sympy
+
+    return sympy.sinc(sympy.pi * a)  # SymPy's sinc is sin(x)/x; NumPy's is sin(πx)/(πx)
+
+
+#: The elementaries of this module.
+SPECIAL: dict[str, Elementary] = {e.name: e for e in (
+    Elementary("logaddexp", 2, (np.logaddexp,), _logaddexp, "(fmax({0}, {1}) + log1p(exp(-fabs({0} - {1}))))",
+               _sympy_logaddexp(0)),
+    Elementary("logaddexp2", 2, (np.logaddexp2,), _logaddexp2,
+               "(fmax({0}, {1}) + log1p(exp2(-fabs({0} - {1}))) / M_LN2)", _sympy_logaddexp(2)),
+    Elementary("softplus", 1, (functools.partial(np.logaddexp, 0.0),),
+               _softplus, "(fmax({0}, 0.0) + log1p(exp(-fabs({0}))))", _sympy_softplus),
+    Elementary("erfinv", 1, (_needs_scipy("erfinv"),), _needs_scipy("erfinv"), "erfinv({0})", _sympy("erfinv")),
+    Elementary("tgamma", 1, (_special("gamma", math.gamma),), math.gamma, "tgamma({0})", _sympy("gamma"),
+               ("gamma",)),
+    Elementary("lgamma", 1, (_special("gammaln", math.lgamma),), math.lgamma, "lgamma({0})", _sympy("loggamma"),
+               ("gammaln", "loggamma")),
+    Elementary("sinc", 1, (np.sinc,), np.sinc, "((({0}) == 0.0) ? 1.0 : sin(M_PI * ({0})) / (M_PI * ({0})))",
+               _sympy_sinc),
+)}
+
+
+@dataclass(frozen=True, repr=False)
+class LogAddExp(BinaryFn):
+    """log(eᵃ + eᵇ) (``base=2``: log₂(2ᵃ + 2ᵇ)) without overflow; its partials are the softmax
+    weights σ(a − b) and σ(b − a) (times ln 2 inside for base 2)."""
+
+    base: int = 0
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return "logaddexp2" if self.base == 2 else "logaddexp"
+
+    @property
+    def spelling(self) -> tuple[Step, ...]:  # type: ignore[override]
+        return (SPECIAL[self.name],)
+
+    def fdiff(self, lhs: Any, rhs: Any, output: Any) -> tuple[Any, Any]:
+        scale = math.log(2.0) if self.base == 2 else 1.0
+        return sigmoid((lhs - rhs) * scale), sigmoid((rhs - lhs) * scale)
+
+
+logaddexp = register(LogAddExp())
+logaddexp2 = register(LogAddExp(2))
+
+
+@dataclass(frozen=True, repr=False)
+class Softplus(UnaryFn):
+    """log(1 + eˣ) without overflow; softplus′ = σ(x)."""
+
+    name = "softplus"
+    spelling = (SPECIAL["softplus"],)
+
+    def fdiff(self, input: Any, output: Any) -> Any:
+        return sigmoid(input)
+
+
+softplus = register(Softplus())
+
+
+@dataclass(frozen=True, repr=False)
+class Erfinv(UnaryFn):
+    """The inverse error function on (−1, 1); erfinv′ = √π/2·exp(erfinv²), from the output."""
+
+    name = "erfinv"
+    spelling = (SPECIAL["erfinv"],)
+
+    def fdiff(self, input: Any, output: Any) -> Any:
+        return HALF_SQRT_PI * exp(output * output)
+
+
+erfinv = register(Erfinv())
+
+
+def _polygamma_array(n: int) -> Callable[..., Any]:
+    """ψ⁽ⁿ⁾ on arrays: SciPy's digamma for n = 0, its polygamma above."""
+
+    def array(v: Any) -> Any:
+        return _needs_scipy("digamma")(v) if n == 0 else _needs_scipy("polygamma")(n, v)
+
+    array.__name__ = "digamma" if n == 0 else f"polygamma{n}"
+    return array
+
+
+@dataclass(frozen=True, repr=False)
+class Polygamma(UnaryFn):
+    """ψ⁽ⁿ⁾(x), the n-th derivative of the digamma function ψ = Γ′/Γ, for a whole order n >= 0 (a
+    parameter, as JAX and SciPy take it: not a variable); its derivative is ψ⁽ⁿ⁺¹⁾, the next
+    member. ``digamma`` is n = 0."""
+
+    n: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n, bool) or not isinstance(self.n, (int, np.integer)) or self.n < 0:
+            raise TypeError(f"polygamma's order n must be a whole number >= 0, got {self.n!r}")
+        object.__setattr__(self, "n", int(self.n))
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return "digamma" if self.n == 0 else f"polygamma{self.n}"
+
+    def f(self, v: Any) -> Any:
+        return _polygamma_array(self.n)(v)
+
+    def fdiff(self, input: Any, output: Any) -> Any:
+        return Polygamma(self.n + 1)(input)
+
+    def to_sympy(self, arg: Any) -> Any:
+        import sympy
+
+        return sympy.polygamma(self.n, arg)
+
+
+digamma = register(Polygamma(0))
+
+
+def polygamma(n: Any, x: Any) -> Any:
+    """ψ⁽ⁿ⁾(x) for a whole order n (a number, as in ``scipy.special.polygamma(n, x)``) and x a
+    Term, an array of Terms or numbers.
+
+    >>> import subgraph_ad as sad
+    >>> round(sad.polygamma(1, 1.0), 12)  # ψ′(1) = π²/6
+    1.644934066848
+    """
+    if isinstance(n, Term) or (isinstance(n, np.ndarray) and n.ndim):
+        raise TypeError(f"polygamma(n, x) takes a whole number n (the order, not differentiated), got "
+                        f"{type(n).__name__} {n!r:.60}")
+    order = float(n)
+    if not order.is_integer():
+        raise TypeError(f"polygamma(n, x) takes a whole number n >= 0, got {n!r}")
+    return Polygamma(int(order))(x)
+
+
+@dataclass(frozen=True, repr=False)
+class Gamma(UnaryFn):
+    """Γ(x); Γ′ = Γ·ψ, from the output."""
+
+    name = "gamma"
+    spelling = (SPECIAL["tgamma"],)
+
+    def fdiff(self, input: Any, output: Any) -> Any:
+        return output * digamma(input)
+
+
+gamma = register(Gamma())
+
+
+@dataclass(frozen=True, repr=False)
+class Lgamma(UnaryFn):
+    """log|Γ(x)| (SciPy's gammaln, JAX's lgamma); its derivative is ψ(x)."""
+
+    name = "lgamma"
+    spelling = (SPECIAL["lgamma"],)
+
+    def fdiff(self, input: Any, output: Any) -> Any:
+        return digamma(input)
+
+
+lgamma = register(Lgamma())
+
+
+def _sinc_series(u: np.ndarray, k: int) -> np.ndarray:
+    """s⁽ᵏ⁾(u) for s(u) = sin(u)/u by its Maclaurin series Σ (−1)ᵐ u²ᵐ⁻ᵏ / ((2m+1)·(2m−k)!),
+    summed until the terms stop mattering (|u| small: they fall fast)."""
+    total = np.zeros_like(u)
+    m = (k + 1) // 2
+    for _ in range(400):
+        term = (-1.0) ** m * u ** (2 * m - k) / ((2 * m + 1) * math.factorial(2 * m - k))
+        total = total + term
+        if np.all(np.abs(term) <= 1e-17 * np.maximum(np.abs(total), 1e-300)):
+            break
+        m += 1
+    return total
+
+
+def _sinc_leibniz(u: np.ndarray, k: int) -> np.ndarray:
+    """s⁽ᵏ⁾(u) by Leibniz's rule on sin(u)·u⁻¹: Σⱼ C(k, j)·sin(u + jπ/2)·(−1)ᵏ⁻ʲ(k−j)!·u⁻⁽ᵏ⁻ʲ⁺¹⁾."""
+    total = np.zeros_like(u)
+    for j in range(k + 1):
+        i = k - j
+        total = total + math.comb(k, j) * np.sin(u + j * math.pi / 2) * (-1.0) ** i * math.factorial(i) / u ** (i + 1)
+    return total
+
+
+def sinc_derivative(v: Any, k: int) -> Any:
+    """The k-th derivative of NumPy's sinc(x) = sin(πx)/(πx) at ``v``: the series where
+    |πx| < 2 + k/2 (there Leibniz's terms, up to k!/|πx|ᵏ⁺¹, would cancel), Leibniz's rule
+    beyond (there the series' terms would grow before they fall)."""
+    x = np.asarray(v, dtype=float)
+    u = np.pi * np.atleast_1d(x)
+    near = np.abs(u) < 2.0 + k / 2.0
+    out = np.empty_like(u)
+    with np.errstate(all="ignore"):
+        if near.any():
+            out[near] = _sinc_series(u[near], k)
+        if (~near).any():
+            out[~near] = _sinc_leibniz(u[~near], k)
+    out = out * np.pi ** k
+    return out.reshape(x.shape)[()] if x.ndim else np.float64(out[0])
+
+
+@dataclass(frozen=True, repr=False)
+class SincDerivative(UnaryFn):
+    """The k-th derivative of sinc as a function of its own (k >= 1), finite at 0 to every
+    order; its derivative is the next one."""
+
+    k: int = 1
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return f"sinc_d{self.k}"
+
+    def f(self, v: Any) -> Any:
+        return sinc_derivative(v, self.k)
+
+    def fdiff(self, input: Any, output: Any) -> Any:
+        return SincDerivative(self.k + 1)(input)
+
+    def to_sympy(self, arg: Any) -> Any:
+        import sympy
+
+        t = sympy.Dummy("t")
+        return sympy.diff(sympy.sinc(sympy.pi * t), t, self.k).subs(t, arg)
+
+
+@dataclass(frozen=True, repr=False)
+class Sinc(UnaryFn):
+    """NumPy's normalized sinc(x) = sin(πx)/(πx), sinc(0) = 1; its derivatives are
+    ``SincDerivative`` nodes."""
+
+    name = "sinc"
+    spelling = (SPECIAL["sinc"],)
+
+    def fdiff(self, input: Any, output: Any) -> Any:
+        return SincDerivative(1)(input)
+
+
+sinc = register(Sinc())
+
+
+def logsumexp(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """log Σ exp(aᵢ) over ``axis`` (all entries by default), stably: m + log Σ exp(aᵢ − m) with
+    m the largest entry held constant (its derivative cancels, so it is not differentiated, as in
+    JAX). Terms, arrays of Terms, or numbers (then SciPy's value).
+
+    >>> import numpy as np
+    >>> import subgraph_ad as sad
+    >>> round(float(sad.logsumexp(np.array([1000.0, 1000.0]))), 6)
+    1000.693147
+    """
+    values = np.asarray(a, dtype=object) if not isinstance(a, np.ndarray) else a
+    if values.dtype != object:
+        with np.errstate(all="ignore"):
+            m = np.max(values, axis=axis, keepdims=True)
+            m = np.where(np.isfinite(m), m, 0.0)
+            out = np.log(np.sum(np.exp(values - m), axis=axis, keepdims=True)) + m
+        return (out if keepdims else np.squeeze(out, axis=axis))[()]
+    if axis is None:
+        out = _logsumexp_flat(values.ravel())
+        return np.full((1,) * values.ndim, out, dtype=object) if keepdims else out
+    if not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"logsumexp of an array of Terms takes one axis or None, got {axis!r}")
+    reduced = np.apply_along_axis(_logsumexp_flat, int(axis), values)
+    return np.expand_dims(reduced, int(axis)) if keepdims else reduced
+
+
+def _logsumexp_flat(items: Any) -> Any:
+    items = list(items)
+    if not items:
+        raise ValueError("logsumexp of an empty array")
+    m = stop_gradient(reduce_extremum(items, maximum))
+    total = exp(items[0] - m)
+    for item in items[1:]:
+        total = total + exp(item - m)
+    return log(total) + m
+

@@ -1,0 +1,269 @@
+"""The function transforms as JAX users write them — value_and_grad, has_aux, keyword arguments,
+pytrees, the function forms of jvp, vjp and hvp, and vmap — run on JAX's own documentation
+examples (NumPy for jax.numpy) and checked against JAX itself (64-bit) to 1e-12."""
+
+from collections import namedtuple
+import functools
+
+import numpy as np
+import pytest
+
+import subgraph_ad as sad
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+jnp = jax.numpy
+
+TOL = dict(rtol=1e-12, atol=1e-12)
+
+
+def same_tree(ours, theirs):
+    """Equal pytrees: the same structure (as JAX flattens it) and leaves to 1e-12."""
+    leaves, tree = jax.tree_util.tree_flatten(ours)
+    want, want_tree = jax.tree_util.tree_flatten(theirs)
+    assert tree == want_tree, (tree, want_tree)
+    for a, b in zip(leaves, want):
+        np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), **TOL)
+
+
+# -- the autodiff cookbook's logistic regression -----------------------------------------------------
+INPUTS = np.array([[0.52, 1.12, 0.77], [0.88, -1.08, 0.15], [0.52, 0.06, -1.30], [0.74, -2.49, 1.39]])
+TARGETS = np.array([True, True, False, True])
+
+
+def logistic(npx):
+    def sigmoid(x):
+        return 0.5 * (npx.tanh(x / 2) + 1)
+
+    def predict(W, b, inputs):
+        return sigmoid(npx.dot(inputs, W) + b)
+
+    def loss(W, b):
+        preds = predict(W, b, INPUTS)
+        label_probs = preds * TARGETS + (1 - preds) * (1 - TARGETS)
+        return -npx.sum(npx.log(label_probs))
+
+    def loss2(params_dict):
+        preds = predict(params_dict["W"], params_dict["b"], INPUTS)
+        label_probs = preds * TARGETS + (1 - preds) * (1 - TARGETS)
+        return -npx.sum(npx.log(label_probs))
+
+    return loss, loss2
+
+
+W0, B0 = np.array([0.3, -0.7, 1.1]), -0.2
+
+
+def test_grad_argnums_and_value_and_grad_of_the_cookbook_example():
+    ours, theirs = logistic(np), logistic(jnp)
+    same_tree(sad.grad(ours[0])(W0, B0), jax.grad(theirs[0])(W0, B0))
+    same_tree(sad.grad(ours[0], argnums=1)(W0, B0), jax.grad(theirs[0], argnums=1)(W0, B0))
+    same_tree(sad.grad(ours[0], (0, 1))(W0, B0), jax.grad(theirs[0], (0, 1))(W0, B0))
+    same_tree(sad.value_and_grad(ours[0], (0, 1))(W0, B0), jax.value_and_grad(theirs[0], (0, 1))(W0, B0))
+    same_tree(sad.grad(ours[1])({"W": W0, "b": B0}), jax.grad(theirs[1])({"W": W0, "b": B0}))
+
+
+def test_has_aux_on_grad_and_value_and_grad():
+    def make(npx):
+        def f(x, y):
+            z = npx.sin(x) * y
+            return npx.sum(z ** 2), {"z": z, "mean": npx.mean(z), "count": 3}
+        return f
+
+    x, y = np.array([0.3, 1.2, -0.4]), np.array([2.0, -1.0, 0.5])
+    same_tree(sad.grad(make(np), has_aux=True)(x, y), jax.grad(make(jnp), has_aux=True)(x, y))
+    same_tree(sad.value_and_grad(make(np), argnums=(0, 1), has_aux=True)(x, y),
+              jax.value_and_grad(make(jnp), argnums=(0, 1), has_aux=True)(x, y))
+    with pytest.raises(TypeError, match=r"has_aux=True\) needs a function returning a pair \(value, aux\)"):
+        sad.grad(lambda v: v * v, has_aux=True)(1.0)
+
+
+def test_keyword_arguments_are_static_and_part_of_the_cache_key():
+    def make(npx):
+        def f(x, scale=1.0, power=2):
+            return scale * npx.sum(x ** power)
+        return f
+
+    g = sad.grad(make(np))
+    x = np.array([1.0, -2.0, 0.5])
+    for kwargs in ({}, {"scale": 3.0}, {"scale": 3.0, "power": 3}, {"power": 3, "scale": 3.0}):
+        same_tree(g(x, **kwargs), jax.grad(functools.partial(make(jnp), **kwargs))(x))
+    assert len(g.cache) == 3  # the same keywords in another order are the same signature
+    with pytest.raises(TypeError, match="keyword argument 'scale' is static .* must be hashable or an array"):
+        g(x, scale=bytearray(b"1"))
+
+
+def test_pytrees_of_an_mlp_in_jax_order():
+    """JAX's pytree tutorial: params as a list of dicts, relu MLP, mean squared error."""
+    rng = np.random.default_rng(0)
+    params = [dict(weights=rng.normal(size=(n_in, n_out)) * np.sqrt(2 / n_in), biases=np.ones(n_out))
+              for n_in, n_out in zip([1, 6, 6], [6, 6, 1])]
+
+    def make(npx, relu):
+        def forward(params, x):
+            *hidden, last = params
+            for layer in hidden:
+                x = relu(x @ layer["weights"] + layer["biases"])
+            return x @ last["weights"] + last["biases"]
+
+        def loss_fn(params, x, y):
+            return npx.mean((forward(params, x) - y) ** 2)
+
+        return loss_fn
+
+    xs = rng.normal(size=(12, 1))
+    ys = xs ** 2
+    same_tree(sad.grad(make(np, sad.relu))(params, xs, ys), jax.grad(make(jnp, jax.nn.relu))(params, xs, ys))
+    same_tree(sad.grad(make(np, lambda v: np.maximum(v, 0)))(params, xs, ys),
+              jax.grad(make(jnp, lambda v: jnp.maximum(v, 0)))(params, xs, ys))
+
+
+def test_relu_networks_follow_the_convention_at_ties():
+    """Pre-activations exactly 0: relu′(0) = 0 and maximum(v, 0)′ = ½, as JAX's jax.nn.relu and
+    jnp.maximum; moving the ties away changes nothing else."""
+    W1 = np.array([[1.0, -1.0, 2.0]])
+    b1 = np.array([-1.0, 1.0, 0.5])  # at x = 1 the first two units sit exactly at 0
+
+    def make(relu, npx):
+        return lambda p, x: npx.sum(relu(x @ p["W1"] + p["b1"]) * np.array([1.0, 2.0, 3.0]))
+
+    p, x = {"W1": W1, "b1": b1}, np.array([1.0])
+    for ours, theirs in ((sad.relu, jax.nn.relu), (lambda v: np.maximum(v, 0.0), lambda v: jnp.maximum(v, 0.0))):
+        got = sad.grad(make(ours, np))(p, x)
+        same_tree(got, jax.grad(make(theirs, jnp))(p, x))
+    g = sad.grad(make(sad.relu, np))(p, x)
+    np.testing.assert_array_equal(g["b1"], [0.0, 0.0, 3.0])  # relu′(0) = 0 at both ties
+    g = sad.grad(make(lambda v: np.maximum(v, 0.0), np))(p, x)
+    np.testing.assert_array_equal(g["b1"], [0.5, 1.0, 3.0])  # ½ each
+
+
+def test_containers_of_every_kind_flatten_in_jax_order():
+    Point = namedtuple("Point", ["x", "y"])
+    tree = {"b": [np.array([1.0, 2.0]), (3.0, None)], "a": Point(4.0, np.array([[5.0], [6.0]])), "c": ()}
+
+    def make(npx):
+        def f(t):
+            (v, (s, _)), p = t["b"], t["a"]
+            return npx.sum(v ** 2) * s + p.x * npx.sum(p.y ** 3)
+        return f
+
+    same_tree(sad.grad(make(np))(tree), jax.grad(make(jnp))(tree))
+    from subgraph_ad.trace import flatten
+    leaves, _ = flatten(tree)
+    assert [np.asarray(v).tolist() for v in leaves] == [np.asarray(v).tolist() for v in jax.tree_util.tree_leaves(tree)]
+
+
+def test_arguments_that_are_not_numbers_arrays_or_containers_are_refused_up_front():
+    g = sad.grad(lambda x: x * x)
+    for bad, shown in ((object(), "object"), ({"a": "text"}, "str 'text'"), ({1.0, 2.0}, "set")):
+        with pytest.raises(TypeError, match=f"grad: argument 0.* must be a real number or an array of real numbers, "
+                                            f"got {shown}"):
+            g(bad)
+    assert not g.cache
+
+
+# -- jvp, vjp, hvp -------------------------------------------------------------------------------
+def test_function_forms_of_jvp_vjp_and_hvp():
+    def make(npx):
+        def f(W, x):
+            return {"y": npx.tanh(W @ x), "n": npx.sum(x ** 2)}
+        return f
+
+    rng = np.random.default_rng(1)
+    W, x = rng.normal(size=(3, 2)), rng.normal(size=2)
+    vW, vx = rng.normal(size=(3, 2)), rng.normal(size=2)
+    same_tree(sad.jvp(make(np), (W, x), (vW, vx)), jax.jvp(make(jnp), (W, x), (vW, vx)))
+    out, back = sad.vjp(make(np), W, x)
+    out_j, back_j = jax.vjp(make(jnp), W, x)
+    same_tree(out, out_j)
+    cot = {"y": rng.normal(size=3), "n": 0.7}
+    same_tree(back(cot), back_j(cot))
+
+    def g(npx):
+        return lambda v: npx.sum(npx.sin(v) * v ** 3) + npx.prod(v)
+
+    def jax_hvp(f, x, v):  # the cookbook's forward-over-reverse
+        return jax.jvp(jax.grad(f), (x,), (v,))[1]
+
+    v0, t0 = np.array([0.3, -1.2, 0.8]), np.array([1.0, 0.5, -2.0])
+    same_tree(sad.hvp(g(np), v0, t0), jax_hvp(g(jnp), v0, t0))
+    with pytest.raises(ValueError, match="tangent 0 has the structure"):
+        sad.jvp(make(np), (W, x), (vx, vx))
+
+
+def test_the_term_forms_of_jvp_vjp_and_hvp_keep_working():
+    tape = sad.Tape()
+    x, y = tape.var("x", 0.5), tape.var("y", 2.0)
+    z, w = x * y, sad.sin(x)
+    assert sad.jvp([z, w], {x: 1.0, y: 0.0}) == [2.0, np.cos(0.5)]
+    assert sad.vjp([z, w], [1.0, 2.0])[x] == 2.0 + 2 * np.cos(0.5)
+    assert [t.eval() for t in sad.hvp(z * z, [x, y], [1.0, 0.0])] == [2 * 2.0 ** 2, 4 * 0.5 * 2.0]
+
+
+# -- vmap ----------------------------------------------------------------------------------------
+def convolve(npx):
+    def f(x, w):
+        output = []
+        for i in range(1, len(x) - 1):
+            output.append(npx.dot(x[i - 1:i + 2], w))
+        return npx.array(output)
+    return f
+
+
+def test_vmap_of_the_convolution_example():
+    x, w = np.arange(5.0), np.array([2.0, 3.0, 4.0])
+    xs, ws = np.stack([x, x + 1.0]), np.stack([w, 2 * w])
+    same_tree(sad.vmap(convolve(np))(xs, ws), jax.vmap(convolve(jnp))(xs, ws))
+    same_tree(sad.vmap(convolve(np), in_axes=[0, None])(xs, w), jax.vmap(convolve(jnp), in_axes=[0, None])(xs, w))
+    same_tree(sad.vmap(convolve(np), in_axes=(1, None))(xs.T, w), jax.vmap(convolve(jnp), in_axes=(1, None))(xs.T, w))
+
+
+def test_per_example_gradients_and_batched_hessians():
+    def make(npx):
+        def loss(params, x, y):
+            pred = npx.tanh(x @ params["W"] + params["b"])
+            return npx.sum((pred - y) ** 2)
+        return loss
+
+    rng = np.random.default_rng(2)
+    params = {"W": rng.normal(size=(3, 2)), "b": rng.normal(size=2)}
+    xs, ys = rng.normal(size=(7, 3)), rng.normal(size=(7, 2))
+    same_tree(sad.vmap(sad.grad(make(np)), in_axes=(None, 0, 0))(params, xs, ys),
+              jax.vmap(jax.grad(make(jnp)), in_axes=(None, 0, 0))(params, xs, ys))
+    same_tree(sad.vmap(sad.value_and_grad(make(np), argnums=1), in_axes=(None, 0, 0))(params, xs, ys),
+              jax.vmap(jax.value_and_grad(make(jnp), argnums=1), in_axes=(None, 0, 0))(params, xs, ys))
+
+    def h(npx):
+        return lambda v: npx.sum(npx.sin(v) * v[::-1]) * v[0]
+
+    pts = rng.normal(size=(5, 4))
+    same_tree(sad.vmap(sad.hessian(h(np)))(pts), jax.vmap(jax.hessian(h(jnp)))(pts))
+    same_tree(sad.vmap(sad.jacobian(lambda v: np.sin(v) * v[0]))(pts),
+              jax.vmap(jax.jacobian(lambda v: jnp.sin(v) * v[0]))(pts))
+    grid = rng.normal(size=(2, 3, 4))
+    same_tree(sad.vmap(sad.vmap(sad.grad(h(np))))(grid), jax.vmap(jax.vmap(jax.grad(h(jnp))))(grid))
+    same_tree(sad.vmap(h(np))(pts), jax.vmap(h(jnp))(pts))
+
+
+def test_vmap_runs_the_compiled_program_once_on_columns():
+    """No Python loop over points: the trace is made once and the compiled program is called
+    once for the whole batch (its call count is the oracle)."""
+    calls = []
+    h = sad.hessian(lambda v: np.sum(v ** 3))
+    batched = sad.vmap(h)
+    pts = np.random.default_rng(3).normal(size=(1000, 3))
+    batched(pts)
+    (compiled, assemble), = h.cache.values()
+    h.cache[next(iter(h.cache))] = (lambda *a: calls.append(np.shape(a[0])) or compiled(*a), assemble)
+    H = batched(pts)
+    assert calls == [(1000,)] and H.shape == (1000, 3, 3)
+    np.testing.assert_allclose(H[:, 1, 1], 6 * pts[:, 1], rtol=1e-15)
+
+
+def test_vmap_refusals():
+    with pytest.raises(ValueError, match="different batch sizes"):
+        sad.vmap(lambda a, b: a * b)(np.ones(3), np.ones(4))
+    with pytest.raises(ValueError, match="in_axes must be an int, None, or a tuple"):
+        sad.vmap(lambda a, b: a * b, in_axes=(0,))(np.ones(3), np.ones(3))
+    with pytest.raises(TypeError, match="sparse=True.* is one point's"):
+        sad.vmap(sad.hessian(lambda v: np.sum(v ** 3), sparse=True))(np.ones((2, 3)))
