@@ -43,6 +43,9 @@ import subgraph_ad as sad
 from subgraph_ad.compile.lambdify import BackendWarning
 from subgraph_ad.core import dependencies
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import median_of  # noqa: E402
+
 RESULTS = Path(__file__).resolve().parent / "results"
 POINTS = 10_000
 HESSIAN_POINTS = 1_000
@@ -317,17 +320,6 @@ def tables(results: dict[str, Any]) -> list[str]:
                          f"| {points} points: {_ms(p['eval_batch'])} / {_ms(p['eval_batch_numba'])} / {_ms(j.get('eval_batch'))} "
                          f"/ {_ms(t.get('eval_batch'))} ({batch_ratios}) |")
     return forms + graphs + [""] + times
-
-
-def median_of(rounds: list[Any]) -> Any:
-    """One result from several rounds of the same measurement: the median of each number that
-    varies, the first round's value of anything else (counts and notes agree in every round)."""
-    first = rounds[0]
-    if isinstance(first, dict):
-        return {key: median_of([r[key] for r in rounds]) for key in first}
-    if isinstance(first, float) and any(r != first for r in rounds):
-        return statistics.median(rounds)
-    return first
 
 
 def main() -> int:

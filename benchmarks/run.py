@@ -23,7 +23,8 @@ not run at higher orders of that function, PyTorch not past n = 6 and JAX's nest
 n = 8 (memory); the JSON records them as skipped. Orders 1–12 run every tool; n = 20 runs ours
 and JAX's jet. Writes benchmarks/results/bench.json, table.md (n = 10 and n = 20) and sizes.png.
 
-    python benchmarks/run.py [--quick] [--repeats 3] [--cap 30] [--functions F1,F3] [--out DIR]
+    python benchmarks/run.py [--quick | --orders 10,20] [--repeats 3] [--rounds 1] [--cap 30]
+                             [--functions F1,F3] [--out DIR]
 """
 
 from __future__ import annotations
@@ -193,10 +194,8 @@ def jax_peer(name: str, n: int, repeats: int) -> tuple[dict[str, Any], Callable[
     import jax.numpy as jnp
 
     jax.config.update("jax_enable_x64", True)
-    base = written_with(jnp, name)
-
     def build() -> tuple[Any, int]:
-        d = base
+        d = written_with(jnp, name)  # a new function each time, as for the jet
         for _ in range(n):
             d = jax.grad(d)
         jaxpr = jax.make_jaxpr(d)(0.5)
@@ -226,8 +225,14 @@ def jax_jet_peer(name: str, n: int, repeats: int) -> tuple[dict[str, Any], Calla
     import jax.numpy as jnp
 
     jax.config.update("jax_enable_x64", True)
-    d = jet_derivative(written_with(jnp, name), n)
-    build_time, jaxpr = median_time(lambda: jax.make_jaxpr(d)(0.5), repeats)
+
+    def build() -> tuple[Callable[[Any], Any], Any]:
+        """A new function each time: make_jaxpr caches by function, so a repeat of the same one
+        would time a cache hit."""
+        d = jet_derivative(written_with(jnp, name), n)
+        return d, jax.make_jaxpr(d)(0.5)
+
+    build_time, (d, jaxpr) = median_time(build, repeats)
     pts = jnp.asarray(points_for(name))
     compile_time, g = median_time(lambda: jax.jit(jax.vmap(d)).lower(pts).compile(), 1)
     return ({"size": len(jaxpr.jaxpr.eqns), "build": build_time, "compile": compile_time},
@@ -286,68 +291,96 @@ def available(peer: str) -> bool:
         return False
 
 
+def measure(name: str, orders: list[int], peers: list[str], backends: list[str], repeats: int, cap: float,
+            started: float) -> dict[str, Any]:
+    """Every tool on function ``name`` at each order: one row per order."""
+    rows: dict[str, Any] = {}
+    capped: dict[str, int] = {}
+    for n in orders:
+        row: dict[str, Any] = {}
+        evaluators: Evaluators = {}
+        row["taylor"], _ = ours(name, n, "taylor", repeats, [])
+        row["diff"], found = ours(name, n, "diff", repeats, backends)
+        evaluators.update({("diff", f"eval_{b}"): fn for b, fn in found.items()})
+        if n <= 12:
+            row["graph"], found = ours(name, n, "graph", repeats, ["numpy"])
+            evaluators[("graph", "eval_numpy")] = found["numpy"]
+        for peer in peers:
+            if n > 12 and peer not in EVERY_ORDER:
+                continue
+            if n > MAX_ORDER.get(peer, 99):
+                row[peer] = {"skipped": f"orders above {MAX_ORDER[peer]} not run (memory)"}
+                continue
+            if peer in capped:
+                row[peer] = {"skipped": f"build would pass {cap} s after n = {capped[peer]}"}
+                continue
+            try:
+                row[peer], evaluators[(peer, "eval")] = PEERS[peer](name, n, repeats)
+            except Exception as error:  # a peer failing is a result, not a crash
+                row[peer] = {"error": f"{type(error).__name__}: {error}"[:200]}
+                capped[peer] = n
+                continue
+            if (row[peer]["build"] + row[peer].get("compile", 0.0)) * GROWTH.get(peer, DEFAULT_GROWTH) > cap:
+                capped[peer] = n
+        for (tool, field), seconds in interleaved(evaluators, repeats).items():
+            row[tool][field] = seconds
+        del evaluators  # PyTorch's and JAX's buffers go before the next order
+        rows[str(n)] = row
+        t, d = row["taylor"], row["diff"]
+        print(f"{name} n={n:2d} taylor {t['size']:5d} nodes build {t['build'] * 1e3:7.2f} ms | "
+              f"diff {d['size']:5d} nodes ({d['ops']} ops) build {d['build'] * 1e3:7.2f} ms "
+              f"eval numpy {d['eval_numpy'] * 1e3:6.2f} ms"
+              + (f" numba {d['eval_numba'] * 1e3:6.2f} ms" if "eval_numba" in d else "")
+              + f"   [{time.perf_counter() - started:5.0f} s]", flush=True)
+    return rows
+
+
+def median_of(rounds: list[Any]) -> Any:
+    """One result from several rounds of the same measurement: the median of each number that
+    varies, the first round's value of anything else (sizes and notes agree in every round; a
+    key the first round lacks, such as a cap reached in one round only, is left out)."""
+    first = rounds[0]
+    if isinstance(first, dict):
+        return {key: median_of([r[key] for r in rounds if isinstance(r, dict) and key in r]) for key in first}
+    if isinstance(first, float) and all(isinstance(r, float) for r in rounds) and any(r != first for r in rounds):
+        return statistics.median(rounds)
+    return first
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="orders 1, 5, 10 only, for a smoke run")
+    parser.add_argument("--orders", help="orders to run, e.g. 10,20 (default 1–12 and 20)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per measurement (median)")
+    parser.add_argument("--rounds", type=int, default=1, help="whole runs, one after another (medians of each figure)")
     parser.add_argument("--cap", type=float, default=30.0, help="seconds a peer's build may take before its higher orders are skipped")
     parser.add_argument("--functions", default="F1,F2,F3,F4,F5")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for bench.json, table.md, sizes.png")
     args = parser.parse_args()
-    orders = [1, 5, 10] if args.quick else list(range(1, 13))
+    if args.orders:
+        orders = [int(n) for n in args.orders.split(",")]
+    else:
+        orders = [1, 5, 10] if args.quick else list(range(1, 13)) + [20]
     backends = ["numpy"] + (["numba"] if available("numba") else [])
     peers = [p for p in PEERS if available(p)]
+    names = args.functions.split(",")
     print(f"peers: {', '.join(peers)}; backends: {', '.join(backends)}; {os.cpu_count()} cores", flush=True)
     results: dict[str, Any] = {"machine": {"python": platform.python_version(), "cores": os.cpu_count(),
                                            "numpy": np.__version__},
-                               "points": POINTS, "repeats": args.repeats, "cap_seconds": args.cap,
+                               "points": POINTS, "repeats": args.repeats, "rounds": args.rounds, "cap_seconds": args.cap,
                                "peers": {peer: LABELS[peer] for peer in peers}, "functions": {}}
     started = time.perf_counter()
-    for name in args.functions.split(","):
-        rows: dict[str, Any] = {}
-        capped: dict[str, int] = {}
-        for n in orders + ([20] if not args.quick else []):
-            row: dict[str, Any] = {}
-            evaluators: Evaluators = {}
-            row["taylor"], _ = ours(name, n, "taylor", args.repeats, [])
-            row["diff"], found = ours(name, n, "diff", args.repeats, backends)
-            evaluators.update({("diff", f"eval_{b}"): fn for b, fn in found.items()})
-            if n <= 12:
-                row["graph"], found = ours(name, n, "graph", args.repeats, ["numpy"])
-                evaluators[("graph", "eval_numpy")] = found["numpy"]
-            for peer in peers:
-                if n > 12 and peer not in EVERY_ORDER:
-                    continue
-                if n > MAX_ORDER.get(peer, 99):
-                    row[peer] = {"skipped": f"orders above {MAX_ORDER[peer]} not run (memory)"}
-                    continue
-                if peer in capped:
-                    row[peer] = {"skipped": f"build would pass {args.cap} s after n = {capped[peer]}"}
-                    continue
-                try:
-                    row[peer], evaluators[(peer, "eval")] = PEERS[peer](name, n, args.repeats)
-                except Exception as error:  # a peer failing is a result, not a crash
-                    row[peer] = {"error": f"{type(error).__name__}: {error}"[:200]}
-                    capped[peer] = n
-                    continue
-                if (row[peer]["build"] + row[peer].get("compile", 0.0)) * GROWTH.get(peer, DEFAULT_GROWTH) > args.cap:
-                    capped[peer] = n
-            for (tool, field), seconds in interleaved(evaluators, args.repeats).items():
-                row[tool][field] = seconds
-            del evaluators  # PyTorch's and JAX's buffers go before the next order
-            rows[str(n)] = row
-            t, d = row["taylor"], row["diff"]
-            print(f"{name} n={n:2d} taylor {t['size']:5d} nodes build {t['build'] * 1e3:7.2f} ms | "
-                  f"diff {d['size']:5d} nodes ({d['ops']} ops) build {d['build'] * 1e3:7.2f} ms "
-                  f"eval numpy {d['eval_numpy'] * 1e3:6.2f} ms"
-                  + (f" numba {d['eval_numba'] * 1e3:6.2f} ms" if "eval_numba" in d else "")
-                  + f"   [{time.perf_counter() - started:5.0f} s]", flush=True)
-        results["functions"][name] = {"text": TEXT[name], "orders": rows}
+    found: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    for _ in range(args.rounds):
+        for name in names:
+            found[name].append(measure(name, orders, peers, backends, args.repeats, args.cap, started))
+    for name in names:
+        results["functions"][name] = {"text": TEXT[name], "orders": median_of(found[name])}
     results["fit"] = fit_exponents(results)
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(results, indent=1))
-    table = summary(results, 10) + ("\n" + summary(results, 20) if not args.quick else "")
+    table = "\n".join(summary(results, n) for n in (10, 20) if n in orders)
     (out / "table.md").write_text(table)
     print(table)
     written = ["bench.json", "table.md"]

@@ -135,3 +135,13 @@ def test_jax_jet_gives_the_nth_derivative(name, n):
         expected = [float(mpmath.diff(written_with(mpmath, name), mpmath.mpf(a), n)) for a in at]
     np.testing.assert_allclose(np.asarray(theirs), expected, rtol=1e-12)
     assert "jax_jet" in bench_run.PEERS and "jax_jet" in bench_run.EVERY_ORDER and "jax_jet" not in bench_run.MAX_ORDER
+
+
+def test_rounds_are_merged_field_by_field_into_medians():
+    """--rounds: a time that varies becomes its median, a size or note the same in every round
+    stays as it is, and a field only a later round has (a cap reached once) is left out."""
+    rounds = [{"F1": {"size": 38, "build": 3.0, "note": "numba"}},
+              {"F1": {"size": 38, "build": 1.0, "note": "numba", "skipped": "cap"}},
+              {"F1": {"size": 38, "build": 2.5, "note": "numba"}}]
+    assert bench_run.median_of(rounds) == {"F1": {"size": 38, "build": 2.5, "note": "numba"}}
+    assert many_variables.median_of is bench_run.median_of
