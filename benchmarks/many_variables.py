@@ -2,6 +2,11 @@
 N = 10, 100, 1,000), S (Σ sin(x_i x_{i+1}) + exp(Σ x_i²), 50 vars) and M (a 2-layer tanh
 network's squared loss over its 97 weights, 8 samples in R⁴, 16 hidden units).
 
+Each tool gets the code its own documentation writes (FORMS): ours, CasADi SX and SymEngine,
+whose graphs are graphs of scalars, the Python loop over x[i]; JAX and PyTorch the array code
+(slicing, sum, matmul: ``rosenbrock_array``, ``s_array``, ``network_array``), whose programs do
+not grow with N.
+
 Graphs: nodes appended (gradient by one grad_graph sweep, Hessian forward over reverse, HVP with
 v as vars) and the size of the graph the results need, f's part included — the measure of
 CasADi SX's ``Function.n_nodes`` (gradient, hessian, jtimes), measured in the same run; and the
@@ -13,10 +18,11 @@ evaluation on one point and on a batch (10⁴ points; the Hessian on 10³, as th
 n² numbers per point). Our Hessian is the sparse one (its structural nonzeros, one per
 symmetric pair); JAX (``jit(grad)``, ``jit(hessian)``, ``jit(jvp∘grad)``, ``vmap`` for batches)
 and PyTorch (``torch.func``, eager) build dense ones; R1000's dense batch (10⁹ numbers) is not
-run. Every time is a median; the ratios are ours ÷ JAX. Writes results/many_variables.json and
-many_variables.md.
+run. Every time is a median (of up to 7 runs, and over --rounds whole measurements, taken one
+after another so that the shared machine's slow minutes spread over all tools); the ratios are
+ours ÷ JAX. Writes results/many_variables.json and many_variables.md.
 
-    python benchmarks/many_variables.py [--quick] [--out DIR]
+    python benchmarks/many_variables.py [--quick] [--rounds 1] [--out DIR]
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ import numpy as np
 import subgraph_ad as sad
 from subgraph_ad.compile.lambdify import BackendWarning
 from subgraph_ad.core import dependencies
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import median_of  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 POINTS = 10_000
@@ -76,10 +85,44 @@ def network(w: Any, np_: Any = np) -> Any:
     return loss
 
 
+def rosenbrock_array(x: Any, xp: Any) -> Any:
+    """Rosenbrock as a JAX or PyTorch user writes it (xp: jax.numpy, torch or numpy): one
+    slice expression, a program of the same size for every N."""
+    return xp.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def s_array(x: Any, xp: Any) -> Any:
+    return xp.sum(xp.sin(x[:-1] * x[1:])) + xp.exp(xp.sum(x * x))
+
+
+def network_array(w: Any, xp: Any) -> Any:
+    """``network`` with matrices: W1 = w[0:64] as 16 rows of 4, b1 = w[64:80], W2 = w[80:96],
+    b2 = w[96] (the same layout as the loop's w[4h + j], w[64 + h], w[80 + h], w[96])."""
+    inputs, targets = _data()
+    w1 = w[:4 * HIDDEN].reshape(HIDDEN, 4)
+    b1, w2, b2 = w[4 * HIDDEN:5 * HIDDEN], w[5 * HIDDEN:6 * HIDDEN], w[6 * HIDDEN]
+    hidden = xp.tanh(xp.asarray(inputs) @ w1.T + b1)
+    return xp.sum((hidden @ w2 + b2 - xp.asarray(targets)) ** 2)
+
+
+#: name: (the scalar loop, number of variables)
 CASES: dict[str, tuple[Callable[..., Any], int]] = {
     "R10": (rosenbrock, 10), "R100": (rosenbrock, 100), "R1000": (rosenbrock, 1000),
     "S": (s_function, 50), "M": (network, 97),
 }
+#: name: the same function as array code, what JAX and PyTorch are given
+ARRAY_CODE: dict[str, Callable[[Any, Any], Any]] = {
+    "R10": rosenbrock_array, "R100": rosenbrock_array, "R1000": rosenbrock_array, "S": s_array, "M": network_array,
+}
+def peer_function(name: str, xp: Any) -> Callable[[Any], Any]:
+    """The function JAX (xp = jax.numpy) or PyTorch (xp = torch) is given for case ``name``."""
+    return lambda x: ARRAY_CODE[name](x, xp)
+
+
+#: The code each tool is given, as the tables say it.
+FORMS = {"ours": "scalar loop over x[i] (Terms)", "casadi": "scalar loop over x[i] (SX)",
+         "symengine": "scalar loop over x[i] (symbols)", "jax": "array code (jax.numpy: slicing, sum, matmul)",
+         "torch": "array code (torch: slicing, sum, matmul)"}
 #: sad's functions under NumPy's names, for the traced/peer versions
 SAD = type("sadnp", (), {"sin": staticmethod(sad.sin), "exp": staticmethod(sad.exp), "tanh": staticmethod(sad.tanh)})
 PROGRAMS = ("gradient", "hessian", "hvp")
@@ -199,12 +242,14 @@ def jax_peer(name: str) -> dict[str, Any] | None:
     except ImportError:
         return None
     jax.config.update("jax_enable_x64", True)
-    f, n = CASES[name]
+    n = CASES[name][1]
     point, v, batch, hessian_batch = inputs(name)
-    fun = lambda x: f([x[i] for i in range(n)], jnp)  # noqa: E731
-    programs = {"gradient": (jax.grad(fun), (point,), (batch.T,), (0,)),
-                "hessian": (jax.hessian(fun), (point,), (hessian_batch.T,), (0,)),
-                "hvp": (lambda x, v: jax.jvp(jax.grad(fun), (x,), (v,))[1], (point, v), (batch.T, v), (0, None))}
+    fun = peer_function(name, jnp)
+    # JAX arrays made once, as a JAX user holds them: a NumPy batch would be copied in every call
+    point, v, batch, hessian_batch = (jnp.asarray(a) for a in (point, v, batch.T, hessian_batch.T))
+    programs = {"gradient": (jax.grad(fun), (point,), (batch,), (0,)),
+                "hessian": (jax.hessian(fun), (point,), (hessian_batch,), (0,)),
+                "hvp": (lambda x, v: jax.jvp(jax.grad(fun), (x,), (v,))[1], (point, v), (batch, v), (0, None))}
     row: dict[str, Any] = {}
     for what, (g, one, many, axes) in programs.items():
         single, batched = jax.jit(g), jax.jit(jax.vmap(g, in_axes=axes))
@@ -223,11 +268,9 @@ def torch_peer(name: str) -> dict[str, Any] | None:
     except ImportError:
         return None
     torch.set_default_dtype(torch.float64)
-    f, n = CASES[name]
+    n = CASES[name][1]
     point, v, batch, hessian_batch = inputs(name)
-    ops = type("torchnp", (), {"sin": staticmethod(torch.sin), "exp": staticmethod(torch.exp),
-                               "tanh": staticmethod(torch.tanh)})
-    fun = lambda x: f([x[i] for i in range(n)], ops)  # noqa: E731
+    fun = peer_function(name, torch)
     t = torch.from_numpy
     programs = {"gradient": (grad(fun), (t(point),), (t(batch.T.copy()),), (0,)),
                 "hessian": (hessian(fun), (t(point),), (t(hessian_batch.T.copy()),), (0,)),
@@ -254,10 +297,12 @@ def _ms(t: float | None) -> str:
 
 
 def tables(results: dict[str, Any]) -> list[str]:
+    forms = ["Code given to each tool: " + "; ".join(f"{tool} — {form}" for tool, form in FORMS.items())
+             + ". JAX: jit(grad), jit(hessian), jit(jvp∘grad), jit(vmap(·)) on batches; PyTorch: torch.func, eager.", ""]
     graphs = ["| case | f nodes: ours / CasADi | gradient graph: ours / CasADi (appended ÷ f) | SymEngine cse gradient ops "
               "| Hessian graph: ours / CasADi (nonzeros) | HVP graph: ours / CasADi jtimes |", "|---|---|---|---|---|---|"]
-    times = ["| case | program | build (ms) | compile NumPy / Numba (s) | 1 point: ours / JAX / PyTorch (µs) "
-             "| batch: ours NumPy / ours Numba / JAX / PyTorch (ms) |", "|---|---|---|---|---|---|"]
+    times = ["| case | program | build (ms) | compile NumPy / Numba (s) | 1 point: ours / JAX / PyTorch, µs (ours ÷ JAX) "
+             "| batch: ours NumPy / ours Numba / JAX / PyTorch, ms (ours NumPy ÷ JAX, Numba ÷ JAX) |", "|---|---|---|---|---|---|"]
     for name, row in results.items():
         o, c, s = row["ours"], row["casadi"] or {}, row["symengine"] or {}
         graphs.append(f"| {name} | {o['f']:,} / {c.get('f', '–')} "
@@ -268,27 +313,32 @@ def tables(results: dict[str, Any]) -> list[str]:
         for what in PROGRAMS:
             p, j, t = o[what], (row["jax"] or {}).get(what, {}), (row["torch"] or {}).get(what, {})
             points = f"{HESSIAN_POINTS:,}" if what == "hessian" else f"{POINTS:,}"
+            batch_ratios = _ratio(p["eval_batch"], j.get("eval_batch")) + (
+                f", {_ratio(p['eval_batch_numba'], j.get('eval_batch'))}" if p["eval_batch_numba"] else "")
             times.append(f"| {name} | {what} | {p['build'] * 1e3:,.1f} | {p['compile_numpy']:.2f} / {p['compile_numba']:.2f}{p['numba']} "
                          f"| {_us(p['eval_1'])} / {_us(j.get('eval_1'))} / {_us(t.get('eval_1'))} ({_ratio(p['eval_1'], j.get('eval_1'))}) "
                          f"| {points} points: {_ms(p['eval_batch'])} / {_ms(p['eval_batch_numba'])} / {_ms(j.get('eval_batch'))} "
-                         f"/ {_ms(t.get('eval_batch'))} ({_ratio(p['eval_batch'], j.get('eval_batch'))}) |")
-    return graphs + [""] + times
+                         f"/ {_ms(t.get('eval_batch'))} ({batch_ratios}) |")
+    return forms + graphs + [""] + times
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="R10, R100 and S only")
+    parser.add_argument("--rounds", type=int, default=1, help="whole measurements, one after another (medians)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     names = ["R10", "R100", "S"] if args.quick else list(CASES)
-    results: dict[str, Any] = {}
-    for name in names:
-        results[name] = {"ours": ours(name), "casadi": casadi_peer(name), "symengine": symengine_peer(name),
-                         "jax": jax_peer(name), "torch": torch_peer(name)}
-        print(f"{name} measured", flush=True)
+    rounds: dict[str, list[Any]] = {name: [] for name in names}
+    for r in range(args.rounds):
+        for name in names:
+            rounds[name].append({"ours": ours(name), "casadi": casadi_peer(name), "symengine": symengine_peer(name),
+                                 "jax": jax_peer(name), "torch": torch_peer(name)})
+            print(f"{name} measured (round {r + 1} of {args.rounds})", flush=True)
+    results = {name: median_of(found) for name, found in rounds.items()}
     lines = tables(results)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "many_variables.json").write_text(json.dumps(results, indent=1))
+    (args.out / "many_variables.json").write_text(json.dumps({"forms": FORMS, "rounds": args.rounds, "cases": results}, indent=1))
     (args.out / "many_variables.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

@@ -2,24 +2,29 @@
 
 Ours (repeated gen_graph; Taylor mode for all orders; ``diff`` for the n-th alone, with NumPy and
 Numba backends) and, measured in the same run, SymPy (diff + lambdify(cse=True)) and, when
-installed, SymEngine (lambdify, LLVM when available), JAX (nested grad + jit(vmap)) and PyTorch
-(nested autograd.grad with create_graph).
+installed, SymEngine (lambdify, LLVM when available), JAX two ways — nested grad and its Taylor
+mode ``jax.experimental.jet``, each jit(vmap)ed over the points — and PyTorch (nested
+autograd.grad with create_graph). F1–F5 are functions of one scalar, so every peer is given F
+written on one scalar with its own functions (functions.written_with), as its documentation
+writes such a function.
 
 Sizes: ours = nodes appended after f is built (Taylor: all orders up to n; diff: the n-th alone),
 and "ops" = the operations the n-th derivative evaluates (its program's nodes other than vars and
 constants, f's own included: the measure SymPy's cse count is); SymPy = count_ops of the n-th
-derivative and of its cse form; SymEngine = count_ops; JAX = jaxpr equations; PyTorch = autograd
-graph nodes reachable from the n-th derivative. Times are medians of --repeats runs (more for
+derivative and of its cse form; SymEngine = count_ops; JAX = jaxpr equations (nested grad, or the
+jet); PyTorch = autograd graph nodes reachable from the n-th derivative. Times are medians of --repeats runs (more for
 what is quick: builds of ours and SymEngine at least BUILD_RUNS), garbage collector paused as in
 timeit; every build starts from a built expression (ours: f on a fresh tape, made untimed before
 each run). Evaluation is on 100,000 points in [-2, 2] (F5: w1 in [1.1, 3], where log(w1) > 0),
 every tool's compiled function called in turn, round after round (up to 25 rounds), so that the
 VM's slow spells hit all of them alike; the median of each is quoted.
-A peer whose build + compile times 4 (its growth per order) passes --cap seconds is not run at
-higher orders of that function, PyTorch not past n = 6 and JAX not past n = 8 (memory); the
-JSON records them as skipped. Writes benchmarks/results/bench.json, table.md and sizes.png.
+A peer whose build + compile times its growth to the next order (GROWTH) passes --cap seconds is
+not run at higher orders of that function, PyTorch not past n = 6 and JAX's nested grad not past
+n = 8 (memory); the JSON records them as skipped. Orders 1–12 run every tool; n = 20 runs ours
+and JAX's jet. Writes benchmarks/results/bench.json, table.md (n = 10 and n = 20) and sizes.png.
 
-    python benchmarks/run.py [--quick] [--repeats 3] [--cap 30] [--functions F1,F3] [--out DIR]
+    python benchmarks/run.py [--quick | --orders 10,20] [--repeats 3] [--rounds 1] [--cap 30]
+                             [--functions F1,F3] [--out DIR]
 """
 
 from __future__ import annotations
@@ -189,10 +194,8 @@ def jax_peer(name: str, n: int, repeats: int) -> tuple[dict[str, Any], Callable[
     import jax.numpy as jnp
 
     jax.config.update("jax_enable_x64", True)
-    base = written_with(jnp, name)
-
     def build() -> tuple[Any, int]:
-        d = base
+        d = written_with(jnp, name)  # a new function each time, as for the jet
         for _ in range(n):
             d = jax.grad(d)
         jaxpr = jax.make_jaxpr(d)(0.5)
@@ -202,6 +205,38 @@ def jax_peer(name: str, n: int, repeats: int) -> tuple[dict[str, Any], Callable[
     pts = jnp.asarray(points_for(name))
     compile_time, g = median_time(lambda: jax.jit(jax.vmap(d)).lower(pts).compile(), 1)
     return {"size": eqns, "build": build_time, "compile": compile_time}, lambda: g(pts).block_until_ready()
+
+
+def jet_derivative(f: Callable[[Any], Any], n: int) -> Callable[[Any], Any]:
+    """The n-th derivative of f by JAX's Taylor mode: jet propagates the path x + t (series 1, 0,
+    …, 0; jet's series are derivatives, not divided by k!) and its n-th output term is f⁽ⁿ⁾(x)."""
+    from jax.experimental.jet import jet
+
+    def derivative(x: Any) -> Any:
+        _, series = jet(f, (x,), ((1.0,) + (0.0,) * (n - 1),))
+        return series[-1]
+    return derivative
+
+
+def jax_jet_peer(name: str, n: int, repeats: int) -> tuple[dict[str, Any], Callable[[], Any]]:
+    """JAX's own tool for high orders: one jet, jit(vmap)ed over the points (size: its jaxpr's
+    equations; build: tracing it)."""
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+
+    def build() -> tuple[Callable[[Any], Any], Any]:
+        """A new function each time: make_jaxpr caches by function, so a repeat of the same one
+        would time a cache hit."""
+        d = jet_derivative(written_with(jnp, name), n)
+        return d, jax.make_jaxpr(d)(0.5)
+
+    build_time, (d, jaxpr) = median_time(build, repeats)
+    pts = jnp.asarray(points_for(name))
+    compile_time, g = median_time(lambda: jax.jit(jax.vmap(d)).lower(pts).compile(), 1)
+    return ({"size": len(jaxpr.jaxpr.eqns), "build": build_time, "compile": compile_time},
+            lambda: g(pts).block_until_ready())
 
 
 def torch_peer(name: str, n: int, repeats: int) -> tuple[dict[str, Any], Callable[[], Any]]:
@@ -230,82 +265,122 @@ def torch_peer(name: str, n: int, repeats: int) -> tuple[dict[str, Any], Callabl
     return {"size": len(seen), "build": build_time, "compile": 0.0}, lambda: run(POINTS)
 
 
-PEERS = {"sympy": sympy_peer, "symengine": symengine_peer, "jax": jax_peer, "torch": torch_peer}
+PEERS = {"sympy": sympy_peer, "symengine": symengine_peer, "jax": jax_peer, "jax_jet": jax_jet_peer,
+         "torch": torch_peer}
+#: What the tables call each peer: the method, and the code it is given.
+LABELS = {"sympy": "SymPy diff + lambdify(cse)", "symengine": "SymEngine diff + lambdify",
+          "jax": "JAX nested grad, jit(vmap)", "jax_jet": "JAX jet (Taylor mode), jit(vmap)",
+          "torch": "PyTorch nested autograd.grad"}
+MODULES = {"jax_jet": "jax"}
 #: Highest order run per peer: PyTorch keeps every autograd node's 1e5-point tensor alive (its
 #: F3 graph has ~2 M nodes at n = 10: far past 24 GiB), JAX's nested-grad jaxpr grows x3 per order.
 MAX_ORDER = {"torch": 6, "jax": 8}
-#: Sizes grow x2-4 per order for the peers: stop before the build predictably passes the cap.
-GROWTH = 4.0
+#: Peers run at n = 20 too: Taylor mode, whose size grows like n², not by a factor per order.
+EVERY_ORDER = {"jax_jet"}
+#: Growth of build + compile to the next order run: x2-4 per order for nested differentiation;
+#: the jet's n² makes n = 20 about (20/12)² = 2.8 times n = 12.
+GROWTH = {"jax_jet": 2.8}
+DEFAULT_GROWTH = 4.0
 
 
 def available(peer: str) -> bool:
     try:
-        __import__(peer)
+        __import__(MODULES.get(peer, peer))
         return True
     except ImportError:
         return False
 
 
+def measure(name: str, orders: list[int], peers: list[str], backends: list[str], repeats: int, cap: float,
+            started: float) -> dict[str, Any]:
+    """Every tool on function ``name`` at each order: one row per order."""
+    rows: dict[str, Any] = {}
+    capped: dict[str, int] = {}
+    for n in orders:
+        row: dict[str, Any] = {}
+        evaluators: Evaluators = {}
+        row["taylor"], _ = ours(name, n, "taylor", repeats, [])
+        row["diff"], found = ours(name, n, "diff", repeats, backends)
+        evaluators.update({("diff", f"eval_{b}"): fn for b, fn in found.items()})
+        if n <= 12:
+            row["graph"], found = ours(name, n, "graph", repeats, ["numpy"])
+            evaluators[("graph", "eval_numpy")] = found["numpy"]
+        for peer in peers:
+            if n > 12 and peer not in EVERY_ORDER:
+                continue
+            if n > MAX_ORDER.get(peer, 99):
+                row[peer] = {"skipped": f"orders above {MAX_ORDER[peer]} not run (memory)"}
+                continue
+            if peer in capped:
+                row[peer] = {"skipped": f"build would pass {cap} s after n = {capped[peer]}"}
+                continue
+            try:
+                row[peer], evaluators[(peer, "eval")] = PEERS[peer](name, n, repeats)
+            except Exception as error:  # a peer failing is a result, not a crash
+                row[peer] = {"error": f"{type(error).__name__}: {error}"[:200]}
+                capped[peer] = n
+                continue
+            if (row[peer]["build"] + row[peer].get("compile", 0.0)) * GROWTH.get(peer, DEFAULT_GROWTH) > cap:
+                capped[peer] = n
+        for (tool, field), seconds in interleaved(evaluators, repeats).items():
+            row[tool][field] = seconds
+        del evaluators  # PyTorch's and JAX's buffers go before the next order
+        rows[str(n)] = row
+        t, d = row["taylor"], row["diff"]
+        print(f"{name} n={n:2d} taylor {t['size']:5d} nodes build {t['build'] * 1e3:7.2f} ms | "
+              f"diff {d['size']:5d} nodes ({d['ops']} ops) build {d['build'] * 1e3:7.2f} ms "
+              f"eval numpy {d['eval_numpy'] * 1e3:6.2f} ms"
+              + (f" numba {d['eval_numba'] * 1e3:6.2f} ms" if "eval_numba" in d else "")
+              + f"   [{time.perf_counter() - started:5.0f} s]", flush=True)
+    return rows
+
+
+def median_of(rounds: list[Any]) -> Any:
+    """One result from several rounds of the same measurement: the median of each number that
+    varies, the first round's value of anything else (sizes and notes agree in every round; a
+    key the first round lacks, such as a cap reached in one round only, is left out)."""
+    first = rounds[0]
+    if isinstance(first, dict):
+        return {key: median_of([r[key] for r in rounds if isinstance(r, dict) and key in r]) for key in first}
+    if isinstance(first, float) and all(isinstance(r, float) for r in rounds) and any(r != first for r in rounds):
+        return statistics.median(rounds)
+    return first
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="orders 1, 5, 10 only, for a smoke run")
+    parser.add_argument("--orders", help="orders to run, e.g. 10,20 (default 1–12 and 20)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per measurement (median)")
+    parser.add_argument("--rounds", type=int, default=1, help="whole runs, one after another (medians of each figure)")
     parser.add_argument("--cap", type=float, default=30.0, help="seconds a peer's build may take before its higher orders are skipped")
     parser.add_argument("--functions", default="F1,F2,F3,F4,F5")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for bench.json, table.md, sizes.png")
     args = parser.parse_args()
-    orders = [1, 5, 10] if args.quick else list(range(1, 13))
+    if args.orders:
+        orders = [int(n) for n in args.orders.split(",")]
+    else:
+        orders = [1, 5, 10] if args.quick else list(range(1, 13)) + [20]
     backends = ["numpy"] + (["numba"] if available("numba") else [])
     peers = [p for p in PEERS if available(p)]
+    names = args.functions.split(",")
     print(f"peers: {', '.join(peers)}; backends: {', '.join(backends)}; {os.cpu_count()} cores", flush=True)
     results: dict[str, Any] = {"machine": {"python": platform.python_version(), "cores": os.cpu_count(),
                                            "numpy": np.__version__},
-                               "points": POINTS, "repeats": args.repeats, "cap_seconds": args.cap,
-                               "functions": {}}
+                               "points": POINTS, "repeats": args.repeats, "rounds": args.rounds, "cap_seconds": args.cap,
+                               "peers": {peer: LABELS[peer] for peer in peers}, "functions": {}}
     started = time.perf_counter()
-    for name in args.functions.split(","):
-        rows: dict[str, Any] = {}
-        capped: dict[str, int] = {}
-        for n in orders + ([20] if not args.quick else []):
-            row: dict[str, Any] = {}
-            evaluators: Evaluators = {}
-            row["taylor"], _ = ours(name, n, "taylor", args.repeats, [])
-            row["diff"], found = ours(name, n, "diff", args.repeats, backends)
-            evaluators.update({("diff", f"eval_{b}"): fn for b, fn in found.items()})
-            if n <= 12:
-                row["graph"], found = ours(name, n, "graph", args.repeats, ["numpy"])
-                evaluators[("graph", "eval_numpy")] = found["numpy"]
-                for peer in peers:
-                    if n > MAX_ORDER.get(peer, 99):
-                        row[peer] = {"skipped": f"orders above {MAX_ORDER[peer]} not run (memory)"}
-                        continue
-                    if peer in capped:
-                        row[peer] = {"skipped": f"build would pass {args.cap} s after n = {capped[peer]}"}
-                        continue
-                    try:
-                        row[peer], evaluators[(peer, "eval")] = PEERS[peer](name, n, args.repeats)
-                    except Exception as error:  # a peer failing is a result, not a crash
-                        row[peer] = {"error": f"{type(error).__name__}: {error}"[:200]}
-                        capped[peer] = n
-                        continue
-                    if (row[peer]["build"] + row[peer].get("compile", 0.0)) * GROWTH > args.cap:
-                        capped[peer] = n
-            for (tool, field), seconds in interleaved(evaluators, args.repeats).items():
-                row[tool][field] = seconds
-            del evaluators  # PyTorch's and JAX's buffers go before the next order
-            rows[str(n)] = row
-            t, d = row["taylor"], row["diff"]
-            print(f"{name} n={n:2d} taylor {t['size']:5d} nodes build {t['build'] * 1e3:7.2f} ms | "
-                  f"diff {d['size']:5d} nodes ({d['ops']} ops) build {d['build'] * 1e3:7.2f} ms "
-                  f"eval numpy {d['eval_numpy'] * 1e3:6.2f} ms"
-                  + (f" numba {d['eval_numba'] * 1e3:6.2f} ms" if "eval_numba" in d else "")
-                  + f"   [{time.perf_counter() - started:5.0f} s]", flush=True)
-        results["functions"][name] = {"text": TEXT[name], "orders": rows}
+    found: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    for _ in range(args.rounds):
+        for name in names:
+            found[name].append(measure(name, orders, peers, backends, args.repeats, args.cap, started))
+    for name in names:
+        results["functions"][name] = {"text": TEXT[name], "orders": median_of(found[name])}
     results["fit"] = fit_exponents(results)
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(results, indent=1))
-    table = summary(results, 10)
+    table = "\n".join(summary(results, n) for n in (10, 20) if n in orders)
     (out / "table.md").write_text(table)
     print(table)
     written = ["bench.json", "table.md"]
@@ -336,46 +411,51 @@ def _fmt(value: float | None, unit: str = "ms") -> str:
     return f"{value * 1e3:.3g}" if unit == "ms" else f"{value:.3g}"
 
 
+def _peer_cell(peer: str, p: dict[str, Any] | None) -> str:
+    if not p or "size" not in p:
+        return "not run" if not p else ("skipped" if "skipped" in p else "error")
+    size = f"{p['size']} ({p['size_cse']})" if peer == "sympy" else f"{p['size']}"
+    if peer == "torch":  # define-by-run: no build apart from its evaluation
+        return f"{size} / {_fmt(p['eval'])}"
+    compiled = f" / {_fmt(p['compile'])}" if peer.startswith("jax") else ""
+    return f"{size} / {_fmt(p['build'])}{compiled} / {_fmt(p['eval'])}"
+
+
 def summary(results: dict[str, Any], n: int) -> str:
     """The Markdown table at order n: sizes, build and eval times, ratios ours / best peer."""
+    peers = [peer for peer in PEERS if any(peer in data["orders"].get(str(n), {}) for data in results["functions"].values())]
+    unit = {"sympy": "ops (cse) / build / eval", "symengine": "ops / build / eval", "jax": "eqns / build / compile / eval",
+            "jax_jet": "eqns / build / compile / eval", "torch": "nodes / eval"}
     lines = [f"### order n = {n}, {results['points']:,} points, medians (times in ms)", "",
+             "Each peer is given F on one scalar x written with its own functions (F1–F5 are one-variable "
+             "functions), applied to the points as it documents: SymPy and SymEngine lambdify on a NumPy array, "
+             "JAX jit(vmap(·)), PyTorch elementwise on a tensor. Peers not installed: "
+             + (", ".join(LABELS[p] for p in PEERS if p not in results["peers"]) or "none") + ".", "",
              "| F | ours Taylor, all orders: nodes / build | ours diff, n-th alone: nodes (ops) / build / "
-             "eval numpy / eval numba | ours gen_graph: nodes / build | SymPy: ops (cse) / build / eval | "
-             "SymEngine: ops / build / eval | JAX: eqns / build / eval | PyTorch: nodes / eval | "
-             "best peer: size, build, eval | ours/best: ops, build (all orders, n-th alone), eval (numpy, numba) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "eval numpy / eval numba | ours gen_graph: nodes / build | "
+             + " | ".join(f"{LABELS[p]}: {unit[p]}" for p in peers)
+             + " | best peer: size, build, eval | ours/best: ops, build (all orders, n-th alone), eval (numpy, numba) |",
+             "|" + "---|" * (6 + len(peers))]
     for name, data in results["functions"].items():
         row = data["orders"].get(str(n))
         if row is None:
             continue
-        t, d, g = row["taylor"], row["diff"], row["graph"]
-        cell = {}
-        sizes, builds, evals = [], [], []
-        for peer in PEERS:
-            p = row.get(peer)
-            if not p or "size" not in p:
-                cell[peer] = "–" if not p else ("skipped" if "skipped" in p else "error")
-                continue
-            sizes.append(p.get("size_cse", p["size"]))
-            builds.append(p["build"])
-            evals.append(p["eval"])
-            if peer == "sympy":
-                cell[peer] = f"{p['size']} ({p['size_cse']}) / {_fmt(p['build'])} / {_fmt(p['eval'])}"
-            elif peer == "torch":
-                cell[peer] = f"{p['size']} / {_fmt(p['eval'])}"
-            else:
-                cell[peer] = f"{p['size']} / {_fmt(p['build'])} / {_fmt(p['eval'])}"
+        t, d, g = row["taylor"], row["diff"], row.get("graph")
+        found = [row[p] for p in peers if "size" in row.get(p, {})]
         numba = d.get("eval_numba")
         best, ratio = "–", "–"
-        if sizes:
-            size, build, ev = min(sizes), min(builds), min(evals)
+        if found:
+            size = min(p.get("size_cse", p["size"]) for p in found)
+            build = min(p["build"] for p in found)
+            ev = min(p["eval"] for p in found)
             best = f"{size}, {_fmt(build)}, {_fmt(ev)}"
             ratio = (f"{d['ops'] / size:.2f}, {t['build'] / build:.2f} / {d['build'] / build:.2f}, "
                      f"{d['eval_numpy'] / ev:.2f}" + (f" / {numba / ev:.2f}" if numba else ""))
+        graph = f"{g['size']} / {_fmt(g['build'])}" if g else "not run"
         lines.append(
             f"| {name} | {t['size']} / {_fmt(t['build'])} | {d['size']} ({d['ops']}) / {_fmt(d['build'])} / "
-            f"{_fmt(d['eval_numpy'])} / {_fmt(numba)} | {g['size']} / {_fmt(g['build'])} | {cell['sympy']} | "
-            f"{cell['symengine']} | {cell['jax']} | {cell['torch']} | {best} | {ratio} |")
+            f"{_fmt(d['eval_numpy'])} / {_fmt(numba)} | {graph} | "
+            + " | ".join(_peer_cell(p, row.get(p)) for p in peers) + f" | {best} | {ratio} |")
     fit = results.get("fit", {})
     lines += ["", "Fitted growth exponent of Taylor-mode size, all orders (log size vs log n, n = 4..20): "
               + ", ".join(f"{k} {v:.2f}" for k, v in fit.items())]
@@ -394,7 +474,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
     series = [("taylor", "ours, Taylor (all orders)", "size"), ("diff", "ours, diff (n-th, ops)", "ops"),
               ("graph", "ours, gen_graph", "size"),
               ("sympy", "SymPy (cse)", "size_cse"), ("symengine", "SymEngine", "size"),
-              ("jax", "JAX eqns", "size"), ("torch", "PyTorch nodes", "size")]
+              ("jax", "JAX nested grad eqns", "size"), ("jax_jet", "JAX jet eqns", "size"),
+              ("torch", "PyTorch nodes", "size")]
     for ax, name in zip(axes, names):
         orders = results["functions"][name]["orders"]
         for key, label, field in series:

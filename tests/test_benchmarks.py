@@ -1,11 +1,22 @@
-"""The benchmark script runs end to end (a quick run on F1), so `make bench` cannot rot."""
+"""The benchmark scripts run end to end (quick runs), so `make bench` cannot rot; and every peer is
+given the code its own documentation writes (array code for JAX and PyTorch where the function
+takes an array), computing what ours computes."""
 
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pytest
+
+import subgraph_ad as sad
+
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import many_variables  # noqa: E402
+import run as bench_run  # noqa: E402
+from functions import written_with  # noqa: E402
 
 
 def test_quick_benchmark_writes_results_with_our_sizes(tmp_path):
@@ -26,8 +37,11 @@ def test_quick_benchmark_writes_results_with_our_sizes(tmp_path):
     assert orders["10"]["diff"]["eval_numpy"] > 0 and orders["10"]["graph"]["eval_numpy"] > 0
     sympy_row = orders["10"]["sympy"]
     assert sympy_row["size_cse"] <= sympy_row["size"] and sympy_row["eval"] > 0
+    assert orders["10"]["jax_jet"]["size"] > 0 and orders["10"]["jax_jet"]["eval"] > 0  # JAX's Taylor mode at n = 10
+    assert "skipped" in orders["10"]["jax"]  # nested grad stops at n = 8
     table = (tmp_path / "table.md").read_text()
     assert table.startswith("### order n = 10") and "| F1 |" in table
+    assert "JAX jet (Taylor mode), jit(vmap): eqns / build / compile / eval" in table
     assert "bench.json, table.md" in run.stdout
 
 
@@ -39,7 +53,9 @@ def test_the_many_variables_benchmark_runs_and_meets_the_node_targets(tmp_path):
     run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "many_variables.py"), "--quick", "--out", str(tmp_path)],
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr
-    results = json.loads((tmp_path / "many_variables.json").read_text())
+    saved = json.loads((tmp_path / "many_variables.json").read_text())
+    assert saved["forms"] == many_variables.FORMS and saved["rounds"] == 1
+    results = saved["cases"]
     assert sorted(results) == ["R10", "R100", "S"]
     for name, row in results.items():
         ours = row["ours"]
@@ -53,3 +69,79 @@ def test_the_many_variables_benchmark_runs_and_meets_the_node_targets(tmp_path):
     assert results["R100"]["ours"]["hessian"]["nonzeros"] == 3 * 100 - 2
     table = (tmp_path / "many_variables.md").read_text()
     assert "| R100 | hvp |" in table and "| S | 298 /" in table
+    assert "jax — array code (jax.numpy: slicing, sum, matmul)" in table  # the table says what JAX was given
+    assert results["R100"]["jax"]["hvp"]["eval_batch"] > 0
+
+
+# -- the peers are given the code their own documentation writes (no timings here) ---------------
+def _jax():
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+    return jax, jnp
+
+
+def test_jax_and_torch_are_given_array_code_whose_program_does_not_grow_with_n():
+    """JAX's and PyTorch's function (one array function, read with jax.numpy or torch) traces
+    to the same few equations for R10, R100 and R1000, and to at most 20 for S and M; the loop
+    over x[i] that the scalar tools get traces to more equations than variables (R100, S)."""
+    jax, jnp = _jax()
+    eqns = {}
+    for name, (loop, n) in many_variables.CASES.items():
+        point = np.linspace(-0.5, 0.5, n)
+        eqns[name] = len(jax.make_jaxpr(many_variables.peer_function(name, jnp))(point).eqns)
+        if name in ("R100", "S"):
+            assert len(jax.make_jaxpr(lambda x: loop([x[i] for i in range(n)], jnp))(point).eqns) > n, name
+    assert eqns["R10"] == eqns["R100"] == eqns["R1000"] and max(eqns.values()) <= 20, eqns
+    assert set(many_variables.ARRAY_CODE) == set(many_variables.CASES)
+    assert "array code" in many_variables.FORMS["jax"] and "array code" in many_variables.FORMS["torch"]
+
+
+@pytest.mark.parametrize("name", list(many_variables.CASES))
+def test_the_array_code_has_our_gradient_and_hvp(name):
+    """At a random point, JAX's gradient and Hessian-vector product of the array code equal ours
+    (built on the tape from the loop over x[i], compiled) to 1e-12 of their largest entry; and
+    the array code read with NumPy, the module PyTorch's reading mirrors, equals the loop's value."""
+    jax, jnp = _jax()
+    loop, n = many_variables.CASES[name]
+    rng = np.random.default_rng(7)
+    point, v = rng.uniform(-0.5, 0.5, n), rng.standard_normal(n)
+    fun = many_variables.peer_function(name, jnp)
+    theirs_gradient = np.asarray(jax.grad(fun)(point))
+    theirs_hvp = np.asarray(jax.jvp(jax.grad(fun), (point,), (v,))[1])
+    tape = sad.Tape()
+    xs = [tape.var(f"x{i}") for i in range(n)]
+    vs = [tape.var(f"v{i}") for i in range(n)]
+    z = loop(xs, many_variables.SAD)
+    ours_gradient = np.array(sad.lambdify(xs, z.grad_graph(xs))(*point))
+    ours_hvp = np.array(sad.lambdify(xs + vs, sad.hvp(z, xs, vs))(*point, *v))
+    for ours, theirs in ((ours_gradient, theirs_gradient), (ours_hvp, theirs_hvp)):
+        assert np.max(np.abs(ours - theirs)) <= 1e-12 * np.max(np.abs(theirs)), name
+    assert many_variables.ARRAY_CODE[name](point, np) == pytest.approx(loop(list(point), np), rel=1e-13)
+
+
+@pytest.mark.parametrize("name,n", [(f"F{i}", 10) for i in range(1, 6)] + [("F4", 20)])
+def test_jax_jet_gives_the_nth_derivative(name, n):
+    """The jet the benchmark times (jit(vmap)ed, on two points) is f⁽ⁿ⁾ — mpmath's numerical n-th
+    derivative at 40 digits — to 1e-12 relative, at n = 10 and at n = 20 where nested grad is
+    not run."""
+    import mpmath
+
+    jax, jnp = _jax()
+    at = [1.7, 2.3] if name == "F5" else [0.5, -1.3]
+    theirs = jax.jit(jax.vmap(bench_run.jet_derivative(written_with(jnp, name), n)))(jnp.asarray(at))
+    with mpmath.workdps(40):
+        expected = [float(mpmath.diff(written_with(mpmath, name), mpmath.mpf(a), n)) for a in at]
+    np.testing.assert_allclose(np.asarray(theirs), expected, rtol=1e-12)
+    assert "jax_jet" in bench_run.PEERS and "jax_jet" in bench_run.EVERY_ORDER and "jax_jet" not in bench_run.MAX_ORDER
+
+
+def test_rounds_are_merged_field_by_field_into_medians():
+    """--rounds: a time that varies becomes its median, a size or note the same in every round
+    stays as it is, and a field only a later round has (a cap reached once) is left out."""
+    rounds = [{"F1": {"size": 38, "build": 3.0, "note": "numba"}},
+              {"F1": {"size": 38, "build": 1.0, "note": "numba", "skipped": "cap"}},
+              {"F1": {"size": 38, "build": 2.5, "note": "numba"}}]
+    assert bench_run.median_of(rounds) == {"F1": {"size": 38, "build": 2.5, "note": "numba"}}
+    assert many_variables.median_of is bench_run.median_of
