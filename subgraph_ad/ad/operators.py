@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from ..core import Callback, Tape, Term, dependencies
+from ..core import Callback, LimitError, Tape, Term, checks, dependencies
 from ..core.ops import exact_value
 from ..functions import power_partial
 from .forward import RULES, derivative_order, gen_graph_many
@@ -95,6 +95,10 @@ class Algebra:
                 return c, i
             if node.op == "neg":
                 c, i = -c, node.args[0]
+                continue
+            if node.op == "fn" and node.payload.arity == 1 and node.payload.negative_of is not None:
+                # −sin(u) (cos′) as −1 times the sin(u) u has: f = −g reads g's node
+                c, i = -c, node.payload.negative_of(Term(self.tape, node.args[0])).index
                 continue
             if node.op == "mul" and nodes[node.args[0]].op == "const":
                 value = self.number(node.args[0])
@@ -401,31 +405,131 @@ class Pass:
             out |= self.rows[p]
         return out
 
+    def scaling(self, i: int) -> Optional[tuple[int, Callable[[Lin], Lin]]]:
+        """For a node with one moving operand a, whose gradient is s·∇a: (a, value ↦ value·s);
+        else None. Then ∇i·∇j = s·(∇a·∇j), and the entries of ∇i are never built."""
+        node = self.tape.nodes[i]
+        moving = [a for a in dict.fromkeys(node.args) if self.mask(a)]
+        if len(moving) != 1 or not node.args:
+            return None
+        (a,) = moving
+        alg, op = self.alg, node.op
+        if op in ("add", "neg") or (op == "sub" and a == node.args[0]):
+            sign = -1 if op == "neg" else 1
+            return a, lambda value: alg.scale(value, sign)
+        if op == "sub":
+            return a, lambda value: alg.scale(value, -1)
+        if op == "mul":
+            other = alg.of(node.args[1] if a == node.args[0] else node.args[0])
+            factor = alg.scale(alg.of(a), 2) if node.args[0] == node.args[1] else other
+            return a, lambda value: alg.mul(value, factor)
+        if op == "div":
+            b = node.args[1]
+            if a == node.args[0]:
+                return a, lambda value: alg.div(value, b)
+            return a, lambda value: alg.scale(alg.div(alg.mul(value, alg.of(i)), b), -1)
+        ((_, f),) = self.partials(i)
+        return a, lambda value: self.times(value, f)
+
     def pair(self, a: int, b: int) -> Lin:
-        """∇a·∇b (∇aᵀA∇b with a metric) over the entries both sides reach: a structural zero
-        when no var pairs them, and nothing is built for a var only one side reaches."""
-        key = (a, b) if a <= b else (b, a)
-        if key in self.pair_memo:
-            return self.pair_memo[key]
+        """∇a·∇b (∇aᵀA∇b with a metric): a structural zero when no var pairs them. Through a
+        node of one moving operand the pairing is scaled (``scaling``), memoised at every step;
+        the rest is summed over the entries both sides reach (``_entries``), and nothing is
+        built for a var only one side reaches. Iterative: a chain of compositions never
+        recurses."""
+        steps: list[tuple[tuple[int, int], list[Callable[[Lin], Lin]]]] = []
+        memo = self.pair_memo
+        while True:
+            key = (a, b) if a <= b else (b, a)
+            if key in memo:
+                result = memo[key]
+                break
+            if not self.mask(a) & self.neighbours(self.mask(b)):
+                result = memo[key] = None
+                break
+            a, b = key[1], key[0]  # the later node first
+            found = self.scaling(a) or (self.scaling(b) if a != b else None)
+            if found is None:
+                result = memo[key] = self._entries(a, b)
+                break
+            operand, apply = found
+            if a == b:
+                steps.append((key, [apply, apply]))
+                a = b = operand
+            elif self.scaling(a) is not None:
+                steps.append((key, [apply]))
+                a = operand
+            else:
+                steps.append((key, [apply]))
+                b = operand
+        for key, applies in reversed(steps):
+            for apply in applies:
+                result = apply(result)
+            memo[key] = result
+        return result
+
+    def _entries(self, a: int, b: int) -> Lin:
+        """Σ_p ∂a/∂x_p·∂b/∂x_p (Σ_pq A_pq ∂a/∂x_p·∂b/∂x_q) over the entries both sides reach.
+
+        An entry is a Lin Σ c·T over a few nodes T (the tanh′ of a layer, say). Where the entries
+        share few nodes among many vars, the sum is taken as a bilinear form in those nodes
+        instead, Σ_ts (Σ_p c_pt·c_ps)·T·S, its coefficients summed as numbers: the nodes it
+        builds then grow with the nodes, not with the vars (``_bilinear``); each way is costed
+        and the cheaper built."""
         alg = self.alg
         need_a = self.mask(a) & self.neighbours(self.mask(b))
         need_b = self.mask(b) & self.neighbours(self.mask(a))
+        ga, gb = self.gradient(a, need_a), self.gradient(b, need_b)
+        pairs = [(ea, w, gb[q]) for p in bits(need_a) if (ea := ga.get(p)) is not None
+                 for q, w in (((p, None),) if self.metric is None else self.metric[p].items())
+                 if need_b >> q & 1 and gb.get(q) is not None]
+        bilinear = self._bilinear(pairs)
+        if bilinear is not None:
+            return bilinear
         total: dict = {}
-        if need_a and need_b:
-            ga, gb = self.gradient(a, need_a), self.gradient(b, need_b)
-            for p in bits(need_a):
-                ea = ga.get(p)
-                if ea is None:
-                    continue
-                if self.metric is None:
-                    alg.accumulate(total, alg.mul(ea, gb.get(p)))
-                    continue
-                for q, w in self.metric[p].items():
-                    if need_b >> q & 1 and gb.get(q) is not None:
-                        alg.accumulate(total, alg.mul(alg.mul(w, ea), gb[q]))
-        result = total or None
-        self.pair_memo[key] = result
-        return result
+        for ea, w, eb in pairs:
+            alg.accumulate(total, alg.mul(ea if w is None else alg.mul(w, ea), eb))
+        return total or None
+
+    def _bilinear(self, pairs: list[tuple[dict, Lin, dict]]) -> Lin:
+        """The pairing as Σ_ts C_ts·T·S with C summed as numbers, if that builds fewer nodes than
+        one product per entry (each entry of several nodes built first); None otherwise, or
+        where a weight is a Term."""
+        if any(w is not None and None not in w for w, in ((w,) for _, w, _ in pairs)) or \
+                any(w is not None and len(w) > 1 for _, w, _ in pairs):
+            return None
+        weight = lambda w: 1 if w is None else w[None]  # noqa: E731
+        coefficients: dict[tuple[Optional[int], Optional[int]], Scalar] = {}
+        for ea, w, eb in pairs:
+            c = weight(w)
+            for t, ct in ea.items():
+                for u, cu in eb.items():
+                    key = (t, u) if (t if t is not None else -1) <= (u if u is not None else -1) else (u, t)
+                    coefficients[key] = coefficients.get(key, 0) + c * ct * cu
+        live = [c for (t, u), c in coefficients.items() if c != 0 and t is not None and u is not None]
+        distinct = {id(e): e for ea, _, eb in pairs for e in (ea, eb)}.values()
+        separate = sum(_make_cost(e) for e in distinct) + 2 * len(pairs)
+        if 2 * len(live) + len(set(live)) >= separate:
+            return None
+        alg = self.alg
+        total: dict = {}
+        for (t, u), c in coefficients.items():
+            if c == 0:
+                continue
+            if t is None or u is None:
+                alg.accumulate(total, {u if t is None else t: c})
+            else:
+                c0, k = alg.product(t, u)
+                alg.accumulate(total, None if c * c0 == 0 else {k: c * c0})
+        return total or None
+
+
+def _make_cost(a: dict) -> int:
+    """About how many nodes ``Algebra.make`` appends for a Lin of several nodes (0 for one)."""
+    nodes = [c for k, c in a.items() if k is not None]
+    if len(a) <= 1:
+        return 0
+    return len(nodes) - 1 + len({abs(c) for c in nodes} - {1}) + (None in a)
 
 
 # -- the reverse rules of ``Pass.gradient``: (operand, its share of the adjoint) ------------------------
@@ -534,7 +638,8 @@ LAPLACIAN: dict[str, Callable[[Pass, int, Any, Values], Lin]] = {
 }
 
 
-def _laplacian_pass(p: Pass, root: int) -> Lin:
+def _laplacian_pass(p: Pass, root: int) -> Values:
+    """Δ of every node root needs that moves (absent: zero), in tape order."""
     tape = p.tape
     nodes = tape.nodes
     order = dependencies(tape, [root], stop=lambda i: not p.mask(i))
@@ -546,7 +651,128 @@ def _laplacian_pass(p: Pass, root: int) -> Lin:
             found = LAPLACIAN[node.op](p, i, node, lap)
             if found is not None:
                 lap[i] = found
-    return lap.get(root)
+    return lap
+
+
+# -- the biharmonic in one pass (method="direct") -------------------------------------------------------
+def _operand_partials(p: Pass, i: int) -> list[tuple[int, Optional[Term]]]:
+    """(operand, ∂node/∂operand) for the distinct moving operands of a mul, div, pow or fn node."""
+    node = p.tape.nodes[i]
+    tape = p.tape
+    if node.op == "mul":
+        a, b = node.args
+        if a == b:
+            return [(a, 2 * Term(tape, a))]
+        return [(o, Term(tape, other)) for o, other in ((a, b), (b, a)) if p.mask(o)]
+    if node.op == "div":
+        a, b = node.args
+        shares = [(a, 1 / Term(tape, b))] if p.mask(a) else []
+        return shares + ([(b, -Term(tape, i) / Term(tape, b))] if p.mask(b) and b != a else [])
+    return p.partials(i)
+
+
+class _Direct:
+    """Δ²c of a node c = f(u₁, …) from its operands' Δ²u, Δu, ∇u and Hessians, by the chain rule
+    to the fourth order (G_kl = ∇u_k·∇u_l, H_k the Hessian of u_k, f_k… the local partials):
+
+    Δ²c = Σ f_k Δ²u_k + Σ f_kl [Δu_kΔu_l + 2(∇u_k·∇Δu_l + ∇u_l·∇Δu_k) + 2⟨H_k, H_l⟩]
+          + Σ f_klm [2Δu_k G_lm + 4 ∇u_mᵀH_k∇u_l] + Σ f_klmn G_kl G_mn,
+
+    sums over ordered operand tuples. ⟨H_k, H_l⟩ = Σ_p ∇(∂_p u_k)·∇(∂_p u_l) and
+    ∇u_mᵀH_k∇u_l = Σ_p ∂_p u_m·(∇(∂_p u_k)·∇u_l) are pairings of gradient entries."""
+
+    def __init__(self, p: Pass, lap: Values) -> None:
+        self.p, self.lap = p, lap
+        self.terms: dict[int, Optional[Term]] = {}
+        self.entry_terms: dict[tuple[int, int], Optional[Term]] = {}
+        self.higher: dict[tuple[int, tuple[int, ...]], Optional[Term]] = {}
+
+    def lap_term(self, i: int) -> Optional[Term]:
+        if i not in self.terms:
+            self.terms[i] = self.p.alg.make(self.lap.get(i))
+        return self.terms[i]
+
+    def entry(self, i: int, q: int) -> Optional[Term]:
+        """∂i/∂x_q as a node."""
+        key = (i, q)
+        if key not in self.entry_terms:
+            self.entry_terms[key] = self.p.alg.make(self.p.gradient(i, 1 << q).get(q))
+        return self.entry_terms[key]
+
+    def pair_terms(self, a: Optional[Term], b: Optional[Term]) -> Lin:
+        return None if a is None or b is None else self.p.pair(a.index, b.index)
+
+    def hessians(self, a: int, b: int) -> Lin:
+        """⟨H_a, H_b⟩ (Frobenius)."""
+        total: dict = {}
+        for q in bits(self.p.mask(a) & self.p.mask(b)):
+            self.p.alg.accumulate(total, self.pair_terms(self.entry(a, q), self.entry(b, q)))
+        return total or None
+
+    def sandwich(self, m: int, k: int, l: int) -> Lin:
+        """∇mᵀH_k∇l."""
+        alg = self.p.alg
+        total: dict = {}
+        for q in bits(self.p.mask(m) & self.p.mask(k)):
+            dm = self.p.gradient(m, 1 << q).get(q)
+            alg.accumulate(total, alg.mul(dm, self.pair_terms(self.entry(k, q), Term(self.p.tape, l))))
+        return total or None
+
+    def partial(self, i: int, parts: list[tuple[int, Optional[Term]]], index: tuple[int, ...]) -> Optional[Term]:
+        """f with the operands of ``index`` (positions in ``parts``) differentiated, symmetric."""
+        index = tuple(sorted(index))
+        key = (i, index)
+        if key not in self.higher:
+            moving = [a for a, _ in parts]
+            found = parts[index[0]][1] if len(index) == 1 else \
+                self.p.local(self.partial(i, parts, index[:-1]), moving[index[-1]], moving)
+            self.higher[key] = found
+        return self.higher[key]
+
+    def rule(self, i: int, node: Any, bih: Values) -> Lin:
+        p, alg, lap = self.p, self.p.alg, self.lap
+        if node.op in ("add", "sub", "neg"):
+            signs = (1, -1) if node.op == "sub" else (-1,) if node.op == "neg" else (1, 1)
+            total: Lin = None
+            for a, sign in zip(node.args, signs):
+                total = alg.add(total, alg.scale(bih.get(a), sign))
+            return total
+        parts = _operand_partials(p, i)
+        ops = [a for a, _ in parts]
+        r = range(len(ops))
+        f = lambda *index: alg.of(self.partial(i, parts, index))  # noqa: E731
+        total = None
+        for k in r:
+            total = alg.add(total, p.times(bih.get(ops[k]), parts[k][1]))
+        for k, l in itertools.product(r, r):
+            a, b = ops[k], ops[l]
+            inner = alg.mul(lap.get(a), lap.get(b))
+            cross = alg.add(self.pair_terms(Term(p.tape, a), self.lap_term(b)),
+                            self.pair_terms(Term(p.tape, b), self.lap_term(a)))
+            inner = alg.add(inner, alg.scale(cross, 2))
+            inner = alg.add(inner, alg.scale(self.hessians(a, b), 2))
+            total = alg.add(total, alg.mul(f(k, l), inner))
+        for k, l, m in itertools.product(r, r, r):
+            inner = alg.add(alg.scale(alg.mul(lap.get(ops[k]), p.pair(ops[l], ops[m])), 2),
+                            alg.scale(self.sandwich(ops[m], ops[k], ops[l]), 4))
+            total = alg.add(total, alg.mul(f(k, l, m), inner))
+        for k, l, m, n in itertools.product(r, r, r, r):
+            total = alg.add(total, alg.mul(f(k, l, m, n), alg.mul(p.pair(ops[k], ops[l]), p.pair(ops[m], ops[n]))))
+        return total
+
+
+def _direct_biharmonic(p: Pass, root: int) -> Lin:
+    lap = _laplacian_pass(p, root)
+    direct = _Direct(p, lap)
+    nodes = p.tape.nodes
+    bih: Values = {}
+    for i in dependencies(p.tape, [root], stop=lambda i: not p.mask(i)):
+        node = nodes[i]
+        if node.args and p.mask(i):
+            found = direct.rule(i, node, bih)
+            if found is not None:
+                bih[i] = found
+    return bih.get(root)
 
 
 # -- checks ------------------------------------------------------------------------------------------
@@ -667,25 +893,68 @@ def laplacian(u: Term, xs: Any, weights: Any = None, callback: Callback | None =
             if entries is not None:
                 p.metric = _metric(p.alg, entries, len(xs))
                 p.rows = [sum(1 << q for q in row) for row in p.metric]
-            return [p.alg.term(_laplacian_pass(p, u.index)).index]
+            return [p.alg.term(_laplacian_pass(p, u.index).get(u.index)).index]
 
         (index,) = tape.pruned(build)
         return Term(tape, index)
 
 
-def biharmonic(u: Term, xs: Any, callback: Callback | None = None) -> Term:
-    """Δ²u = Σᵢⱼ ∂⁴u/∂xᵢ²∂xⱼ² as a Term: the Laplacian pass run on the Laplacian's own graph
-    (what measured smallest, see docs/operators.md). Transactional."""
+#: How ``biharmonic`` builds: the Laplacian pass twice, one fourth-order pass, or whichever of
+#: the two appends fewer nodes.
+BIHARMONIC_METHODS = ("auto", "nested", "direct")
+
+
+def _biharmonic_build(tape: Tape, xs: list[Term], root: int, method: str) -> list[int]:
+    first = Pass(tape, xs)
+    if method == "direct":
+        return [first.alg.term(_direct_biharmonic(first, root)).index]
+    lap = first.alg.term(_laplacian_pass(first, root).get(root))
+    second = Pass(tape, xs)
+    return [second.alg.term(_laplacian_pass(second, lap.index).get(lap.index)).index]
+
+
+#: The direct trial of ``biharmonic(method="auto")`` stops past this many times the nodes of
+#: the nested one: it is then larger, or too slow to be worth it.
+DIRECT_BUDGET = 4
+
+
+def _smaller(tape: Tape, xs: list[Term], root: int) -> str:
+    """"direct" if it appends fewer nodes than "nested" (measured on trial; the direct trial,
+    whose pass also builds nodes it then drops, is stopped by a budget of ``DIRECT_BUDGET``
+    times the nested count), else "nested"."""
+    with tape.trial() as nested:
+        tape.pruned(lambda: _biharmonic_build(tape, xs, root, "nested"))
+    saved = tape.max_nodes
+    limit = len(tape) + DIRECT_BUDGET * nested.appended
+    tape.max_nodes = limit if saved is None else min(saved, limit)
+    try:
+        with tape.trial() as direct:
+            tape.pruned(lambda: _biharmonic_build(tape, xs, root, "direct"))
+    except LimitError:
+        return "nested"
+    finally:
+        tape.max_nodes = saved
+    return "direct" if direct.appended < nested.appended else "nested"
+
+
+def biharmonic(u: Term, xs: Any, method: str = "auto", callback: Callback | None = None) -> Term:
+    """Δ²u = Σᵢⱼ ∂⁴u/∂xᵢ²∂xⱼ² as a Term. ``method="nested"``: the Laplacian pass run on the
+    Laplacian's own graph; ``"direct"``: one pass of the fourth-order chain rule (``_Direct``),
+    which pairs Hessians; ``"auto"`` (default): whichever appends fewer nodes, measured on
+    trial (nested won on the benchmark functions but the smallest network; docs/operators.md).
+    Transactional.
+
+    >>> from subgraph_ad import Tape, sin
+    >>> tape = Tape(); x = tape.var("x"); y = tape.var("y")
+    >>> biharmonic(x**4 * y**2 + sin(x), [x, y]).to_sympy()
+    48*x**2 + 24*y**2 + sin(x)
+    """
     xs = check_vars(u, xs, "biharmonic")
+    checks.choice(method, "method", BIHARMONIC_METHODS, "biharmonic")
     tape = u.tape
     with tape.transaction(callback, order=derivative_order(u) + 4):
-        def build() -> list[int]:
-            first = Pass(tape, xs)
-            lap = first.alg.term(_laplacian_pass(first, u.index))
-            second = Pass(tape, xs)
-            return [second.alg.term(_laplacian_pass(second, lap.index)).index]
-
-        (index,) = tape.pruned(build)
+        chosen = _smaller(tape, xs, u.index) if method == "auto" else method
+        (index,) = tape.pruned(lambda: _biharmonic_build(tape, xs, u.index, chosen))
         return Term(tape, index)
 
 
