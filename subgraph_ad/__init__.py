@@ -17,6 +17,7 @@ from .interop.parse import ParseError, parse
 from .numeric.modes import Grad, jvp, vjp
 from .checkpoint import Checkpointed, checkpointed_grad
 from .trace import derivative, grad, hessian, jacobian
+from .operators import biharmonic, derivative_tensor, laplacian
 from .viz.animate import Animation, animate
 from .viz.render import GraphTooLarge, GraphvizError, GraphvizNotFound
 
@@ -67,6 +68,7 @@ __all__ = [
     "atan",
     "atan2",
     "atanh",
+    "biharmonic",
     "cbrt",
     "checkpointed_grad",
     "cos",
@@ -75,6 +77,7 @@ __all__ = [
     "csc",
     "derivatives",
     "derivative",
+    "derivative_tensor",
     "diff",
     "erf",
     "erfc",
@@ -88,6 +91,7 @@ __all__ = [
     "hvp",
     "jacobian",
     "jvp",
+    "laplacian",
     "hypot",
     "lambdify",
     "log",
