@@ -26,6 +26,7 @@ from .functions.kinks import round_ as round  # noqa: A001  (sad.round, like np.
 from .functions.gamma import (digamma, erfinv, gamma, lgamma, logaddexp, logaddexp2, logsumexp, polygamma, sinc,
                               softplus)
 from .interop.numpy_dispatch import TermArray
+from .operators import biharmonic, derivative_tensor, laplacian
 from .viz.animate import Animation, animate
 from .viz.render import GraphTooLarge, GraphvizError, GraphvizNotFound
 
@@ -78,6 +79,7 @@ __all__ = [
     "atan",
     "atan2",
     "atanh",
+    "biharmonic",
     "cbrt",
     "ceil",
     "clip",
@@ -112,6 +114,7 @@ __all__ = [
     "csc",
     "derivatives",
     "derivative",
+    "derivative_tensor",
     "diff",
     "erf",
     "erfc",
@@ -125,6 +128,7 @@ __all__ = [
     "hvp",
     "jacobian",
     "jvp",
+    "laplacian",
     "hypot",
     "lambdify",
     "log",

@@ -31,6 +31,7 @@ from subgraph_ad.ad.diff import METHODS
 from subgraph_ad.functions import FUNCTIONS
 
 from .commands import cmd_diff, cmd_grad, cmd_render, cmd_verify
+from .operators import cmd_laplacian
 from .common import (MAX_FRAMES, MAX_LENGTH, MAX_ORDER, MAX_POINTS, MAX_SYMPY_CHARS, MAX_TAPE_NODES, PROG,
                      SYMPY_TIMEOUT, CliError, UsageError, _LoadFunction, _Parser, count, limit, limit_message, points,
                      seconds)
@@ -55,6 +56,7 @@ examples:
   subgraph-ad render "exp(-x^2/2) * sin(y)" -o f.svg
   subgraph-ad verify "tanh(x)^2" --wrt x --order 5
   subgraph-ad grad "x*y + sin(x)" --at x=0.5,y=4.2 --hessian
+  subgraph-ad laplacian "exp(-x^2-y^2)*sin(x)" --at x=0.5,y=1 --biharmonic --sympy
 
 Run 'subgraph-ad COMMAND --help' for each command's options.""",
     "diff": """\
@@ -75,6 +77,13 @@ examples:
   subgraph-ad grad "x*y + sin(x)" --at x=0.5,y=4.2
   subgraph-ad grad "x^2*y + y^3" --at x=1,y=2 --hessian --sympy
   subgraph-ad grad "sum_sq(x, y)" --fn myfuncs:sum_sq --at x=1,y=1 --json
+
+Exit status 1 if --sympy finds a mismatch.""",
+    "laplacian": """\
+examples:
+  subgraph-ad laplacian "x^2*y + sin(y)" --at x=0.5,y=1
+  subgraph-ad laplacian "exp(-x^2-y^2)*sin(x)" --at x=0.5,y=1 --biharmonic --sympy
+  subgraph-ad laplacian "x*y*z" --at x=1,y=2,z=3 --wrt x,y --json
 
 Exit status 1 if --sympy finds a mismatch.""",
     "render": """\
@@ -212,6 +221,20 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--json", action="store_true", help="print the results as JSON")
     defaults(g)
     g.set_defaults(run=cmd_grad)
+
+    lp = sub.add_parser("laplacian", help="the Laplacian (and biharmonic) at a point", description=(
+        "The Laplacian of EXPR at the point, by one forward pass; --biharmonic adds Δ²f; --sympy checks "
+        "each against SymPy's sum of second derivatives."), epilog=EXAMPLES["laplacian"], formatter_class=formatter)
+    common(lp, "the expression")
+    lp.add_argument("--at", action="append", metavar="x=0.5,y=1", help="the point (values may be like pi/4)")
+    lp.add_argument("--wrt", action="append", metavar="VAR", help="the vars of the operator (default: every var of EXPR)")
+    lp.add_argument("--biharmonic", action="store_true", help="print the biharmonic Δ²f too")
+    lp.add_argument("--sympy", action="store_true", help="print the SymPy forms and check against SymPy")
+    sympy_budget(lp)
+    sympy_form(lp)
+    lp.add_argument("--json", action="store_true", help="print the results as JSON")
+    defaults(lp)
+    lp.set_defaults(run=cmd_laplacian)
     return parser
 
 
@@ -244,7 +267,7 @@ def _main(argv: Sequence[str] | None) -> int:
         sys.stdout.flush()
         return int(exc.code or 0)
     if args.command is None:
-        sys.stderr.write(f"{PROG}: error: a command is required: diff, render, verify or grad (see {PROG} --help)\n")
+        sys.stderr.write(f"{PROG}: error: a command is required: diff, render, verify, grad or laplacian (see {PROG} --help)\n")
         return 2
     if args.command == "verify":
         args.low, args.high = args.range

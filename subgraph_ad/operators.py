@@ -1,0 +1,242 @@
+"""Differential operators of Terms or of Python functions: ``laplacian``, ``biharmonic`` and
+``derivative_tensor``.
+
+Given a Term and its vars, each returns Terms on the same tape (``ad.operators``). Given a
+Python function u(x) of one array argument (as ``sad.hessian(fn)`` takes it), each returns a
+callable on a batch of points, an array of shape (..., d): the function is traced once per
+dimension d, the operator built on the trace and compiled, and every later call is ONE call of
+the compiled program on the points' columns, with no Python loop over points.
+
+``laplacian(fn, samples=S, seed=s)`` estimates Δu instead (Hutchinson): the mean of the second
+directional derivative ∂²u[v, v] = vᵀ∇²u v over S Rademacher probes v (entries ±1), each an
+unbiased estimate of the trace, from one compiled program of x and v that is run on every
+point and probe at once — for dimensions where the exact operator's graph is too large.
+
+>>> import numpy as np
+>>> import subgraph_ad as sad
+>>> def u(x):
+...     return np.sum(x**2) * sad.sin(x[0])
+>>> points = np.array([[0.5, 1.0, -1.0], [0.0, 2.0, 1.0]])
+>>> sad.laplacian(u)(points).round(6)
+array([ 3.924669, 12.      ])
+>>> sad.derivative_tensor(u, 2)(points).shape
+(2, 3, 3)
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from typing import Any, Callable
+
+import numpy as np
+
+from .ad import operators as ops
+from .compile.lambdify import lambdify
+from .core import Tape, Term
+from .trace import Traced, _check_callable, _real_leaf
+
+#: Probe evaluations per compiled call of the stochastic Laplacian: x and v are broadcast to
+#: (points, probes) blocks of about this many entries, so memory stays bounded.
+STOCHASTIC_BLOCK = 1 << 18
+
+
+def _probe_vars(tape: Tape, d: int) -> list[Term]:
+    """d fresh vars for the probe v, named apart from any var of the tape."""
+    names = []
+    for k in range(d):
+        name = f"probe_{k}"
+        while tape.find_var(name) is not None:
+            name += "_"
+        names.append(name)
+    return [tape.var(name) for name in names]
+
+
+def _second_directional(u: Term, xs: list[Term], vs: list[Term]) -> Term:
+    """∂²u[v, v] = d²/dt² u(x + t·v), the probe v as vars: one directional Taylor sweep."""
+    return ops.directional_taylor(u, dict(zip(xs, vs)), 2)[1]
+
+
+def _check_samples(samples: Any, seed: Any) -> tuple[int, int]:
+    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
+        raise ValueError(f"laplacian: samples must be an int >= 1 (the number of random probes), got {samples!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"laplacian: seed must be an int, got {type(seed).__name__} {seed!r}")
+    return int(samples), int(seed)
+
+
+def _probes(d: int, samples: int, seed: int) -> np.ndarray:
+    """Rademacher probes, one column each: entries ±1 from NumPy's generator seeded with ``seed``."""
+    return np.random.default_rng(seed).choice([-1.0, 1.0], size=(d, samples))
+
+
+def _estimate(compiled: Callable[..., Any], columns: list[np.ndarray], probes: np.ndarray) -> np.ndarray:
+    """The mean of the compiled ∂²u[v, v] over the probes at every point: one compiled call per
+    block of points (x as (points, 1), v as (1, probes), broadcast inside the program)."""
+    n, samples = columns[0].shape[0], probes.shape[1]
+    step = max(1, STOCHASTIC_BLOCK // samples)
+    out = np.empty(n)
+    rows = [p[None, :] for p in probes]
+    for start in range(0, n, step):
+        part = [c[start:start + step, None] for c in columns]
+        found = compiled(*part, *rows)
+        found = found[0] if isinstance(found, tuple) else found
+        out[start:start + step] = np.mean(np.broadcast_to(found, (len(part[0]), samples)), axis=1)
+    return out
+
+
+#: How a batched operator is built on a trace: (tape, xs, u) -> (inputs, Terms, shape of values).
+Build = Callable[[Tape, list[Term], Term], tuple[list[Term], list[Term], Callable[[np.ndarray], np.ndarray]]]
+
+
+class _Batched:
+    """The operator of a traced function u(x), x of shape (d,): built and compiled once per d by
+    ``build(tape, xs, u)`` -> (the program's inputs, its Terms, how to shape their values), then
+    evaluated on the points' columns (and, ``stochastic`` = (samples, seed), on the probes)."""
+
+    def __init__(self, f: Callable[..., Any], what: str, build: Build, backend: str,
+                 stochastic: tuple[int, int] | None = None) -> None:
+        _check_callable(f, what)
+        self.f, self.what, self.build, self.backend, self.stochastic = f, what, build, backend, stochastic
+        self.cache: dict[int, tuple[Any, Callable[[np.ndarray], np.ndarray]]] = {}
+        functools.update_wrapper(self, f)  # type: ignore[arg-type]
+
+    def __call__(self, points: Any) -> Any:
+        _real_leaf(self.what)(points, "the points")
+        array = np.asarray(points, dtype=float)
+        if array.ndim == 0:
+            raise ValueError(f"{self.what}: points must be an array of shape (d,) for one point or (n, d) for a "
+                             f"batch, got a number {points!r}")
+        d = array.shape[-1]
+        if d not in self.cache:
+            trace = Traced(self.f, ((d,),), self.what)
+            xs = trace.vars_of(0)
+            inputs, terms, shape = self.build(trace.tape, xs, trace.scalar_output(self.what))
+            self.cache[d] = (lambdify(inputs, terms, backend=self.backend), shape)
+        compiled, shape = self.cache[d]
+        flat = array.reshape(-1, d)
+        columns = [np.ascontiguousarray(flat[:, k]) for k in range(d)]
+        if self.stochastic:
+            samples, seed = self.stochastic
+            values = _estimate(compiled, columns, _probes(d, samples, seed))[None, :]
+        else:
+            found = compiled(*columns)
+            values = np.array([np.broadcast_to(v, flat.shape[:1]) for v in (found if isinstance(found, tuple) else (found,))])
+        out = shape(values)  # (points, *operator shape)
+        out = out.reshape(array.shape[:-1] + out.shape[1:])
+        return float(out) if out.ndim == 0 else out
+
+    def __repr__(self) -> str:
+        return f"<{self.what} of {getattr(self.f, '__name__', self.f)!r}>"
+
+
+def _scalar_values(values: np.ndarray) -> np.ndarray:
+    return values[0]
+
+
+def _is_function(u: Any) -> bool:
+    return callable(u) and not isinstance(u, Term)
+
+
+def _no_xs(xs: Any, what: str) -> None:
+    if xs is not None:
+        raise TypeError(f"{what}(fn) differentiates by fn's array argument; xs is for a Term, got {xs!r:.80}")
+
+
+def laplacian(u: Any, xs: Any = None, weights: Any = None, *, samples: int | None = None, seed: int = 0,
+              backend: str = "numpy") -> Any:
+    """Δu = Σᵢ ∂²u/∂xᵢ² (with ``weights`` A: Σᵢⱼ aᵢⱼ ∂²u/∂xᵢ∂xⱼ, A symmetric).
+
+    ``laplacian(u, xs)`` for a Term u: a Term, by one forward pass (``ad.operators``).
+    ``laplacian(fn)``: a callable on points (shape (d,) or (..., d)), compiled once per d with
+    ``backend``. ``samples=S``: Hutchinson's estimate from S Rademacher probes (seeded by
+    ``seed``) of the second directional derivative instead — a float at the vars' current
+    values for a Term (the tape is left as it was), an array on points for a function.
+    """
+    if _is_function(u):
+        _no_xs(xs, "laplacian")
+        if samples is not None:
+            if weights is not None:
+                raise ValueError("laplacian: samples= estimates the plain Laplacian; with weights, build it exactly "
+                                 "(samples=None)")
+            stochastic = _check_samples(samples, seed)
+
+            def build_estimate(tape: Tape, xs_: list[Term], out: Term) -> Any:
+                vs = _probe_vars(tape, len(xs_))
+                return xs_ + vs, [_second_directional(out, xs_, vs)], _scalar_values
+
+            return _Batched(u, "laplacian", build_estimate, backend, stochastic)
+
+        def build(tape: Tape, xs_: list[Term], out: Term) -> Any:
+            return xs_, [ops.laplacian(out, xs_, weights)], _scalar_values
+
+        return _Batched(u, "laplacian", build, backend)
+    if samples is None:
+        if xs is None:
+            raise TypeError("laplacian(u, xs) needs the vars xs of the Term u")
+        return ops.laplacian(u, xs, weights)
+    if weights is not None:
+        raise ValueError("laplacian: samples= estimates the plain Laplacian; with weights, build it exactly "
+                         "(samples=None)")
+    count, seeded = _check_samples(samples, seed)
+    vars_ = ops.check_vars(u, xs, "laplacian")
+    tape = u.tape
+    with tape.trial():
+        vs = _probe_vars(tape, len(vars_))
+        compiled = lambdify(vars_ + vs, _second_directional(u, vars_, vs), backend=backend)
+        at = [np.array([float(tape.value_of(x))]) for x in vars_]
+    return float(_estimate(compiled, at, _probes(len(vars_), count, seeded))[0])
+
+
+def biharmonic(u: Any, xs: Any = None, *, method: str = "auto", backend: str = "numpy") -> Any:
+    """Δ²u = Σᵢⱼ ∂⁴u/∂xᵢ²∂xⱼ²: a Term for a Term u and its vars xs; for a Python function, a
+    callable on points like ``laplacian(fn)``. ``method``: see ``ad.operators.biharmonic``."""
+    if _is_function(u):
+        _no_xs(xs, "biharmonic")
+
+        def build(tape: Tape, xs_: list[Term], out: Term) -> Any:
+            return xs_, [ops.biharmonic(out, xs_, method=method)], _scalar_values
+
+        return _Batched(u, "biharmonic", build, backend)
+    if xs is None:
+        raise TypeError("biharmonic(u, xs) needs the vars xs of the Term u")
+    return ops.biharmonic(u, xs, method=method)
+
+
+def derivative_tensor(u: Any, xs: Any = None, k: Any = None, *, backend: str = "numpy") -> Any:
+    """The tensor of k-th partial derivatives (1 <= k <= 4). For a Term u: a
+    ``DerivativeTensor`` over xs, T[i, j, …] in any order of indices (``ad.operators``).
+    ``derivative_tensor(fn, k)``: a callable on points returning arrays of shape
+    points.shape[:-1] + (d,) * k, each distinct entry computed once and copied to its
+    permutations."""
+    if _is_function(u):
+        if k is None and isinstance(xs, (int, np.integer)) and not isinstance(xs, bool):
+            xs, k = None, xs
+        _no_xs(xs, "derivative_tensor")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= 4:
+            raise ValueError(f"derivative_tensor: the order k must be an int from 1 to 4, got {k!r}")
+        order = int(k)
+
+        def build(tape: Tape, xs_: list[Term], out: Term) -> Any:
+            tensor = ops.derivative_tensor(out, xs_, order)
+            d = len(xs_)
+            keys = list(tensor.entries)
+            terms = [tensor.entries[key] for key in keys] or [tape.zero]
+            flat = [np.ravel_multi_index(tuple(np.array(index) for index in zip(*sorted(set(itertools.permutations(key))))),
+                                         (d,) * order) for key in keys]
+
+            def shape(values: np.ndarray) -> np.ndarray:
+                out_ = np.zeros((values.shape[1], d ** order))
+                for row, places in enumerate(flat):
+                    out_[:, places] = values[row][:, None]
+                return out_.reshape((values.shape[1],) + (d,) * order)
+
+            return xs_, terms, shape
+
+        return _Batched(u, "derivative_tensor", build, backend)
+    if xs is None or k is None:
+        raise TypeError("derivative_tensor(u, xs, k) needs the vars xs and the order k for a Term u")
+    return ops.derivative_tensor(u, xs, k)
+
+
+__all__ = ["biharmonic", "derivative_tensor", "laplacian"]
