@@ -19,7 +19,7 @@ from subgraph_ad.functions import FUNCTIONS, Function
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import functions as bench  # noqa: E402
-from conftest import Softplus  # noqa: E402
+from conftest import CORE_FUNCTIONS, Softplus  # noqa: E402
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) on this machine")
 
@@ -32,6 +32,18 @@ TINY = np.finfo(float).tiny
 EDGES = np.array([math.nan, math.inf, -math.inf, 0.0, -0.0, 5e-324, -5e-324, 1e-300, 1.0, -1.0, 1 - 2**-53,
                   1 + 2**-52, 0.5, -0.5, 2.0, -2.0, 3.0, 27.0, -27.0, 30.0, -30.0, 709.78, 710.0, -710.0,
                   -745.2, 800.0, math.pi / 2, math.pi, 1e16, -1e16, 1e300, -1e300, 1.7976931348623157e308])
+
+
+#: The built-ins spelled with elementaries (C has them); the others have only f.
+SPELLED = sorted(name for name, fn in FUNCTIONS.items() if fn.spelling and name in CORE_FUNCTIONS)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, fn in FUNCTIONS.items() if not fn.spelling))
+def test_a_builtin_with_only_f_is_refused_by_name(name):
+    points = np.array([0.5, 1.5])
+    tape, ins, z, args = _function_program(FUNCTIONS[name], points)
+    with pytest.raises(c.NotLowerable, match=name):
+        c.c_body(build_program(tape, ins, [z]))
 
 
 def agree(got: np.ndarray, ref: np.ndarray, rtol: float) -> np.ndarray:
@@ -52,7 +64,7 @@ def _function_program(fn: Function, points: np.ndarray) -> tuple[sad.Tape, list,
     return tape, [x, y], fn(x, y), (a.ravel(), b.ravel())
 
 
-@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@pytest.mark.parametrize("name", SPELLED)
 def test_every_builtin_function_matches_numpy_to_a_few_ulps_at_ieee_edges(name):
     """glibc's libm and NumPy/SciPy differ by at most 2 ulps on these (measured: 2.6e-16 at
     most, erf); 4 ulps leaves room for other C libraries. NumPy's sigmoid, exp(−logaddexp(0, −x)),
@@ -169,7 +181,7 @@ FLOAT_POINTS = np.concatenate([[math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -
                                np.linspace(-10.0, 10.0, 401)]).astype(np.float32)
 
 
-@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@pytest.mark.parametrize("name", SPELLED)
 def test_float32_computes_every_builtin_in_float_to_a_few_float_ulps(name):
     """In float every call is C99's float form and every literal a float (nothing widens to
     double), and the values are within 4 float ulps of the double result at the same (float)

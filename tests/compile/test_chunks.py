@@ -16,7 +16,7 @@ from subgraph_ad.compile.lambdify import BackendWarning
 from subgraph_ad.compile.program import build_program, chunks
 from subgraph_ad.functions import xlogy
 
-from conftest import Softplus  # noqa: E402  (a user function with no spelling: f compiled by Numba)
+from conftest import CORE_FUNCTIONS, Softplus  # noqa: E402  (a user function with no spelling: f compiled by Numba)
 
 
 @pytest.fixture(autouse=True)
@@ -29,7 +29,7 @@ def _every_op_and_function():
     outputs read values from early and late in the program, an input and a constant."""
     tape = Tape()
     x, y, z = tape.var("x"), tape.var("y"), tape.var("z")
-    unary = [f for name, f in sorted(sad.FUNCTIONS.items()) if not isinstance(f, sad.BinaryFn)]
+    unary = [f for name, f in sorted(sad.FUNCTIONS.items()) if not isinstance(f, sad.BinaryFn) and name in CORE_FUNCTIONS]
     domain = {"acosh": y, "log": y, "log2": y, "log10": y, "sqrt": y, "asin": x, "acos": x, "atanh": x,
               "sec": x, "csc": x, "cot": x, "tan": x}
     terms = [f(domain.get(f.name, z * 0.5)) for f in unary]
