@@ -177,7 +177,7 @@ document.getElementById("seen").textContent = JSON.stringify(seen);
 def test_the_animated_svg_shows_each_frames_caption_in_turn(tmp_path):
     tape = Tape()
     x = tape.var("x", 0.5)
-    movie = sad.animate(exp(-x**2 / 2), x, 3, tmp_path / "g.svg", per="pass", interval=1.5)
+    movie = sad.animate(exp(-x**2 / 2), x, 3, tmp_path / "g.svg", method="graph", per="pass", interval=1.5)
     tape2 = Tape()
     x2 = tape2.var("x", 0.5)
     captions = [f.caption for f in sad.viz.record.record(exp(-x2**2 / 2), [x2] * 3, per="pass").frames]
