@@ -8,8 +8,9 @@
   built by summing ``diff(x_i, 2)``): ``lambdify`` and a first call on 8 points, which compiles
   the array kernel, on the NumPy and Numba backends; the cache is off.
 - **Evaluation** on 10⁴ points of the ~20k-step Laplacian: median time, Gop/s (steps × points
-  per second), against the same program compiled as one chunk; and a warm-cache first call of
-  the ~39k-step one on Numba in a new process.
+  per second) and Gop per CPU-second (the work, whatever else the machine runs), against the
+  same program compiled as one chunk; and a warm-cache first call of the ~39k-step one on Numba
+  in a new process.
 
 Every measurement runs in a fresh process (so nothing compiled by an earlier one is reused),
 with at most ``--timeout`` seconds; the same script measures an older checkout for a "before"
@@ -103,9 +104,10 @@ def measure_mlp(repeats: int) -> dict[str, Any]:
 
     p, x, y = mlp_data()
     grad = sad.grad(mlp_loss)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     first = grad(p, x, y)
-    row = {"first": time.perf_counter() - start, "repeat": _median(lambda: grad(p, x, y), repeats)}
+    row = {"first": time.perf_counter() - start, "first_cpu": time.process_time() - cpu,
+           "repeat": _median(lambda: grad(p, x, y), repeats)}
     compiled = next(iter(grad.cache.values()))[0]
     row["steps"] = len(compiled.program.steps)
     row["built"] = list(getattr(compiled, "built", ["point", "point IEEE", "numpy (array)"]))
@@ -121,9 +123,9 @@ def measure_jax(repeats: int) -> dict[str, Any]:
 
     p, x, y = mlp_data()
     grad = jax.jit(jax.grad(lambda p, x, y: mlp_loss(p, x, y, jnp)))
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     first = np.asarray(grad(p, x, y))
-    row = {"first": time.perf_counter() - start,
+    row = {"first": time.perf_counter() - start, "first_cpu": time.process_time() - cpu,
            "repeat": _median(lambda: grad(p, x, y).block_until_ready(), repeats)}
     row["check"] = float(np.linalg.norm(first))
     return row
@@ -132,12 +134,12 @@ def measure_jax(repeats: int) -> dict[str, Any]:
 def measure_compile(size: str, backend: str) -> dict[str, Any]:
     tape, xs, outs = laplacian_program(*SIZES[size])
     points = np.linspace(-1, 1, 8)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     f = _lambdify(xs, outs, backend, cache=False)
     f(*[points + 0.1 * k for k in range(len(xs))])
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     steps = len(f.program.steps)
-    return {"steps": steps, "compile": seconds, "per_1e4": seconds * 1e4 / steps}
+    return {"steps": steps, "compile": seconds, "cpu": cpu, "per_1e4": seconds * 1e4 / steps, "cpu_per_1e4": cpu * 1e4 / steps}
 
 
 def measure_eval(size: str, backend: str, chunk: int | None, repeats: int) -> dict[str, Any]:
@@ -152,20 +154,30 @@ def measure_eval(size: str, backend: str, chunk: int | None, repeats: int) -> di
     values = f(*args)
     first = time.perf_counter() - start
     seconds = _median(lambda: f(*args), repeats)
+    cpu = min(_cpu(lambda: f(*args)) for _ in range(repeats))
     steps = len(f.program.steps)
     reference = outs[1].eval({x: a[:50] for x, a in zip(xs, args)})
     error = float(np.max(np.abs(values[1][:50] - reference)) / np.max(np.abs(reference)))
-    return {"steps": steps, "first": first, "eval": seconds, "gops": steps * POINTS / seconds / 1e9, "error": error}
+    return {"steps": steps, "first": first, "eval": seconds, "gops": steps * POINTS / seconds / 1e9,
+            "cpu": cpu, "gops_cpu": steps * POINTS / cpu / 1e9, "error": error}
+
+
+def _cpu(f: Any) -> float:
+    """CPU seconds of every thread of this process during ``f()``: the work done, whatever the
+    machine's other load."""
+    start = time.process_time()
+    f()
+    return time.process_time() - start
 
 
 def measure_warm(size: str, backend: str) -> dict[str, Any]:
     """lambdify and a first call on 10⁴ points, with whatever the cache (SUBGRAPH_AD_CACHE) holds."""
     tape, xs, outs = laplacian_program(*SIZES[size])
     args = [np.linspace(-1, 1, POINTS) + 0.1 * k for k in range(len(xs))]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     f = _lambdify(xs, outs, backend)
     f(*args)
-    return {"steps": len(f.program.steps), "first": time.perf_counter() - start}
+    return {"steps": len(f.program.steps), "first": time.perf_counter() - start, "first_cpu": time.process_time() - cpu}
 
 
 # -- the driver ----------------------------------------------------------------------------------
@@ -208,26 +220,28 @@ def main() -> None:
             results["mlp"] = {"ours": ours, "warm": warm, "jax": jax}
             steps = ours["steps"] if isinstance(ours, dict) else "?"
             lines += [f"MLP gradient (961 parameters, batch 32; {steps} steps):", "",
-                      "| | first call (s) | repeated call (ms) |", "| --- | ---: | ---: |",
-                      f"| sad.grad | {_s(ours, 'first')} | {_s(ours, 'repeat', 1e3)} |",
-                      f"| sad.grad, new process, warm cache | {_s(warm, 'first')} | {_s(warm, 'repeat', 1e3)} |",
-                      f"| jax.jit(jax.grad) | {_s(jax, 'first')} | {_s(jax, 'repeat', 1e3)} |", ""]
+                      "| | first call: wall / CPU (s) | repeated call (ms) |", "| --- | ---: | ---: |",
+                      f"| sad.grad | {_s(ours, 'first')} / {_s(ours, 'first_cpu')} | {_s(ours, 'repeat', 1e3)} |",
+                      f"| sad.grad, new process, warm cache | {_s(warm, 'first')} / {_s(warm, 'first_cpu')} | "
+                      f"{_s(warm, 'repeat', 1e3)} |",
+                      f"| jax.jit(jax.grad) | {_s(jax, 'first')} / {_s(jax, 'first_cpu')} | {_s(jax, 'repeat', 1e3)} |", ""]
         if "compile" in parts:
             sizes = ["1e3", "1e4"] if args.quick else ["1e3", "1e4", "4e4", "1e5"]
-            lines += ["Compile (lambdify + a first call on 8 points), seconds per 10⁴ steps (total):", "",
+            lines += ["Compile (lambdify + a first call on 8 points), seconds per 10⁴ steps, wall / CPU (total wall):", "",
                       "| steps | numpy | numba |", "| ---: | ---: | ---: |"]
             results["compile"] = {}
             for size in sizes:
                 rows = {b: _run(["measure_compile", size, b], args.timeout) for b in ("numpy", "numba")}
                 results["compile"][size] = rows
                 steps = next((r["steps"] for r in rows.values() if isinstance(r, dict)), size)
-                cells = [r if isinstance(r, str) else f"{r['per_1e4']:.2f} ({r['compile']:.1f} s)" for r in rows.values()]
+                cells = [r if isinstance(r, str) else f"{r['per_1e4']:.2f} / {r['cpu_per_1e4']:.2f} ({r['compile']:.1f} s)"
+                         for r in rows.values()]
                 lines.append(f"| {steps:,} | {cells[0]} | {cells[1]} |")
             lines.append("")
         if "eval" in parts:
             lines += [f"Evaluation of the ~20k-step Laplacian on {POINTS:,} points:", "",
-                      "| backend | chunks | first call (s) | eval (ms) | Gop/s | rel. error |",
-                      "| --- | --- | ---: | ---: | ---: | ---: |"]
+                      "| backend | chunks | first call (s) | eval (ms) | Gop/s | Gop per CPU-second | rel. error |",
+                      "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
             results["eval"] = {}
             for backend, chunk, label in (("numpy", None, "default"), ("numba", None, "default"),
                                           ("numba", 10**9, "one chunk")):
@@ -235,12 +249,13 @@ def main() -> None:
                 results["eval"][f"{backend} {label}"] = row
                 error = row if isinstance(row, str) else f"{row['error']:.1e}"
                 lines.append(f"| {backend} | {label} | {_s(row, 'first')} | {_s(row, 'eval', 1e3, 1)} | "
-                             f"{_s(row, 'gops', 1, 1)} | {error} |")
+                             f"{_s(row, 'gops', 1, 1)} | {_s(row, 'gops_cpu', 1, 1)} | {error} |")
             cold = _run(["measure_warm", "4e4", "numba"], args.timeout, env)
             warm = _run(["measure_warm", "4e4", "numba"], args.timeout, env)
             results["eval"]["numba cache"] = {"cold": cold, "warm": warm}
-            lines += ["", f"Numba, ~39k steps, lambdify + first call on {POINTS:,} points in a new process: "
-                          f"cold cache {_s(cold, 'first')} s, warm cache {_s(warm, 'first')} s", ""]
+            lines += ["", f"Numba, ~39k steps, lambdify + first call on {POINTS:,} points in a new process, wall / CPU: "
+                          f"cold cache {_s(cold, 'first')} / {_s(cold, 'first_cpu')} s, "
+                          f"warm cache {_s(warm, 'first')} / {_s(warm, 'first_cpu')} s", ""]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"compile_{args.label}.json").write_text(json.dumps(results, indent=1))
     print("\n".join(lines))

@@ -105,8 +105,6 @@ class BackendWarning(UserWarning):
     """A requested backend is not usable here; the NumPy backend runs instead."""
 
 
-
-
 def _as_list(items: Any, what: str) -> tuple[list[Term], bool]:
     if isinstance(items, Term):
         return [items], True

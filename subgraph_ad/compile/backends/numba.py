@@ -1,21 +1,22 @@
 """The Numba backend: each chunk of the program as one SIMD loop over the points, in LLVM.
 
 The program is cut into chunks (``program.chunks``); each becomes one LLVM function that loops
-over a block's points ``WIDTH`` at a time (8 doubles with AVX-512, else 4): every step is one
-vector instruction, so the points fill the CPU's vector lanes, and a value read by a later
-chunk passes through a scratch row of the block. A driver copies each block of the inputs into
-the scratch, calls the chunks in turn and copies the outputs out, so a call is one native call
-per thread (``nogil``: ctypes releases the GIL).
+over a block of ``ROW`` points a vector at a time (8 doubles with AVX-512, else 4): every step
+is one vector instruction, so the points fill the CPU's vector lanes, and a value read by a
+later chunk passes through a scratch row of the block. A driver copies each block of the
+inputs into the scratch, calls the chunks in turn and copies the outputs out, so a call is one
+native call per thread (ctypes releases the GIL around it).
 
 The IR is written here as text and compiled by llvmlite, the LLVM binding Numba is built on,
 without Numba's own front end: that costs about 2 ms a statement (13,055 steps took 32 s,
-38,783 steps 149 s) where writing IR and LLVM's code generation cost about 0.05 ms, linear in
+38,783 steps 149 s) where writing IR and LLVM's code generation cost about 0.07 ms, linear in
 the chunks. Functions lower through their spelling: the arithmetic and selects of ``NATIVE``
-for the built-in elementaries, the C library's functions (``tanh``, ``atan2``, ...) called lane
-by lane, and anything else — a user's own Python scalar, a function with no spelling — compiled
-by Numba as a C callback (``numba.cfunc``). Calls go through a table of addresses passed at run
-time, as constants do, so the machine code depends on the program's shape only and is kept in
-the persistent cache (``program.cache_load``), keyed by the IR text, the CPU and the versions.
+for the built-in elementaries, the C library's functions (``tanh``, ``atan2``, ...) on whole
+vectors where glibc's libmvec has them, else lane by lane, and anything else — a user's own
+Python scalar, a function with no spelling — compiled by Numba as a C callback
+(``numba.cfunc``). Calls go through a table of addresses passed at run time, as constants do,
+so the machine code depends on the program's shape only and is kept in the persistent cache
+(``program.cache_load``), keyed by the IR text, the CPU and the versions.
 """
 
 from __future__ import annotations
@@ -120,7 +121,8 @@ def _libmvec() -> ctypes.CDLL | None:
 def _vector_name(name: str, arity: int, width: int, features: str) -> str | None:
     """The libmvec function for ``name`` on vectors of ``width`` doubles (the x86 vector ABI's
     name for this CPU's widest variant), or None where there is none: the call goes lane by lane."""
-    isa = "e" if width == 8 else "d" if "+avx2" in features else "c" if "+avx" in features else None
+    isa = {8: "e" if "+avx512f" in features else None,
+           4: "d" if "+avx2" in features else "c" if "+avx" in features else None}.get(width)
     library = _libmvec()
     symbol = f"_ZGV{isa}N{width}{'v' * arity}_{name}"
     return symbol if isa and library is not None and hasattr(library, symbol) else None
@@ -133,7 +135,7 @@ def _address(key: tuple[Any, ...]) -> int:
 
 
 # -- functions: native IR, C library calls, Numba callbacks ------------------------------------------
-#: A C library function of the same name and arity, called lane by lane.
+#: The elementaries that are the C library's function of the same name and arity.
 LIBM = ("exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
         "cosh", "tanh", "asinh", "acosh", "atanh", "cbrt", "erf", "erfc", "atan2", "hypot", "pow")
 
@@ -161,13 +163,17 @@ def _xlogy(e: _Emitter, a: list[str]) -> str:
     return e.select(zero, e.splat(0.0), e.op("fmul", p, e.libm("log", [x])))
 
 
+def _c_function(name: str) -> Callable[[_Emitter, list[str]], str]:
+    return lambda e, a: e.libm(name, a)
+
+
 def _reciprocal_of(name: str) -> Callable[[_Emitter, list[str]], str]:
     return lambda e, a: e.op("fdiv", e.splat(1.0), e.libm(name, a))
 
 
 #: The built-in elementaries written as IR: an emitter and the operands -> the result's name.
 NATIVE: dict[str, Callable[[_Emitter, list[str]], str]] = {
-    **{name: functools.partial(lambda name, e, a: e.libm(name, a), name) for name in LIBM},
+    **{name: _c_function(name) for name in LIBM},
     "sqrt": lambda e, a: e.intrinsic("sqrt", a),
     "fabs": lambda e, a: e.intrinsic("fabs", a),
     "neg": lambda e, a: e.op("fneg", a[0]),
@@ -353,8 +359,8 @@ def _function(e: _Emitter, a: list[str], fn: Function) -> str:
     function as one Numba callback when any step (or the function, unspelled) is not native."""
     chain = steps(fn.spelling) if fn.spelling else ()
     if chain and all(_native(step) for step in chain):
-        for s, step in enumerate(chain):
-            a = [NATIVE[step.name](e, a if s == 0 else a[:1])]
+        for step in chain:  # the first step takes the operands, each next one the result so far
+            a = [NATIVE[step.name](e, a)]
         return a[0]
     return e.call(e.tables.helper(("fn", fn, len(a))), a)
 
