@@ -252,6 +252,22 @@ def test_well_conditioned_builds_do_not_warn(name: str, n: int) -> None:
             METHODS[method](f, x, n)
 
 
+@pytest.mark.parametrize("name,build,n", [
+    ("Gaussian", lambda x: sad.exp(-x**2 / 2), 200),  # exact scalars past 150; He_n's recurrence is stable
+    ("1/(1+x²)", lambda x: 1 / (1 + x**2), 180),
+    ("sin", lambda x: sad.sin(x), 1000),
+    ("tanh∘tanh∘tanh", lambda x: sad.tanh(sad.tanh(sad.tanh(x))), 60),
+])
+def test_well_conditioned_high_orders_do_not_warn(name: str, build: Callable[[Term], Term], n: int) -> None:
+    """High orders that Taylor mode gets right (tests/ad/test_high_orders.py checks their values
+    against mpmath) come without a warning: the estimate follows the cancellation, not the order."""
+    tape = Tape()
+    x = tape.var("x", 1.3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        build(x).diff(x, n)
+
+
 def test_the_estimate_follows_the_error() -> None:
     """Against the oracle: the warning comes where Taylor mode's value is off, from the order on
     where its error passes the tolerance (e^x·sin x loses about half a bit per order)."""
@@ -281,3 +297,20 @@ def test_a_zero_at_a_probe_is_measured_without_raising(at: float) -> None:
     want = derivatives_at(lambda x0, n: product([sign * (x0 - at), mpmath.mpf(sign)] + [mpmath.mpf(0)] * (n - 1),
                                                 [mpmath.exp(x0) / mpmath.factorial(j) for j in range(n + 1)]), 0.4, 12)[12]
     assert abs(got - want) <= 1e-12 * abs(want)
+
+
+def test_a_derivative_that_comes_out_exactly_zero_is_not_an_error() -> None:
+    """atan2(x, x) is constant on each side of 0: Taylor mode's sums for its derivatives cancel to
+    exactly 0 at every probe. That is the answer, not a loss (the estimate weighs its rounding
+    against the derivatives as built); sin²x + cos²x's 12th comes out as noise instead, and says
+    so."""
+    tape = Tape()
+    x = tape.var("x", 0.4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        for n in (3, 4, 5):
+            values = sad.atan2(x, x).diff(x, n, method="taylor").eval({x: np.array(POINTS)})
+            assert np.broadcast_to(values, len(POINTS)).tolist() == [0.0] * len(POINTS)
+    with pytest.warns(AccuracyWarning, match="no digit is left"):
+        noise = (sad.sin(x) ** 2 + sad.cos(x) ** 2).diff(x, 12, method="taylor")
+    assert noise.eval() != 0.0

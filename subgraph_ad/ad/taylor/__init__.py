@@ -33,7 +33,9 @@ from typing import Optional
 import numpy as np
 
 from ...core import Callback, Term
+from ...numeric.modes import values_of
 from .. import accuracy
+from ..closed_form import probe_values
 from .coefficients import EXACT_ABOVE
 from .series import Series
 
@@ -46,10 +48,12 @@ def _check(term: Term, wrt: Term, n: int) -> int:
     return term.tape.check_var(wrt, "wrt").index
 
 
-def _estimate(series: Series, root: int, wanted: range) -> Optional[float]:
+def _estimate(series: Series, root: int, wanted: range, out: list[int]) -> Optional[float]:
     """The build's estimated relative error (``accuracy``), its worst order's: first at one probe
-    (``accuracy.screen``), then, unless that is clearly below ``TOLERANCE``, at all of them.
-    None where nothing could be measured, or nothing can cancel (``Series.sums``)."""
+    (``accuracy.screen``), then, unless that is clearly below ``TOLERANCE``, at all of them,
+    against the sizes of the derivatives ``out`` built (a derivative that comes out exactly 0
+    there is a zero, whatever rounding its sums might have had). None where nothing could be
+    measured, or nothing can cancel (``Series.sums``)."""
     if not series.sums():
         return None
     try:
@@ -62,9 +66,15 @@ def _estimate(series: Series, root: int, wanted: range) -> Optional[float]:
                      for z in series.rounding(root, wanted, values, at) if z is not None), default=0.0)
         if accuracy.SPREAD * worst <= accuracy.SCREEN_BELOW:
             return accuracy.SPREAD * worst
-    rows = np.array([z for z in series.rounding(root, wanted, values, None) if z is not None])
-    found = accuracy.worst(accuracy.typical(rows.real, rows.imag)) if len(rows) else None
-    return None if found is None else accuracy.SPREAD * found
+    found = [(z, i) for z, i in zip(series.rounding(root, wanted, values, None), out) if z is not None and i >= 0]
+    if not found:
+        return None
+    with np.errstate(all="ignore"):
+        built = values_of(series.tape, [i for _, i in found], probe_values(series.tape, series.wrt))
+        sizes = [np.broadcast_to(np.asarray(built[i], dtype=float), accuracy.PROBES.shape) for _, i in found]
+        errors = [np.abs(z.imag / z.real) * size for (z, _), size in zip(found, sizes)]  # in the graph's units
+    error = accuracy.worst(accuracy.typical(sizes, errors))
+    return None if error is None else accuracy.SPREAD * error
 
 
 def _build(term: Term, w: int, wanted: range) -> tuple[list[Optional[int]], Optional[float]]:
@@ -89,7 +99,7 @@ def _build(term: Term, w: int, wanted: range) -> tuple[list[Optional[int]], Opti
             d = series.arith.materialize(series.get(term.index, k), factorial if exact else float(factorial))
             out.append(-1 if d is None else d.index)
         if accuracy.checking():
-            error[0] = _estimate(series, term.index, wanted)
+            error[0] = _estimate(series, term.index, wanted, out)
             if error[0] is not None and error[0] > accuracy.TOLERANCE:
                 accuracy.replace(error[0], len(tape) - mark)
         return out

@@ -86,13 +86,14 @@ class Series:
             self.coef[(i, k)] = arith.canon(COMPUTE[form[0]](self, form, i, k, terms))
 
     def sums(self) -> bool:
-        """Whether some coefficient of order 2 or more sums two or more terms (its products and
-        linear operands): where none does, nothing can cancel that a first derivative's sums
-        (gen_graph's too) would not, and each order adds a few roundings at most."""
+        """Whether some coefficient of order 3 or more sums two or more terms (its products and
+        linear operands): where none does, nothing cancels that the product and chain rules'
+        own sums at orders 1 and 2 (gen_graph's first two passes too) would not, and each order
+        adds a few roundings at most."""
         forms, terms, coef = self.forms, self.terms, self.coef
         for key in self.order:
             i, k = key
-            if k < 2:
+            if k < 3:
                 continue
             form = forms[i]
             count = len(terms.get(key, ()))
