@@ -2,12 +2,16 @@
 line with the documented exit status."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import sympy
 
 from subgraph_ad.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
 
 X, Y, Z = sympy.symbols("x y z")
 
@@ -46,8 +50,9 @@ def test_wrt_restricts_the_vars_and_sympy_checks_each_operator(capsys):
 
 def test_the_command_line_process_exit_codes():
     """A real process: 0 done; 1 for a var without a value, one line on stderr; 2 for a bad flag."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's package, whatever is installed
     run = lambda *args: subprocess.run([sys.executable, "-m", "subgraph_ad.cli", "laplacian", *args],  # noqa: E731
-                                       capture_output=True, text=True)
+                                       capture_output=True, text=True, env=env)
     done = run("x*y + sin(x)", "--at", "x=0.5,y=4.2")
     assert done.returncode == 0 and done.stderr == ""
     value = next(float(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("Δf"))

@@ -527,7 +527,7 @@ class Pass:
         need_a = self.mask(a) & self.neighbours(self.mask(b))
         need_b = self.mask(b) & self.neighbours(self.mask(a))
         ga, gb = self.gradient(a, need_a), self.gradient(b, need_b)
-        pairs = [(ea, w, gb[q]) for p in bits(need_a) if (ea := ga.get(p)) is not None
+        pairs: list[Any] = [(ea, w, gb[q]) for p in bits(need_a) if (ea := ga.get(p)) is not None
                  for q, w in (((p, None),) if self.metric is None else self.metric[p].items())
                  if need_b >> q & 1 and gb.get(q) is not None]
         bilinear = self._bilinear(pairs)
@@ -1186,7 +1186,7 @@ def derivative_tensor(u: Term, xs: Any, k: int, callback: Callback | None = None
     with tape.transaction(callback):
         zero = tape.zero
         first = grad_graph(u, xs)
-        level = {(i,): g for i, g in enumerate(first) if g != zero}  # type: ignore[arg-type]
+        level: dict[tuple[int, ...], Term] = {(i,): g for i, g in enumerate(first) if g != zero}  # type: ignore[arg-type]
         entries = dict(level)
         for _ in range(1, int(k)):
             p = Pass(tape, xs)
@@ -1200,8 +1200,3 @@ def derivative_tensor(u: Term, xs: Any, k: int, callback: Callback | None = None
             level = dict(sorted(following.items()))
             entries.update(level)
     return DerivativeTensor(xs, int(k), {key: t for key, t in entries.items() if len(key) == k})
-
-
-def distinct_indices(d: int, k: int) -> Iterator[tuple[int, ...]]:
-    """The sorted index tuples of a symmetric tensor of order k in d dimensions."""
-    return itertools.combinations_with_replacement(range(d), k)
