@@ -844,7 +844,7 @@ def check_weights(u: Term, weights: Any, d: int) -> dict[tuple[int, int], Any]:
             if not (0 <= i < d and 0 <= j < d):
                 raise ValueError(f"laplacian: weights entry {key!r} is out of range for {d} vars (0..{d - 1})")
             value = _weight(u, value, f"[{i}, {j}]")
-            mirror = weights.get((j, i), weights.get((np.int64(j), np.int64(i)), value)) if i != j else value
+            mirror = weights.get((j, i), value)  # a pair given once stands for both
             if not _same(value, _weight(u, mirror, f"[{j}, {i}]")):
                 raise ValueError(f"laplacian: weights must be symmetric, but ({i}, {j}) is {value!r} and ({j}, {i}) "
                                  f"is {mirror!r}")
