@@ -41,7 +41,7 @@ import numpy as np
 from ..core import Callback, LimitError, Tape, Term, checks, dependencies
 from ..core.ops import exact_value
 from ..functions import power_partial
-from .forward import RULES, derivative_order, gen_graph_many
+from .forward import derivative_order, gen_graph, gen_graph_many
 from .reverse import grad_graph
 
 Scalar = Union[Fraction, float]
@@ -234,6 +234,65 @@ def _pow_partials(p: Pass, node: Any, operands: list[Term], out: Term) -> tuple[
 PARTIALS: dict[str, Callable[..., tuple[Optional[Term], ...]]] = {"fn": _fn_partials, "pow": _pow_partials}
 
 
+class Local:
+    """The local partial derivatives of one kind of node (an op or function applied to operands
+    of a pattern) to any order, built on a scratch tape where every operand that is not a
+    constant is a var, by ``gen_graph``. On the real tape an operand is a node that folding
+    may dissolve in a derivative's graph (2·(0.5·s) is s), so a sweep seeded at that node would
+    miss it; a var cannot be dissolved. ``copy`` puts the operands back."""
+
+    def __init__(self, tape: Tape, node: Any) -> None:
+        self.scratch = Tape(max_nodes=None)
+        operands = Local.operands(tape, node)
+        self.vars = [self.scratch.var(f"t{k}") for k in range(len(operands))]
+        args = tuple(self.vars[operands.index(a)].index if a in operands else
+                     self.scratch.constant(tape.nodes[a].payload, exact_value(tape.nodes[a])) for a in node.args)
+        self.output = Term(self.scratch, self.scratch.append(node.op, args, node.payload))
+        self.found: dict[tuple[int, ...], Optional[Term]] = {(): self.output}
+
+    @staticmethod
+    def operands(tape: Tape, node: Any) -> list[int]:
+        """The distinct operands of a node that are not constants: the scratch vars t0, t1."""
+        return list(dict.fromkeys(a for a in node.args if tape.nodes[a].op != "const"))
+
+    @staticmethod
+    def key(tape: Tape, node: Any) -> tuple:
+        """Nodes of one op and function whose operands repeat alike and whose constants are the
+        same share their local derivatives."""
+        distinct = Local.operands(tape, node)
+        pattern = tuple(("var", distinct.index(a)) if tape.nodes[a].op != "const" else
+                        ("const", float(tape.nodes[a].payload).hex(), tape.nodes[a].exact) for a in node.args)
+        return (node.op, node.payload, pattern)
+
+    def derivative(self, slots: tuple[int, ...]) -> Optional[Term]:
+        """∂ᵏf/∂t_{slots[0]}… on the scratch tape (None: a structural zero)."""
+        if slots not in self.found:
+            done = max(k for k in range(len(slots)) if slots[:k] in self.found)
+            for k in range(done + 1, len(slots) + 1):
+                previous = self.found[slots[:k - 1]]
+                d = None if previous is None else gen_graph(previous, self.vars[slots[k - 1]])
+                self.found[slots[:k]] = None if d is None or d == self.scratch.zero else d
+        return self.found[slots]
+
+    def copy(self, term: Optional[Term], tape: Tape, node: Any, index: int) -> Optional[Term]:
+        """A scratch Term rebuilt on ``tape`` with each var t_k the operand node it stands for
+        and the scratch output the node ``index`` itself."""
+        if term is None:
+            return None
+        scratch = self.scratch
+        mapped = {v.index: a for v, a in zip(self.vars, Local.operands(tape, node))}
+        mapped[self.output.index] = index
+        for j in dependencies(scratch, [term.index], stop=lambda j: j in mapped):
+            if j in mapped:
+                continue
+            other = scratch.nodes[j]
+            if other.op == "const":
+                mapped[j] = tape.constant(other.payload, exact_value(other))
+            else:
+                mapped[j] = tape.append(other.op, tuple(mapped[a] for a in other.args), other.payload)
+        return Term(tape, mapped[term.index])
+
+
 class Pass:
     """What one operator pass knows: which of the vars ``xs`` reach each node (a bit mask, in
     tape order as far as asked, nodes the pass appends included), the gradients built so far,
@@ -250,6 +309,7 @@ class Pass:
         self.grads: dict[int, dict[int, Lin]] = {}
         self.known: dict[int, int] = {}
         self.local_memo: dict[tuple, Optional[Term]] = {}
+        self.locals: dict[tuple, Local] = {}
         self.partial_memo: dict[int, list[tuple[int, Optional[Term]]]] = {}
         self.pair_memo: dict[tuple[int, int], Lin] = {}
 
@@ -302,42 +362,29 @@ class Pass:
         self.partial_memo[i] = found
         return found
 
-    def local(self, f: Optional[Term], wrt: int, fixed: Sequence[int]) -> Optional[Term]:
-        """∂f/∂(node wrt) holding the nodes ``fixed`` constant: a forward sweep over f's graph by
-        the rules of ``gen_graph``, seeded at the node wrt instead of a var — a function's local
-        derivative differentiated once more with its input as the variable."""
-        if f is None:
-            return None
-        key = (f.index, wrt, tuple(fixed))
-        if key in self.local_memo:
-            return self.local_memo[key]
-        tape = self.tape
-        seeds: dict[int, Optional[Term]] = {a: None for a in fixed}
-        seeds[wrt] = tape.const(1)
-        d: dict[int, Optional[Term]] = {}
-        nodes = tape.nodes
-        for i in dependencies(tape, [f.index], stop=lambda i: i in seeds):
-            if i in seeds:
-                d[i] = seeds[i]
-                continue
-            node = nodes[i]
-            if not node.args or all(d[a] is None for a in node.args):
-                d[i] = None
-                continue
-            operands = [Term(tape, a) for a in node.args]
-            extra = (node.payload,) if node.op == "fn" else ()
-            d[i] = RULES[node.op](*extra, *operands, Term(tape, i), *(d[a] for a in node.args))
-        result = d[f.index]
-        self.local_memo[key] = result
-        return result
+    def moving(self, i: int) -> list[int]:
+        """The distinct operands of node i that move (depend on a var of the pass)."""
+        return [a for a in dict.fromkeys(self.tape.nodes[i].args) if self.mask(a)]
+
+    def derivative(self, i: int, index: tuple[int, ...]) -> Optional[Term]:
+        """∂ᵏnode/∂a_{index[0]}…, index naming operands by position in ``moving(i)``: the node's
+        local partial derivative of any order (``Local``), on this tape."""
+        index = tuple(sorted(index))
+        key = (i, index)
+        if key not in self.local_memo:
+            node = self.tape.nodes[i]
+            local = self.locals.get(Local.key(self.tape, node))
+            if local is None:
+                local = self.locals[Local.key(self.tape, node)] = Local(self.tape, node)
+            moving, operands = self.moving(i), Local.operands(self.tape, node)
+            slots = tuple(operands.index(moving[k]) for k in index)
+            self.local_memo[key] = local.copy(local.derivative(slots), self.tape, node, i)
+        return self.local_memo[key]
 
     def second(self, i: int) -> dict[tuple[int, int], Optional[Term]]:
-        """The second local partials ∂²node/∂a∂b of a ``fn`` or ``pow`` node, for its moving
-        operands a <= b (by position among them)."""
-        parts = self.partials(i)
-        moving = [a for a, _ in parts]
-        return {(k, l): self.local(parts[k][1], moving[l], moving)
-                for k in range(len(parts)) for l in range(k, len(parts))}
+        """The second local partials ∂²node/∂a∂b for its moving operands a <= b (by position)."""
+        n = len(self.moving(i))
+        return {(k, l): self.derivative(i, (k, l)) for k in range(n) for l in range(k, n)}
 
     def times(self, value: Lin, f: Optional[Term]) -> Lin:
         """value · f for a local partial f; a reciprocal c/v is applied as a quotient (value·c)/v,
@@ -480,7 +527,7 @@ class Pass:
         need_a = self.mask(a) & self.neighbours(self.mask(b))
         need_b = self.mask(b) & self.neighbours(self.mask(a))
         ga, gb = self.gradient(a, need_a), self.gradient(b, need_b)
-        pairs = [(ea, w, gb[q]) for p in bits(need_a) if (ea := ga.get(p)) is not None
+        pairs: list[Any] = [(ea, w, gb[q]) for p in bits(need_a) if (ea := ga.get(p)) is not None
                  for q, w in (((p, None),) if self.metric is None else self.metric[p].items())
                  if need_b >> q & 1 and gb.get(q) is not None]
         bilinear = self._bilinear(pairs)
@@ -655,22 +702,6 @@ def _laplacian_pass(p: Pass, root: int) -> Values:
 
 
 # -- the biharmonic in one pass (method="direct") -------------------------------------------------------
-def _operand_partials(p: Pass, i: int) -> list[tuple[int, Optional[Term]]]:
-    """(operand, ∂node/∂operand) for the distinct moving operands of a mul, div, pow or fn node."""
-    node = p.tape.nodes[i]
-    tape = p.tape
-    if node.op == "mul":
-        a, b = node.args
-        if a == b:
-            return [(a, 2 * Term(tape, a))]
-        return [(o, Term(tape, other)) for o, other in ((a, b), (b, a)) if p.mask(o)]
-    if node.op == "div":
-        a, b = node.args
-        shares = [(a, 1 / Term(tape, b))] if p.mask(a) else []
-        return shares + ([(b, -Term(tape, i) / Term(tape, b))] if p.mask(b) and b != a else [])
-    return p.partials(i)
-
-
 class _Direct:
     """Δ²c of a node c = f(u₁, …) from its operands' Δ²u, Δu, ∇u and Hessians, by the chain rule
     to the fourth order (G_kl = ∇u_k·∇u_l, H_k the Hessian of u_k, f_k… the local partials):
@@ -685,7 +716,6 @@ class _Direct:
         self.p, self.lap = p, lap
         self.terms: dict[int, Optional[Term]] = {}
         self.entry_terms: dict[tuple[int, int], Optional[Term]] = {}
-        self.higher: dict[tuple[int, tuple[int, ...]], Optional[Term]] = {}
 
     def lap_term(self, i: int) -> Optional[Term]:
         if i not in self.terms:
@@ -718,17 +748,6 @@ class _Direct:
             alg.accumulate(total, alg.mul(dm, self.pair_terms(self.entry(k, q), Term(self.p.tape, l))))
         return total or None
 
-    def partial(self, i: int, parts: list[tuple[int, Optional[Term]]], index: tuple[int, ...]) -> Optional[Term]:
-        """f with the operands of ``index`` (positions in ``parts``) differentiated, symmetric."""
-        index = tuple(sorted(index))
-        key = (i, index)
-        if key not in self.higher:
-            moving = [a for a, _ in parts]
-            found = parts[index[0]][1] if len(index) == 1 else \
-                self.p.local(self.partial(i, parts, index[:-1]), moving[index[-1]], moving)
-            self.higher[key] = found
-        return self.higher[key]
-
     def rule(self, i: int, node: Any, bih: Values) -> Lin:
         p, alg, lap = self.p, self.p.alg, self.lap
         if node.op in ("add", "sub", "neg"):
@@ -737,13 +756,12 @@ class _Direct:
             for a, sign in zip(node.args, signs):
                 total = alg.add(total, alg.scale(bih.get(a), sign))
             return total
-        parts = _operand_partials(p, i)
-        ops = [a for a, _ in parts]
+        ops = p.moving(i)
         r = range(len(ops))
-        f = lambda *index: alg.of(self.partial(i, parts, index))  # noqa: E731
+        f = lambda *index: alg.of(p.derivative(i, index))  # noqa: E731
         total = None
         for k in r:
-            total = alg.add(total, p.times(bih.get(ops[k]), parts[k][1]))
+            total = alg.add(total, p.times(bih.get(ops[k]), p.derivative(i, (k,))))
         for k, l in itertools.product(r, r):
             a, b = ops[k], ops[l]
             inner = alg.mul(lap.get(a), lap.get(b))
@@ -826,7 +844,7 @@ def check_weights(u: Term, weights: Any, d: int) -> dict[tuple[int, int], Any]:
             if not (0 <= i < d and 0 <= j < d):
                 raise ValueError(f"laplacian: weights entry {key!r} is out of range for {d} vars (0..{d - 1})")
             value = _weight(u, value, f"[{i}, {j}]")
-            mirror = weights.get((j, i), weights.get((np.int64(j), np.int64(i)), value)) if i != j else value
+            mirror = weights.get((j, i), value)  # a pair given once stands for both
             if not _same(value, _weight(u, mirror, f"[{j}, {i}]")):
                 raise ValueError(f"laplacian: weights must be symmetric, but ({i}, {j}) is {value!r} and ({j}, {i}) "
                                  f"is {mirror!r}")
@@ -1168,7 +1186,7 @@ def derivative_tensor(u: Term, xs: Any, k: int, callback: Callback | None = None
     with tape.transaction(callback):
         zero = tape.zero
         first = grad_graph(u, xs)
-        level = {(i,): g for i, g in enumerate(first) if g != zero}  # type: ignore[arg-type]
+        level: dict[tuple[int, ...], Term] = {(i,): g for i, g in enumerate(first) if g != zero}  # type: ignore[arg-type]
         entries = dict(level)
         for _ in range(1, int(k)):
             p = Pass(tape, xs)
@@ -1182,8 +1200,3 @@ def derivative_tensor(u: Term, xs: Any, k: int, callback: Callback | None = None
             level = dict(sorted(following.items()))
             entries.update(level)
     return DerivativeTensor(xs, int(k), {key: t for key, t in entries.items() if len(key) == k})
-
-
-def distinct_indices(d: int, k: int) -> Iterator[tuple[int, ...]]:
-    """The sorted index tuples of a symmetric tensor of order k in d dimensions."""
-    return itertools.combinations_with_replacement(range(d), k)
