@@ -311,3 +311,17 @@ def test_every_engine_gives_the_same_second_derivatives(case, build, point):
         first, h = f.gen_graph(x), 1e-5
         fd = (first.eval({y: point["y"] + h}) - first.eval({y: point["y"] - h})) / (2 * h)
         assert ways["ff"] == pytest.approx(fd, rel=1e-7, abs=1e-8)
+
+
+def test_sympy_differentiates_the_rounding_functions_as_here():
+    """SymPy leaves d floor(x)/dx unevaluated; the forms sent to it say 0 (and 1, −floor(a/b) for
+    Mod), so SymPy's derivative is a number at a point, equal to ours."""
+    tape, x = tape_x(0.0)
+    y = tape.var("y", 0.75)
+    S = sympy.Symbol("x")
+    for t in (sad.floor(x) * x, sad.ceil(x) * x, sad.mod(x * x, y), sad.round(x) + sad.trunc(x) * x):
+        expr = t.to_sympy()
+        for v in (0.3, 1.6, 2.9):
+            want = float(sympy.diff(expr, S).subs({S: v, sympy.Symbol("y"): 0.75}))
+            assert t.gen_graph(x).eval({x: v}) == pytest.approx(want, rel=1e-14, abs=1e-15)
+    assert float(sympy.diff(sad.mod(x, y).to_sympy(), sympy.Symbol("y")).subs({S: 2.0, sympy.Symbol("y"): 0.75})) == -2.0
