@@ -161,6 +161,8 @@ def _sympy_classes() -> dict[str, Any]:
     class rint(sympy.Function):  # noqa: N801 - SymPy's lower-case function names
         """Round half to even (NumPy's rint)."""
 
+        _imp_ = staticmethod(lambda v: np.rint(np.asarray(v, dtype=float))[()])  # for sympy.lambdify, any modules
+
         @classmethod
         def eval(cls, arg: Any) -> Any:
             if arg.is_Number:
@@ -172,6 +174,8 @@ def _sympy_classes() -> dict[str, Any]:
 
     class trunc(sympy.Function):  # noqa: N801
         """Round toward zero."""
+
+        _imp_ = staticmethod(lambda v: np.trunc(np.asarray(v, dtype=float))[()])
 
         @classmethod
         def eval(cls, arg: Any) -> Any:

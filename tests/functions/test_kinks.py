@@ -325,3 +325,13 @@ def test_sympy_differentiates_the_rounding_functions_as_here():
             want = float(sympy.diff(expr, S).subs({S: v, sympy.Symbol("y"): 0.75}))
             assert t.gen_graph(x).eval({x: v}) == pytest.approx(want, rel=1e-14, abs=1e-15)
     assert float(sympy.diff(sad.mod(x, y).to_sympy(), sympy.Symbol("y")).subs({S: 2.0, sympy.Symbol("y"): 0.75})) == -2.0
+
+
+def test_sympy_lambdify_evaluates_the_forms_sent_to_sympy():
+    tape, x = tape_x(0.0)
+    S = sympy.Symbol("x")
+    for t, numpy_fn in ((sad.round(x), np.round), (sad.trunc(x), np.trunc), (sad.fmod(x, 0.75), lambda v: np.fmod(v, 0.75)),
+                        (sad.floor(x), np.floor), (sad.mod(x, 0.75), lambda v: np.mod(v, 0.75))):
+        for modules in ("numpy", "math", "mpmath"):
+            g = sympy.lambdify([S], t.to_sympy(), modules)
+            assert [float(g(v)) for v in (-2.5, -1.5, 0.5, 2.5, 2.7)] == [numpy_fn(v) for v in (-2.5, -1.5, 0.5, 2.5, 2.7)]
