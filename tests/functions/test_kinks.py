@@ -49,6 +49,8 @@ def test_term_equality_stays_node_identity():
     assert (x == x) is True and (x == y) is False and (x != y) is True
     assert {x: 1}[tape.find_var("x")] == 1 and x in [y, x]
     assert (x == 1.0).eval() == 1.0 and (x != 1.0).eval() == 0.0
+    with pytest.raises(TypeError, match="a Term is real, so equality with a complex number is no condition"):
+        x == 1.0 + 0j  # noqa: B015 - the comparison under test
 
 
 def test_logical_operators_on_conditions():
