@@ -152,12 +152,16 @@ def _sympy_isnan(a: Any) -> Any:
 
 @functools.cache
 def _sympy_classes() -> dict[str, Any]:
-    """SymPy functions for NumPy's rint (half to even) and trunc, which SymPy lacks: integer-valued,
-    derivative 0, evaluated on numbers. Made once, when SymPy is first needed."""
+    """SymPy functions for the rounding functions: NumPy's rint (half to even) and trunc, which
+    SymPy lacks, and SymPy's floor, ceiling and Mod with the derivatives SymPy leaves unevaluated
+    (0, and 1 and −floor(a/b)), so a SymPy derivative of them is a number at a point, as here.
+    Integer-valued where they jump; made once, when SymPy is first needed."""
     import sympy
 
     class rint(sympy.Function):  # noqa: N801 - SymPy's lower-case function names
         """Round half to even (NumPy's rint)."""
+
+        _imp_ = staticmethod(lambda v: np.rint(np.asarray(v, dtype=float))[()])  # for sympy.lambdify, any modules
 
         @classmethod
         def eval(cls, arg: Any) -> Any:
@@ -171,6 +175,8 @@ def _sympy_classes() -> dict[str, Any]:
     class trunc(sympy.Function):  # noqa: N801
         """Round toward zero."""
 
+        _imp_ = staticmethod(lambda v: np.trunc(np.asarray(v, dtype=float))[()])
+
         @classmethod
         def eval(cls, arg: Any) -> Any:
             if arg.is_Number:
@@ -180,7 +186,26 @@ def _sympy_classes() -> dict[str, Any]:
         def fdiff(self, argindex: int = 1) -> Any:
             return sympy.S.Zero
 
-    return {"rint": rint, "trunc": trunc}
+    class floor(sympy.floor):  # noqa: N801
+        """SymPy's floor, derivative 0."""
+
+        def fdiff(self, argindex: int = 1) -> Any:
+            return sympy.S.Zero
+
+    class ceiling(sympy.ceiling):  # noqa: N801
+        """SymPy's ceiling, derivative 0."""
+
+        def fdiff(self, argindex: int = 1) -> Any:
+            return sympy.S.Zero
+
+    class Mod(sympy.Mod):
+        """SymPy's Mod (the sign of the divisor, as NumPy's mod), partials 1 and −floor(a/b)."""
+
+        def fdiff(self, argindex: int = 1) -> Any:
+            a, b = self.args
+            return sympy.S.One if argindex == 1 else -floor(a / b)
+
+    return {"rint": rint, "trunc": trunc, "floor": floor, "ceiling": ceiling, "Mod": Mod}
 
 
 def _sympy_named(name: str) -> Callable[..., Any]:
@@ -231,13 +256,13 @@ KINKS: dict[str, Elementary] = {e.name: e for e in (
                "((({0}) > 0.0 || ({0}) != ({0})) ? ({0}) : 0.0)", _sympy_relu),
     Elementary("heaviside", 2, (np.heaviside,), _heaviside,
                "(({0}) != ({0}) ? ({0}) : ({0}) > 0.0 ? 1.0 : ({0}) < 0.0 ? 0.0 : ({1}))", _sympy_op("Heaviside")),
-    Elementary("floor", 1, (np.floor,), np.floor, "floor({0})", _sympy_op("floor")),
-    Elementary("ceil", 1, (np.ceil,), np.ceil, "ceil({0})", _sympy_op("ceiling"), ("ceiling",)),
+    Elementary("floor", 1, (np.floor,), np.floor, "floor({0})", _sympy_named("floor")),
+    Elementary("ceil", 1, (np.ceil,), np.ceil, "ceil({0})", _sympy_named("ceiling"), ("ceiling",)),
     Elementary("rint", 1, (np.rint,), np.rint, "nearbyint({0})", _sympy_named("rint")),
     Elementary("trunc", 1, (np.trunc,), np.trunc, "trunc({0})", _sympy_named("trunc")),
     Elementary("mod", 2, (np.remainder,), _mod,
                "(fmod({0}, {1}) != 0.0 && ((fmod({0}, {1}) < 0.0) != (({1}) < 0.0)) ? fmod({0}, {1}) + ({1}) "
-               ": fmod({0}, {1}))", _sympy_op("Mod"), ("remainder",)),
+               ": fmod({0}, {1}))", _sympy_named("Mod"), ("remainder",)),
     Elementary("fmod", 2, (np.fmod,), math.fmod, "fmod({0}, {1})", _sympy_fmod),
 )}
 

@@ -455,6 +455,9 @@ def _equality(symbol: str) -> Callable[[Term, Any], Any]:
             return same if symbol == "==" else not same
         if _number(other):
             return fn(self, self._lift(other[()] if isinstance(other, np.ndarray) else other))
+        if isinstance(other, (complex, np.complexfloating)):  # False for every x would be a silent branch
+            raise TypeError(f"cannot compare a Term ({self!r} {symbol} {other!r}): a Term is real, so equality with a "
+                            "complex number is no condition; compare with its real part")
         return NotImplemented
 
     compare.__doc__ = (f"Term {symbol} Term: whether they are (not) the same node; Term {symbol} number: a "

@@ -203,14 +203,15 @@ def _leaf(expr: sympy.Basic, tape: Tape) -> Term:
 
 #: SymPy's classes for the kinks and selections, built by ``_kink`` rather than by one function each.
 _KINKS = (sympy.Piecewise, sympy.functions.elementary.piecewise.ExprCondPair, sympy.core.relational.Relational,
-          sympy.And, sympy.Or, sympy.Not, sympy.Max, sympy.Min, sympy.sinc, sympy.polygamma)
+          sympy.And, sympy.Or, sympy.Not, sympy.Max, sympy.Min, sympy.sinc, sympy.polygamma, sympy.floor, sympy.ceiling,
+          sympy.Mod)
 
 
 def _kink(expr: sympy.Basic, args: list[Any]) -> Any:
     """A Piecewise (nested ``where``s, the first condition that holds wins, nan where none does),
     one of its (value, condition) pairs, a relation (a condition Term), And/Or/Not of conditions,
-    Max/Min of any number of arguments, SymPy's unnormalized sinc(u) (NumPy's sinc(u/π)) and
-    polygamma(n, x) for a whole n."""
+    Max/Min of any number of arguments, floor, ceiling and Mod, SymPy's unnormalized sinc(u)
+    (NumPy's sinc(u/π)) and polygamma(n, x) for a whole n."""
     if isinstance(expr, sympy.Piecewise):
         tape = next(t for pair in args for t in pair if isinstance(t, Term)).tape
         result = tape.const(math.nan)
@@ -230,6 +231,9 @@ def _kink(expr: sympy.Basic, args: list[Any]) -> Any:
         return result
     if isinstance(expr, sympy.Not):
         return kinks.logical_not(args[0])
+    if isinstance(expr, (sympy.floor, sympy.ceiling, sympy.Mod)):  # SymPy's own and ours with derivatives
+        fn = kinks.floor if isinstance(expr, sympy.floor) else kinks.ceil if isinstance(expr, sympy.ceiling) else kinks.mod
+        return fn(*args)
     if isinstance(expr, sympy.sinc):
         return sinc(args[0] / Term(args[0].tape, args[0].tape.constant(math.pi, ("named", "pi"))))
     order = expr.args[0]

@@ -49,6 +49,8 @@ def test_term_equality_stays_node_identity():
     assert (x == x) is True and (x == y) is False and (x != y) is True
     assert {x: 1}[tape.find_var("x")] == 1 and x in [y, x]
     assert (x == 1.0).eval() == 1.0 and (x != 1.0).eval() == 0.0
+    with pytest.raises(TypeError, match="a Term is real, so equality with a complex number is no condition"):
+        x == 1.0 + 0j  # noqa: B015 - the comparison under test
 
 
 def test_logical_operators_on_conditions():
@@ -311,3 +313,27 @@ def test_every_engine_gives_the_same_second_derivatives(case, build, point):
         first, h = f.gen_graph(x), 1e-5
         fd = (first.eval({y: point["y"] + h}) - first.eval({y: point["y"] - h})) / (2 * h)
         assert ways["ff"] == pytest.approx(fd, rel=1e-7, abs=1e-8)
+
+
+def test_sympy_differentiates_the_rounding_functions_as_here():
+    """SymPy leaves d floor(x)/dx unevaluated; the forms sent to it say 0 (and 1, −floor(a/b) for
+    Mod), so SymPy's derivative is a number at a point, equal to ours."""
+    tape, x = tape_x(0.0)
+    y = tape.var("y", 0.75)
+    S = sympy.Symbol("x")
+    for t in (sad.floor(x) * x, sad.ceil(x) * x, sad.mod(x * x, y), sad.round(x) + sad.trunc(x) * x):
+        expr = t.to_sympy()
+        for v in (0.3, 1.6, 2.9):
+            want = float(sympy.diff(expr, S).subs({S: v, sympy.Symbol("y"): 0.75}))
+            assert t.gen_graph(x).eval({x: v}) == pytest.approx(want, rel=1e-14, abs=1e-15)
+    assert float(sympy.diff(sad.mod(x, y).to_sympy(), sympy.Symbol("y")).subs({S: 2.0, sympy.Symbol("y"): 0.75})) == -2.0
+
+
+def test_sympy_lambdify_evaluates_the_forms_sent_to_sympy():
+    tape, x = tape_x(0.0)
+    S = sympy.Symbol("x")
+    for t, numpy_fn in ((sad.round(x), np.round), (sad.trunc(x), np.trunc), (sad.fmod(x, 0.75), lambda v: np.fmod(v, 0.75)),
+                        (sad.floor(x), np.floor), (sad.mod(x, 0.75), lambda v: np.mod(v, 0.75))):
+        for modules in ("numpy", "math", "mpmath"):
+            g = sympy.lambdify([S], t.to_sympy(), modules)
+            assert [float(g(v)) for v in (-2.5, -1.5, 0.5, 2.5, 2.7)] == [numpy_fn(v) for v in (-2.5, -1.5, 0.5, 2.5, 2.7)]
