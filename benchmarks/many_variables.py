@@ -243,13 +243,12 @@ def jax_peer(name: str) -> dict[str, Any] | None:
         return None
     jax.config.update("jax_enable_x64", True)
     n = CASES[name][1]
-    point, v, batch, hessian_batch = inputs(name)
     fun = peer_function(name, jnp)
     # JAX arrays made once, as a JAX user holds them: a NumPy batch would be copied in every call
-    point, v, batch, hessian_batch = (jnp.asarray(a) for a in (point, v, batch.T, hessian_batch.T))
-    programs = {"gradient": (jax.grad(fun), (point,), (batch,), (0,)),
-                "hessian": (jax.hessian(fun), (point,), (hessian_batch,), (0,)),
-                "hvp": (lambda x, v: jax.jvp(jax.grad(fun), (x,), (v,))[1], (point, v), (batch, v), (0, None))}
+    point, v, batch, hessian_batch = (jnp.asarray(a) for a in inputs(name))
+    programs = {"gradient": (jax.grad(fun), (point,), (batch.T,), (0,)),
+                "hessian": (jax.hessian(fun), (point,), (hessian_batch.T,), (0,)),
+                "hvp": (lambda x, v: jax.jvp(jax.grad(fun), (x,), (v,))[1], (point, v), (batch.T, v), (0, None))}
     row: dict[str, Any] = {}
     for what, (g, one, many, axes) in programs.items():
         single, batched = jax.jit(g), jax.jit(jax.vmap(g, in_axes=axes))
