@@ -13,12 +13,12 @@ CasADi SX's ``Function.n_nodes`` (gradient, hessian, jtimes), measured in the sa
 operations of SymEngine's cse form of the gradient.
 
 Programs (gradient, Hessian, HVP): build time, compile time on the NumPy and Numba backends
-(Numba above NUMBA_MAX_STEPS falls back to NumPy with a warning: shown as "→NumPy"), and
-evaluation on one point and on a batch (10⁴ points; the Hessian on 10³, as the dense peers hold
-n² numbers per point). Our Hessian is the sparse one (its structural nonzeros, one per
-symmetric pair); JAX (``jit(grad)``, ``jit(hessian)``, ``jit(jvp∘grad)``, ``vmap`` for batches)
-and PyTorch (``torch.func``, eager) build dense ones; R1000's dense batch (10⁹ numbers) is not
-run. Every time is a median (of up to 7 runs, and over --rounds whole measurements, taken one
+(Numba above NUMBA_MAX_STEPS falls back to NumPy with a warning: shown as "→NumPy") and JAX's
+(its first calls, one point and batch), and evaluation on one point and on a batch (10⁴ points;
+the Hessian on 10³, as the dense peers hold n² numbers per point). Our Hessian is the sparse
+one (its structural nonzeros, one per symmetric pair); JAX (``jit(grad)``, ``jit(hessian)``,
+``jit(jvp∘grad)``, ``vmap`` for batches, on JAX arrays made once) and PyTorch (``torch.func``,
+eager) build dense ones; R1000's dense batch (10⁹ numbers) is not run. Every time is a median (of up to 7 runs, and over --rounds whole measurements, taken one
 after another so that the shared machine's slow minutes spread over all tools); the ratios are
 ours ÷ JAX. Writes results/many_variables.json and many_variables.md.
 
@@ -243,13 +243,12 @@ def jax_peer(name: str) -> dict[str, Any] | None:
         return None
     jax.config.update("jax_enable_x64", True)
     n = CASES[name][1]
-    point, v, batch, hessian_batch = inputs(name)
     fun = peer_function(name, jnp)
     # JAX arrays made once, as a JAX user holds them: a NumPy batch would be copied in every call
-    point, v, batch, hessian_batch = (jnp.asarray(a) for a in (point, v, batch.T, hessian_batch.T))
-    programs = {"gradient": (jax.grad(fun), (point,), (batch,), (0,)),
-                "hessian": (jax.hessian(fun), (point,), (hessian_batch,), (0,)),
-                "hvp": (lambda x, v: jax.jvp(jax.grad(fun), (x,), (v,))[1], (point, v), (batch, v), (0, None))}
+    point, v, batch, hessian_batch = (jnp.asarray(a) for a in inputs(name))
+    programs = {"gradient": (jax.grad(fun), (point,), (batch.T,), (0,)),
+                "hessian": (jax.hessian(fun), (point,), (hessian_batch.T,), (0,)),
+                "hvp": (lambda x, v: jax.jvp(jax.grad(fun), (x,), (v,))[1], (point, v), (batch.T, v), (0, None))}
     row: dict[str, Any] = {}
     for what, (g, one, many, axes) in programs.items():
         single, batched = jax.jit(g), jax.jit(jax.vmap(g, in_axes=axes))
@@ -301,7 +300,7 @@ def tables(results: dict[str, Any]) -> list[str]:
              + ". JAX: jit(grad), jit(hessian), jit(jvp∘grad), jit(vmap(·)) on batches; PyTorch: torch.func, eager.", ""]
     graphs = ["| case | f nodes: ours / CasADi | gradient graph: ours / CasADi (appended ÷ f) | SymEngine cse gradient ops "
               "| Hessian graph: ours / CasADi (nonzeros) | HVP graph: ours / CasADi jtimes |", "|---|---|---|---|---|---|"]
-    times = ["| case | program | build (ms) | compile NumPy / Numba (s) | 1 point: ours / JAX / PyTorch, µs (ours ÷ JAX) "
+    times = ["| case | program | build (ms) | compile: ours NumPy / ours Numba / JAX (s) | 1 point: ours / JAX / PyTorch, µs (ours ÷ JAX) "
              "| batch: ours NumPy / ours Numba / JAX / PyTorch, ms (ours NumPy ÷ JAX, Numba ÷ JAX) |", "|---|---|---|---|---|---|"]
     for name, row in results.items():
         o, c, s = row["ours"], row["casadi"] or {}, row["symengine"] or {}
@@ -315,7 +314,8 @@ def tables(results: dict[str, Any]) -> list[str]:
             points = f"{HESSIAN_POINTS:,}" if what == "hessian" else f"{POINTS:,}"
             batch_ratios = _ratio(p["eval_batch"], j.get("eval_batch")) + (
                 f", {_ratio(p['eval_batch_numba'], j.get('eval_batch'))}" if p["eval_batch_numba"] else "")
-            times.append(f"| {name} | {what} | {p['build'] * 1e3:,.1f} | {p['compile_numpy']:.2f} / {p['compile_numba']:.2f}{p['numba']} "
+            jax_compile = f"{j['compile']:.2f}" if j else "–"
+            times.append(f"| {name} | {what} | {p['build'] * 1e3:,.1f} | {p['compile_numpy']:.2f} / {p['compile_numba']:.2f}{p['numba']} / {jax_compile} "
                          f"| {_us(p['eval_1'])} / {_us(j.get('eval_1'))} / {_us(t.get('eval_1'))} ({_ratio(p['eval_1'], j.get('eval_1'))}) "
                          f"| {points} points: {_ms(p['eval_batch'])} / {_ms(p['eval_batch_numba'])} / {_ms(j.get('eval_batch'))} "
                          f"/ {_ms(t.get('eval_batch'))} ({batch_ratios}) |")

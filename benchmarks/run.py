@@ -79,7 +79,12 @@ def median_time(fn: Callable[..., Any], repeats: int, setup: Callable[[], tuple]
     return statistics.median(times), result
 
 
-def interleaved(evaluators: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+Evaluators = dict[str, Callable[[], Any]]
+#: (tool, field of its row): the evaluators of one order, timed together
+Timed = dict[tuple[str, str], Callable[[], Any]]
+
+
+def interleaved(evaluators: Timed, repeats: int) -> dict[tuple[str, str], float]:
     """Median time of each evaluator, after one untimed warm-up call each, timed in rounds that
     call every evaluator once: at least ``repeats`` rounds, more (up to 25) while a round is
     short. Timing one tool after another instead would let the VM's noise (10–40 % between
@@ -90,7 +95,7 @@ def interleaved(evaluators: dict[str, Callable[[], Any]], repeats: int) -> dict[
         fn()
         first += time.perf_counter() - t0
     rounds = max(repeats, min(25, int(0.5 / max(first, 1e-9))))
-    times: dict[str, list[float]] = {key: [] for key in evaluators}
+    times: dict[tuple[str, str], list[float]] = {key: [] for key in evaluators}
     for _ in range(rounds):
         for key, fn in evaluators.items():
             gc.disable()
@@ -104,7 +109,6 @@ def interleaved(evaluators: dict[str, Callable[[], Any]], repeats: int) -> dict[
 
 
 # -- ours -----------------------------------------------------------------------------------------
-Evaluators = dict[str, Callable[[], Any]]
 
 
 def ours(name: str, n: int, method: str, repeats: int, backends: list[str]) -> tuple[dict[str, Any], Evaluators]:
@@ -298,7 +302,7 @@ def measure(name: str, orders: list[int], peers: list[str], backends: list[str],
     capped: dict[str, int] = {}
     for n in orders:
         row: dict[str, Any] = {}
-        evaluators: Evaluators = {}
+        evaluators: Timed = {}
         row["taylor"], _ = ours(name, n, "taylor", repeats, [])
         row["diff"], found = ours(name, n, "diff", repeats, backends)
         evaluators.update({("diff", f"eval_{b}"): fn for b, fn in found.items()})
