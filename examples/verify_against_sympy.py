@@ -10,7 +10,7 @@ from subgraph_ad.testing import check_against_sympy
 
 #: every registered function on x (two-argument ones on (x, y)), inside its domain: the points
 #: are drawn from [0.2, 1.8], where acosh needs its argument shifted and asin, acos, atanh scaled
-ARGUMENT = {"acosh": "x + 1", "asin": "x / 2", "acos": "x / 2", "atanh": "x / 2"}
+ARGUMENT = {"acosh": "x + 1", "asin": "x / 2", "acos": "x / 2", "atanh": "x / 2", "erfinv": "x / 2"}
 EXPRESSIONS = [f"{name}({ARGUMENT.get(name, 'x')}{', y' if fn.arity == 2 else ''})"
                for name, fn in sorted(sad.FUNCTIONS.items())] + [
     "exp(-x^2/2)",

@@ -280,7 +280,10 @@ def _sympy_side(term: Term, ours: Term, names: list[str], points: list[dict[str,
     evaluable = not reference.atoms(AppliedUndef)
     for point in points:
         subs = {real[sympy.Symbol(n)]: sympy.Float(v, 30) for n, v in point.items()}
-        yield _real(reference.evalf(30, subs=subs)) if evaluable else math.nan
+        try:
+            yield _real(reference.evalf(30, subs=subs)) if evaluable else math.nan
+        except ValueError:  # mpmath refuses a point outside the domain (erfinv of 1.5): no reference
+            yield math.nan
     tape = term.tape
     if len(dependencies(tape, [ours.index])) > SYMBOLIC_MAX_NODES:
         yield "not tried", ""

@@ -67,6 +67,29 @@ def _t(u: Any) -> Any:
     return sad.tanh(u)
 
 
+def truncated(v: sympy.Expr) -> sympy.Expr:
+    """Rounding toward zero, from SymPy's floor: sign(v)·floor(|v|)."""
+    return sympy.sign(v) * sympy.floor(sympy.Abs(v))
+
+
+def flat(step: Callable[[sympy.Expr], sympy.Expr]) -> type[sympy.Function]:
+    """A step function SymPy can differentiate: its value is ``step``'s, its derivative 0 (true
+    off the jumps, where the points lie); SymPy leaves Derivative(floor(u), x) unevaluated."""
+
+    class Flat(sympy.Function):
+        @classmethod
+        def eval(cls, arg: sympy.Expr) -> sympy.Expr | None:
+            return step(arg) if arg.is_Number else None
+
+        def fdiff(self, argindex: int = 1) -> sympy.Expr:
+            return sympy.S.Zero
+
+        def _eval_evalf(self, prec: int) -> sympy.Expr:
+            return step(self.args[0].evalf(prec))
+
+    return Flat
+
+
 UNARY: dict[str, Unary] = {
     # name: (argument guard on Terms, argument guard in SymPy, the function in SymPy)
     "exp": (lambda u: u, lambda u: u, sympy.exp),
@@ -98,15 +121,48 @@ UNARY: dict[str, Unary] = {
     "sec": (lambda u: _t(u), lambda u: sympy.tanh(u), sympy.sec),  # |arg| < 1: cos > 0.54
     "csc": (lambda u: 1 + 0.5 * _t(u), lambda u: 1 + sympy.tanh(u) / 2, sympy.csc),  # arg in (0.5, 1.5)
     "cot": (lambda u: 1 + 0.5 * _t(u), lambda u: 1 + sympy.tanh(u) / 2, sympy.cot),
+    "gamma": (lambda u: 0.5 + u * u, lambda u: Q(1, 2) + u**2, sympy.gamma),
+    "lgamma": (lambda u: 0.5 + u * u, lambda u: Q(1, 2) + u**2, sympy.loggamma),
+    "digamma": (lambda u: 0.5 + u * u, lambda u: Q(1, 2) + u**2, lambda a: sympy.polygamma(0, a)),
+    "erfinv": (lambda u: 0.9 * _t(u), lambda u: Q(9, 10) * sympy.tanh(u), sympy.erfinv),
+    "sinc": (lambda u: u, lambda u: u, lambda a: sympy.sin(sympy.pi * a) / (sympy.pi * a)),
+    "softplus": (lambda u: u, lambda u: u, lambda a: sympy.log(1 + sympy.exp(a))),
+    # kinked functions: the argument moved by 1/3, so a grid point (a dyadic value) never lands
+    # on a jump or a kink, where float64 and 30 digits could round to different sides
+    "relu": (lambda u: u + 1 / 3, lambda u: u + Q(1, 3), lambda a: sympy.Piecewise((a, a > 0), (0, True))),
+    "floor": (lambda u: u + 1 / 3, lambda u: u + Q(1, 3), lambda a: flat(sympy.floor)(a)),
+    "ceil": (lambda u: u + 1 / 3, lambda u: u + Q(1, 3), lambda a: flat(sympy.ceiling)(a)),
+    "trunc": (lambda u: u + 1 / 3, lambda u: u + Q(1, 3), lambda a: flat(truncated)(a)),
+    "round": (lambda u: u + 1 / 3, lambda u: u + Q(1, 3), lambda a: flat(lambda v: sympy.floor(v + Q(1, 2)))(a)),
 }
 #: Two-argument built-ins: (Term form of f(a, b) with guards, SymPy form). pow needs a positive base.
 BINARY_FN: dict[str, tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]]] = {
     "atan2": (lambda a, b: sad.atan2(a, b), lambda a, b: sympy.atan2(a, b)),
     "hypot": (lambda a, b: sad.hypot(a, b), lambda a, b: sympy.sqrt(a**2 + b**2)),
     "pow": (lambda a, b: sad.pow(0.5 + a * a, b), lambda a, b: (Q(1, 2) + a**2) ** b),
+    "logaddexp": (lambda a, b: sad.logaddexp(a, b), lambda a, b: sympy.log(sympy.exp(a) + sympy.exp(b))),
+    "logaddexp2": (lambda a, b: sad.logaddexp2(a, b), lambda a, b: sympy.log(2**a + 2**b) / sympy.log(2)),
+    # kinked and comparison functions: one side moved by 1/3 (see "relu" above), a divisor
+    # kept away from 0
+    "maximum": (lambda a, b: sad.maximum(a, b + 1 / 3), lambda a, b: sympy.Max(a, b + Q(1, 3))),
+    "fmax": (lambda a, b: sad.fmax(a, b + 1 / 3), lambda a, b: sympy.Max(a, b + Q(1, 3))),
+    "minimum": (lambda a, b: sad.minimum(a, b + 1 / 3), lambda a, b: sympy.Min(a, b + Q(1, 3))),
+    "fmin": (lambda a, b: sad.fmin(a, b + 1 / 3), lambda a, b: sympy.Min(a, b + Q(1, 3))),
+    "mod": (lambda a, b: sad.mod(a + 1 / 3, 0.5 + b * b),
+            lambda a, b: a + Q(1, 3) - (Q(1, 2) + b**2) * flat(sympy.floor)((a + Q(1, 3)) / (Q(1, 2) + b**2))),
+    "fmod": (lambda a, b: sad.fmod(a + 1 / 3, 0.5 + b * b),
+             lambda a, b: a + Q(1, 3) - (Q(1, 2) + b**2) * flat(truncated)((a + Q(1, 3)) / (Q(1, 2) + b**2))),
+    "heaviside": (lambda a, b: sad.heaviside(a + 1 / 3, b),
+                  lambda a, b: sympy.Piecewise((1, a + Q(1, 3) > 0), (b, sympy.Eq(a + Q(1, 3), 0)), (0, True))),
+    "select": (lambda a, b: sad.FUNCTIONS["select"](a + 1 / 3, b), lambda a, b: sympy.Piecewise((b, sympy.Ne(a + Q(1, 3), 0)), (0, True))),
+    **{name: (lambda a, b, fn=sad.FUNCTIONS[name]: fn(a, b + 1 / 3),
+              lambda a, b, rel=rel: sympy.Piecewise((1, rel(a, b + Q(1, 3))), (0, True)))
+       for name, rel in [("greater", sympy.Gt), ("greater_equal", sympy.Ge), ("less", sympy.Lt),
+                         ("less_equal", sympy.Le), ("equal", sympy.Eq), ("not_equal", sympy.Ne)]},
 }
-#: The NumPy ufunc spelling of the two-argument functions, chosen at random like the unary ones.
-NUMPY_BINARY = {"atan2": np.arctan2, "hypot": np.hypot, "pow": None}
+#: The NumPy ufunc spelling of the two-argument functions, chosen at random like the unary ones
+#: (None: no ufunc, or one whose argument guard differs).
+NUMPY_BINARY = {"atan2": np.arctan2, "hypot": np.hypot, "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2}
 BINOPS = ("add", "sub", "mul", "div", "div_guarded")
 CONSTANTS = (-2.5, -1.0, 0.1, 0.5, 1.0, 2.0, 3.0, math.pi)
 
@@ -169,7 +225,7 @@ def to_term(tree: tuple, v: dict[str, sad.Term]) -> sad.Term:
     if kind == "fn2":
         _, name, use_numpy, left, right = tree
         a, b = to_term(left, v), to_term(right, v)
-        ufunc = NUMPY_BINARY[name]
+        ufunc = NUMPY_BINARY.get(name)
         return ufunc(a, b) if use_numpy and ufunc is not None else BINARY_FN[name][0](a, b)
     if kind == "bin":
         _, op, left, right = tree

@@ -456,3 +456,20 @@ def test_the_rounding_bound_of_a_form():
     assert bound == pytest.approx(eps * (2 * a * a + a * a + b + (a * a + b)), rel=1e-12)
     assert math.isnan(testing.rounding_bound(sympy.Function("g")(x), {"x": 1.0}))
     assert math.isnan(testing.rounding_bound(x, {}))
+
+
+def test_a_point_outside_the_domain_is_inconclusive_not_an_error():
+    """mpmath refuses erfinv of a number above 1 (a ValueError inside SymPy's evalf): such a
+    point has no reference, so it is inconclusive, and the points inside the domain are still
+    checked, against erfinv′(x) = √π/2 · exp(erfinv(x)²) by mpmath."""
+    import mpmath
+    tape = Tape()
+    x = tape.var("x", 0.3)
+    report = check_against_sympy(sad.erfinv(x), x, points=5)  # x in [0.2, 1.8]
+    inside = [p for p in report.points if p.point["x"] < 1]
+    assert 0 < len(inside) < 5 and report.status == "pass"
+    assert all(p.status == "inconclusive" for p in report.points if p.point["x"] > 1)
+    for p in inside:
+        assert p.status == "pass"
+        assert math.isclose(p.reference, float(mpmath.sqrt(mpmath.pi) / 2 * mpmath.exp(mpmath.erfinv(p.point["x"])**2)),
+                            rel_tol=1e-14)

@@ -141,10 +141,16 @@ def test_calling_a_function_on_a_string_is_a_type_error():
         sad.sin("0.5")
 
 
+class MySoftplus(Softplus):
+    name = "my_softplus"  # not a built-in name, so only register() can make the parser know it
+
+
 def test_register_makes_a_function_known_to_the_parser():
-    softplus = sad.register(Softplus())
+    with pytest.raises(sad.ParseError, match="my_softplus"):
+        sad.parse("my_softplus(2*x)")
+    softplus = sad.register(MySoftplus())
     try:
-        t = sad.parse("softplus(2*x)")
+        t = sad.parse("my_softplus(2*x)")
         assert close(t.eval({"x": 0.25}), np.logaddexp(0, 0.5), 1e-15)
     finally:
         del sad.FUNCTIONS[softplus.name]
