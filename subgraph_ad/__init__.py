@@ -6,7 +6,9 @@ from .ad.forward import gen_graph
 from .ad.matrices import Sparse, hutchinson_trace, hvp
 from .ad.reverse import grad_graph
 from .ad.taylor import taylor_graph
-from .compile.lambdify import lambdify
+from .ad.accuracy import AccuracyWarning
+from .compile import config
+from .compile.lambdify import BackendWarning, lambdify
 from .core import LimitError, Node, Tape, TapeThreadError, Term, UnfedPlaceholder
 from .functions import (FUNCTIONS, BinaryFn, Elementary, SinFn, UnaryFn, acos, acosh, asin, asinh, atan, atan2, atanh, cbrt,
                         cos, cosh, cot, csc, erf, erfc, exp, expm1, hypot, log, log1p, log2, log10, register, sec,
@@ -131,6 +133,9 @@ __all__ = [
     "laplacian",
     "hypot",
     "lambdify",
+    "BackendWarning",
+    "AccuracyWarning",
+    "config",
     "log",
     "log10",
     "log1p",

@@ -32,6 +32,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .ad import operators as ops
+from .compile.devices import on_host
 from .compile.lambdify import lambdify
 from .core import Tape, Term
 from .trace import Traced, _check_callable, _real_leaf
@@ -94,7 +95,7 @@ class _Batched:
     ``build(tape, xs, u)`` -> (the program's inputs, its Terms, how to shape their values), then
     evaluated on the points' columns (and, ``stochastic`` = (samples, seed), on the probes)."""
 
-    def __init__(self, f: Callable[..., Any], what: str, build: Build, backend: str,
+    def __init__(self, f: Callable[..., Any], what: str, build: Build, backend: str | None,
                  stochastic: tuple[int, int] | None = None) -> None:
         _check_callable(f, what)
         self.f, self.what, self.build, self.backend, self.stochastic = f, what, build, backend, stochastic
@@ -112,7 +113,7 @@ class _Batched:
             trace = Traced(self.f, ((d,),), self.what)
             xs = trace.vars_of(0)
             inputs, terms, shape = self.build(trace.tape, xs, trace.scalar_output(self.what))
-            self.cache[d] = (lambdify(inputs, terms, backend=self.backend), shape)
+            self.cache[d] = (on_host(lambdify(inputs, terms, backend=self.backend)), shape)
         compiled, shape = self.cache[d]
         flat = array.reshape(-1, d)
         columns = [np.ascontiguousarray(flat[:, k]) for k in range(d)]
@@ -149,7 +150,7 @@ def _no_xs(xs: Any, what: str) -> None:
 
 
 def laplacian(u: Any, xs: Any = None, weights: Any = None, *, samples: int | None = None, seed: int = 0,
-              backend: str = "numpy") -> Any:
+              backend: str | None = None) -> Any:
     """Δu = Σᵢ ∂²u/∂xᵢ² (with ``weights`` A: Σᵢⱼ aᵢⱼ ∂²u/∂xᵢ∂xⱼ, A symmetric).
 
     ``laplacian(u, xs)`` for a Term u: a Term, by one forward pass (``ad.operators``).
@@ -188,12 +189,12 @@ def laplacian(u: Any, xs: Any = None, weights: Any = None, *, samples: int | Non
     tape = u.tape
     with tape.trial():
         vs = _probe_vars(tape, len(vars_))
-        compiled = lambdify(vars_ + vs, _second_directional(u, vars_, vs), backend=backend)
+        compiled = on_host(lambdify(vars_ + vs, _second_directional(u, vars_, vs), backend=backend))
         at = [np.array([float(tape.value_of(x))]) for x in vars_]
     return float(_estimate(compiled, at, _probes(len(vars_), count, seeded))[0])
 
 
-def biharmonic(u: Any, xs: Any = None, *, method: str = "auto", backend: str = "numpy") -> Any:
+def biharmonic(u: Any, xs: Any = None, *, method: str = "auto", backend: str | None = None) -> Any:
     """Δ²u = Σᵢⱼ ∂⁴u/∂xᵢ²∂xⱼ²: a Term for a Term u and its vars xs; for a Python function, a
     callable on points like ``laplacian(fn)``. ``method``: see ``ad.operators.biharmonic``."""
     if _is_function(u, "biharmonic"):
@@ -208,7 +209,7 @@ def biharmonic(u: Any, xs: Any = None, *, method: str = "auto", backend: str = "
     return ops.biharmonic(u, xs, method=method)
 
 
-def derivative_tensor(u: Any, xs: Any = None, k: Any = None, *, backend: str = "numpy") -> Any:
+def derivative_tensor(u: Any, xs: Any = None, k: Any = None, *, backend: str | None = None) -> Any:
     """The tensor of k-th partial derivatives (1 <= k <= 4). For a Term u: a
     ``DerivativeTensor`` over xs, T[i, j, …] in any order of indices (``ad.operators``).
     ``derivative_tensor(fn, k)``: a callable on points returning arrays of shape

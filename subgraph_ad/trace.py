@@ -47,6 +47,7 @@ from .ad.matrices import hessian as hessian_terms
 from .ad.matrices import hvp as hvp_terms
 from .ad.matrices import jacobian as jacobian_terms
 from .ad.reverse import grad_graph
+from .compile.devices import on_host
 from .compile.lambdify import lambdify
 from .core import Tape, Term, checks, dependencies
 from .functions.kinks import Select
@@ -373,7 +374,7 @@ class _Transformed:
     (flat Terms, and how to assemble their values), compiles them, and runs the compiled program,
     on one point or (``vmap``) on the columns of a batch."""
 
-    def __init__(self, f: Callable[..., Any], what: str, build: Build, backend: str = "numpy") -> None:
+    def __init__(self, f: Callable[..., Any], what: str, build: Build, backend: str | None = None) -> None:
         _check_callable(f, what)
         self.f, self.what, self.build, self.backend = f, what, build, backend
         self.cache: dict[Any, tuple[Any, Assemble]] = {}
@@ -407,7 +408,7 @@ class _Transformed:
         if key not in self.cache:
             trace = Traced(self.f, trees, self.what, kwargs)
             terms, assemble = self.build(trace)
-            self.cache[key] = (lambdify(trace.flat, terms or [trace.tape.zero], self.backend), assemble)
+            self.cache[key] = (on_host(lambdify(trace.flat, terms or [trace.tape.zero], self.backend)), assemble)
         compiled, assemble = self.cache[key]
         inputs: list[Any] = []
         for k, found in enumerate(leaves):
@@ -492,7 +493,7 @@ def _dense(matrix: Sparse, tape: Tape, shape: tuple[int, ...]) -> tuple[list[Ter
 
 # -- the transforms --------------------------------------------------------------------------------
 def _gradient(f: Callable[..., Any], what: str, argnums: int | tuple[int, ...], has_aux: bool,
-              with_value: bool) -> _Transformed:
+              with_value: bool, backend: str | None) -> _Transformed:
     """grad and value_and_grad: one reverse sweep (``grad_graph``) on the trace."""
 
     def build(trace: Traced) -> tuple[list[Term], Assemble]:
@@ -519,20 +520,22 @@ def _gradient(f: Callable[..., Any], what: str, argnums: int | tuple[int, ...], 
 
         return head + terms + aux_terms, assemble
 
-    return _Transformed(f, what, build)
+    return _Transformed(f, what, build, backend)
 
 
-def grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable[..., Any]:
+def grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False, *,
+         backend: str | None = None) -> Callable[..., Any]:
     """The gradient of a scalar function, as ``jax.grad``: ``grad(f)(*args)`` is ∂f/∂args[argnums]
     in the structure of that argument (a float for a number, an array of its shape for an array,
     the same dict or tuple for a pytree; a tuple of those for several argnums). With ``has_aux``,
     f returns (value, aux) and the result is (gradient, aux). Built by one reverse sweep
-    (``grad_graph``) on the trace, compiled once per signature."""
-    return _gradient(f, "grad", argnums, has_aux, with_value=False)
+    (``grad_graph``) on the trace, compiled once per signature by ``lambdify`` with ``backend``
+    (None: ``config.default_backend()``; results come back as NumPy from any backend)."""
+    return _gradient(f, "grad", argnums, has_aux, with_value=False, backend=backend)
 
 
 def value_and_grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
-                   has_aux: bool = False) -> Callable[..., Any]:
+                   has_aux: bool = False, *, backend: str | None = None) -> Callable[..., Any]:
     """``jax.value_and_grad``: (f(*args), ∂f/∂args[argnums]) from one compiled program; with
     ``has_aux``, ((value, aux), gradient).
 
@@ -544,7 +547,7 @@ def value_and_grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
     >>> v, pred, g
     (2.0, array([ 1., -1.]), array([ 2., -2.]))
     """
-    return _gradient(f, "value_and_grad", argnums, has_aux, with_value=True)
+    return _gradient(f, "value_and_grad", argnums, has_aux, with_value=True, backend=backend)
 
 
 def _selections(z: Term) -> bool:
@@ -566,12 +569,12 @@ class _Derivative(_Transformed):
         if key not in self.cache:
             trace = Traced(self.f, [()] * len(args), self.what, kwargs)
             terms, assemble = self.build(trace)
-            self.cache[key] = (lambdify(trace.flat, terms[0], self.backend), assemble)
+            self.cache[key] = (on_host(lambdify(trace.flat, terms[0], self.backend)), assemble)
         compiled, _ = self.cache[key]
         return compiled(*args)
 
 
-def derivative(f: Callable[..., Any], n: int = 1, argnum: int = 0) -> Callable[..., Any]:
+def derivative(f: Callable[..., Any], n: int = 1, argnum: int = 0, *, backend: str | None = None) -> Callable[..., Any]:
     """The n-th derivative of a scalar function in one argument, elementwise on arrays of
     points: ``derivative(f, 4)(np.linspace(-2, 2, 9))``. Built by ``diff`` (Taylor mode from
     the third order; repeated forward passes where f selects with ``where``) on the trace."""
@@ -583,10 +586,11 @@ def derivative(f: Callable[..., Any], n: int = 1, argnum: int = 0) -> Callable[.
         method = "graph" if n and _selections(z) else "auto"
         return [diff(z, trace.vars_of(k)[0], n, method=method) if n else z], _shaped(())
 
-    return _Derivative(f, "derivative", build)
+    return _Derivative(f, "derivative", build, backend)
 
 
-def jacobian(f: Any, inputs: Any = None, argnums: int = 0, sparse: bool = False) -> Any:
+def jacobian(f: Any, inputs: Any = None, argnums: int = 0, sparse: bool = False, *,
+             backend: str | None = None) -> Any:
     """``jacobian(outputs, inputs)`` on Terms: rows of Terms, or a ``Sparse`` matrix with
     ``sparse=True`` (see ``ad.matrices``). Given a Python function, a callable returning the
     Jacobian of its output (array) with respect to argument ``argnums`` as a NumPy array of shape
@@ -603,10 +607,11 @@ def jacobian(f: Any, inputs: Any = None, argnums: int = 0, sparse: bool = False)
         matrix = jacobian_terms(outs, xs, sparse=True)
         return _sparse(matrix, trace.tape) if sparse else _dense(matrix, trace.tape, out_shape + shape)
 
-    return _Transformed(f, "jacobian", build)
+    return _Transformed(f, "jacobian", build, backend)
 
 
-def hessian(f: Any, inputs: Any = None, argnums: int = 0, sparse: bool = False) -> Any:
+def hessian(f: Any, inputs: Any = None, argnums: int = 0, sparse: bool = False, *,
+            backend: str | None = None) -> Any:
     """``hessian(output, inputs)`` on Terms: rows of Terms, or a ``Sparse`` matrix with
     ``sparse=True`` (see ``ad.matrices``). Given a Python function, a callable returning its
     Hessian with respect to argument ``argnums`` as a NumPy array (shape argument.shape * 2); with
@@ -621,7 +626,7 @@ def hessian(f: Any, inputs: Any = None, argnums: int = 0, sparse: bool = False) 
         matrix = hessian_terms(z, trace.vars_of(k), sparse=True)
         return _sparse(matrix, trace.tape) if sparse else _dense(matrix, trace.tape, shape + shape)
 
-    return _Transformed(f, "hessian", build)
+    return _Transformed(f, "hessian", build, backend)
 
 
 def _pairs(primals: Any, tangents: Any, what: str) -> tuple[tuple[Any, ...], tuple[Any, ...]]:

@@ -148,9 +148,10 @@ class Sparse(NamedTuple):
     terms: tuple[Term, ...]
     shape: tuple[int, int]
 
-    def compile(self, inputs: Term | Sequence[Term], backend: str = "numpy", **options: Any) -> CompiledSparse:
+    def compile(self, inputs: Term | Sequence[Term], backend: str | None = None, **options: Any) -> CompiledSparse:
         """Compile the nonzeros as functions of the vars ``inputs`` (``lambdify``'s backend and
         options); a Term listed twice (a symmetric pair) is computed once."""
+        from ..compile.devices import on_host
         from ..compile.lambdify import lambdify
 
         unique: dict[int, Term] = {}
@@ -161,7 +162,7 @@ class Sparse(NamedTuple):
         # of which no entry is taken, so the inputs are still checked and batches still shaped
         outputs = list(unique.values()) or [_terms(inputs, "inputs")[0].tape.zero]
         return CompiledSparse(np.array(self.rows, dtype=np.intp), np.array(self.cols, dtype=np.intp), self.shape,
-                              lambdify(inputs, outputs, backend, **options),
+                              on_host(lambdify(inputs, outputs, backend, **options)),
                               np.array([position[t.index] for t in self.terms], dtype=np.intp))
 
 
@@ -238,11 +239,12 @@ def hvp(output: Term, inputs: Term | Sequence[Term], v: Sequence[Any]) -> list[T
 
 
 def hutchinson_trace(output: Term, inputs: Term | Sequence[Term], samples: int = 100, seed: int = 0,
-                     backend: str = "numpy") -> float:
+                     backend: str | None = None) -> float:
     """Hutchinson's estimate of tr(H) at the inputs' current values: the mean of vᵀHv over
     ``samples`` Rademacher probes v (entries ±1, NumPy generator seeded with ``seed``). One HVP
     program with v as inputs is compiled and run on all probes at once; the tape is left as it
     was."""
+    from ..compile.devices import on_host
     from ..compile.lambdify import lambdify
 
     checks.count(samples, "samples", "hutchinson_trace", low=1)
@@ -254,7 +256,7 @@ def hutchinson_trace(output: Term, inputs: Term | Sequence[Term], samples: int =
         quadratic = hv[0] * vs[0]
         for a, b in zip(hv[1:], vs[1:]):
             quadratic = quadratic + a * b
-        compiled = lambdify(xs + vs, quadratic, backend=backend)
+        compiled = on_host(lambdify(xs + vs, quadratic, backend=backend))
     probes = np.random.default_rng(seed).choice([-1.0, 1.0], size=(len(xs), samples))
     at = [np.float64(tape.value_of(x)) for x in xs]
     return float(np.mean(compiled(*at, *probes)))

@@ -5,8 +5,9 @@ per-node Python dispatch. Nothing more is generated until a call needs it, and t
 one-point code on the first call with numbers, each backend's kernel on the first call with
 its pattern of numbers and arrays. Big programs are compiled in chunks of ``chunk`` steps
 (``program.chunks``), so compiling takes time linear in the program's size. Two backends run
-the program on arrays, one module each under ``compile/backends`` (found by name in
-``BACKENDS``; a function lowers itself, so none knows the built-ins):
+the program on NumPy arrays, one module each under ``compile/backends`` (found by name in
+``BACKENDS``; a function lowers itself, so none knows the built-ins); ``"jax"`` and ``"cuda"``
+hand it to other array libraries (``devices``):
 
 - ``"numpy"`` (default): NumPy ufuncs over blocks of points. Each intermediate lives in a
   register (a preallocated block-sized buffer) that is reused as soon as its value is dead
@@ -57,6 +58,7 @@ from ..numeric.modes import floating
 from . import config
 from .backends import numba as numba_backend
 from .backends import numpy as numpy_backend
+from .devices import BackendWarning, CudaCompiled, JaxCompiled
 from .program import CACHE_MIN_STEPS, CHUNK, Program, build_program, define
 
 #: Points per block of the NumPy backend: 16384 float64 = 128 KiB per register (measured best).
@@ -83,8 +85,11 @@ class Backend(Protocol):
         """One thread's runner: inputs (numbers, or slices of at most ``step`` points) -> outputs."""
 
 
-#: The backends by name: a new one is a module and an entry here.
+#: The backends of NumPy arrays by name, run by ``Compiled``: a new one is a module and an entry here.
 BACKENDS: dict[str, Backend] = {"numpy": numpy_backend, "numba": numba_backend}
+
+#: Every name ``lambdify`` takes: those, and the backends of other array libraries (``devices``).
+NAMES = (*BACKENDS, "jax", "cuda")
 
 
 @functools.lru_cache(maxsize=None)
@@ -99,10 +104,6 @@ def _pool(threads: int) -> ThreadPoolExecutor:
 
 if hasattr(os, "register_at_fork"):  # a forked child inherits the pools but none of their threads
     os.register_at_fork(after_in_child=_pool.cache_clear)
-
-
-class BackendWarning(UserWarning):
-    """A requested backend is not usable here; the NumPy backend runs instead."""
 
 
 def _as_list(items: Any, what: str) -> tuple[list[Term], bool]:
@@ -370,13 +371,15 @@ class Compiled:
 
 def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], backend: str | None = None,
              block: int = BLOCK, parallel: bool = True, *, warn: bool = False, chunk: int = CHUNK,
-             cache: bool = True) -> Compiled:
+             cache: bool = True, dtype: str | None = None) -> Compiled | JaxCompiled | CudaCompiled:
     """Compile ``outputs`` as a function of the vars ``inputs``.
 
     Returns a value for one output and a tuple for a list; works elementwise on arrays, with
     every output broadcast to the inputs' common shape, and on Dask arrays blockwise. IEEE
     semantics: never raises on values, and no NumPy warnings unless ``warn=True``. ``backend``
-    is ``"numpy"`` or ``"numba"`` (falls back to NumPy with a ``BackendWarning`` when unusable),
+    is ``"numpy"``, ``"numba"`` or ``"cuda"`` (each falls back to NumPy with a ``BackendWarning``
+    when unusable; CUDA returns CuPy arrays of ``dtype``, float64 by default, or float32), or
+    ``"jax"`` (a function of JAX arrays for ``jax.jit``/``vmap``/``grad``; see ``devices``),
     by default ``config.default_backend()`` (``SUBGRAPH_AD_BACKEND``, else ``"numpy"``);
     ``block`` is the NumPy backend's points per block; ``parallel`` lets either backend share
     the blocks out over every core. Code is generated on first use, in chunks of ``chunk``
@@ -384,9 +387,13 @@ def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], back
     """
     if backend is None:
         backend = config.default_backend()
-        if backend not in BACKENDS:
+        if backend not in NAMES:
             raise ValueError(f"lambdify: the default backend is {backend!r} (subgraph_ad.compile.config.backend, or "
-                             f"the environment variable {config.ENV}), expected {' or '.join(map(repr, BACKENDS))}")
+                             f"the environment variable {config.ENV}), expected {' or '.join(map(repr, NAMES))}")
+    if backend not in NAMES:
+        raise ValueError(f"lambdify backend must be {' or '.join(map(repr, NAMES))}, got {backend!r}")
+    if dtype is not None and backend != "cuda" and dtype != "float64":
+        raise ValueError(f"lambdify dtype={dtype!r} is for backend 'cuda'; backend {backend!r} computes in float64")
     ins, _ = _as_list(inputs, "inputs")
     outs, single = _as_list(outputs, "outputs")
     tape = ins[0].tape
@@ -397,4 +404,10 @@ def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], back
     for t in outs:
         ins[0]._lift(t)  # same tape, or a clear ValueError
     program = build_program(tape, ins, outs)
-    return Compiled(program, [v.name for v in ins], single, backend, block, parallel, warn, chunk, cache)
+    names = [v.name for v in ins]
+    if backend == "jax":
+        return JaxCompiled(program, names, single)
+    if backend == "cuda":
+        fallback = functools.partial(Compiled, program, names, single, "numpy", block, parallel, warn, chunk, cache)
+        return CudaCompiled(program, names, single, dtype or "float64", fallback)
+    return Compiled(program, names, single, backend, block, parallel, warn, chunk, cache)
