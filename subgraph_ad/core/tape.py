@@ -450,8 +450,9 @@ class Tape(Scopes):
         its builder knows to be canonical already (a hot path of Taylor mode)."""
         if _ident() != self._owner:
             self._claim()
-        found = self._intern.get(intern_key(node))
-        return found if found is not None else self._push(node, intern_key(node))
+        key = intern_key(node)
+        found = self._intern.get(key)
+        return found if found is not None else self._push(node, key)
 
     def constant(self, value: float, exact: Any = ...) -> int:
         """The index of the constant ``value``; ``exact`` is its exact form (``ops.Exact``), or
