@@ -69,8 +69,24 @@ def _logaddexp2(a: float, b: float) -> float:
     return big + math.log1p(2.0 ** (small - big)) / math.log(2.0)
 
 
+def _lgamma_array(v: Any) -> Any:
+    """SciPy's gammaln where it agrees with C's lgamma (math.lgamma, CUDA): at −inf C gives +inf
+    (SciPy −inf), and at a subnormal v −log|v| (SciPy inf; the next term, −γv, is below its ulp)."""
+    v = np.asarray(v, dtype=float)
+    tiny = (v != 0) & (np.abs(v) < np.finfo(float).tiny)
+    near_zero = -np.log(np.abs(np.where(tiny, v, 1.0)))
+    return np.where(np.isneginf(v), np.inf, np.where(tiny, near_zero, _gammaln(v)))[()]
+
+
+_gammaln = _special("gammaln", math.lgamma)
+
+
 def _softplus(v: float) -> float:
-    return _logaddexp(0.0, v)
+    """log(1 + eᵛ) as ``_logaddexp(0, v)`` computes it, written out so that Numba compiles it
+    as one function (it types no call to a plain Python function)."""
+    if v != v:
+        return math.nan
+    return max(v, 0.0) + math.log1p(math.exp(-abs(v)))
 
 
 def _sympy_logaddexp(base: int) -> Callable[..., Any]:
@@ -105,7 +121,7 @@ SPECIAL: dict[str, Elementary] = {e.name: e for e in (
     Elementary("erfinv", 1, (_needs_scipy("erfinv"),), _needs_scipy("erfinv"), "erfinv({0})", _sympy("erfinv")),
     Elementary("tgamma", 1, (_special("gamma", math.gamma),), math.gamma, "tgamma({0})", _sympy("gamma"),
                ("gamma",)),
-    Elementary("lgamma", 1, (_special("gammaln", math.lgamma),), math.lgamma, "lgamma({0})", _sympy("loggamma"),
+    Elementary("lgamma", 1, (_lgamma_array,), math.lgamma, "lgamma({0})", _sympy("loggamma"),
                ("gammaln", "loggamma")),
     Elementary("sinc", 1, (np.sinc,), np.sinc, "((({0}) == 0.0) ? 1.0 : sin(M_PI * ({0})) / (M_PI * ({0})))",
                _sympy_sinc),

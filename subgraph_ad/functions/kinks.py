@@ -95,7 +95,7 @@ def _relation(name: str, ufunc: Any, symbol: str, sympy_name: str) -> Elementary
 
         return _sympy_indicator(getattr(sympy, sympy_name)(a, b))
 
-    return Elementary(name, 2, (ufunc,), f"float({{0}} {symbol} {{1}})", f"((({{0}}) {symbol} ({{1}})) ? 1.0 : 0.0)",
+    return Elementary(name, 2, (ufunc,), f"(1.0 if {{0}} {symbol} {{1}} else 0.0)", f"((({{0}}) {symbol} ({{1}})) ? 1.0 : 0.0)",
                       convert)
 
 
@@ -225,6 +225,13 @@ def _mod(a: float, b: float) -> float:
     return a % b
 
 
+def _fmod(a: float, b: float) -> float:
+    """C's fmod (the sign of a) from ``%``, which Numba compiles and math.fmod it does not: for
+    |a| and |b| the two are the same exact remainder. At b = 0 (or an infinite a) it raises
+    in Python, and the one-point path reruns the point on NumPy (nan); Numba gives nan."""
+    return math.copysign(abs(a) % abs(b), a)
+
+
 def _sympy_op(name: str) -> Callable[..., Any]:
     def convert(*args: Any) -> Any:
         import sympy
@@ -242,8 +249,8 @@ KINKS: dict[str, Elementary] = {e.name: e for e in (
     _relation("greater_equal", np.greater_equal, ">=", "Ge"),
     _relation("equal", np.equal, "==", "Eq"),
     _relation("not_equal", np.not_equal, "!=", "Ne"),
-    Elementary("isnan", 1, (np.isnan,), "float({0} != {0})", "(isnan({0}) ? 1.0 : 0.0)", _sympy_isnan),
-    Elementary("isfinite", 1, (np.isfinite,), "float(abs({0}) < _inf)", "(isfinite({0}) ? 1.0 : 0.0)",
+    Elementary("isnan", 1, (np.isnan,), "(1.0 if {0} != {0} else 0.0)", "(isnan({0}) ? 1.0 : 0.0)", _sympy_isnan),
+    Elementary("isfinite", 1, (np.isfinite,), "(1.0 if abs({0}) < _inf else 0.0)", "(isfinite({0}) ? 1.0 : 0.0)",
                _sympy_isfinite),
     Elementary("select", 2, (_select_array,), _select, "((({0}) != 0.0) ? ({1}) : 0.0)", _sympy_select),
     Elementary("maximum", 2, (np.maximum,), _maximum, "((({0}) > ({1}) || ({0}) != ({0})) ? ({0}) : ({1}))",
@@ -263,7 +270,7 @@ KINKS: dict[str, Elementary] = {e.name: e for e in (
     Elementary("mod", 2, (np.remainder,), _mod,
                "(fmod({0}, {1}) != 0.0 && ((fmod({0}, {1}) < 0.0) != (({1}) < 0.0)) ? fmod({0}, {1}) + ({1}) "
                ": fmod({0}, {1}))", _sympy_named("Mod"), ("remainder",)),
-    Elementary("fmod", 2, (np.fmod,), math.fmod, "fmod({0}, {1})", _sympy_fmod),
+    Elementary("fmod", 2, (np.fmod,), _fmod, "fmod({0}, {1})", _sympy_fmod),
 )}
 
 
