@@ -32,8 +32,10 @@ fuzz: $(STAMP) graphviz
 bench: $(STAMP) graphviz
 	$(PY) -m pip install --quiet -e '.[bench]'
 	@$(PY) -m pip install --quiet torch==2.13.0 || echo "PyTorch 2.13.0 (CPU build) could not be installed; the benchmark runs without it"
-	$(PY) benchmarks/run.py
-	$(PY) benchmarks/many_variables.py
+	$(PY) benchmarks/run.py --rounds 3
+	$(PY) benchmarks/many_variables.py --rounds 5
+	$(PY) benchmarks/operators.py
+	PYTHONPATH=. $(PY) benchmarks/compile.py --label after
 
 clean:
 	rm -rf $(VENV) out .pytest_cache benchmarks/results
