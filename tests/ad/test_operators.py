@@ -586,3 +586,17 @@ def test_values_alone_never_raise():
     lap = ops.laplacian(sad.log(x) * y + 1 / y, [x, y])
     assert math.isnan(lap.eval()) or math.isinf(lap.eval())
     copy.deepcopy(tape)  # the tape is whole
+
+
+def test_taylor_graph_takes_a_direction_as_the_api_writes_it():
+    """``sad.taylor_graph(u, {x: 1.0, y: 2.0}, 4)``: ∂ʲu[v,…,v] along v = (1, 2), j = 1..4, each
+    equal to SymPy's dʲ/dtʲ u(x + t, y + 2t) at t = 0 (symbolically: the difference simplifies to 0)."""
+    tape = sad.Tape()
+    x, y = tape.var("x", 0.5), tape.var("y", 0.3)
+    u = sad.sin(x * y) * sad.exp(x)
+    ds = sad.taylor_graph(u, {x: 1.0, y: 2.0}, 4)
+    X, Y = sym("x"), sym("y")
+    U = sympy.sin(X * Y) * sympy.exp(X)
+    for j, d in enumerate(ds, start=1):
+        theirs = along(U, ["x", "y"], [1, 2], j)
+        assert sympy.simplify(d.to_sympy().xreplace({sympy.Symbol("x"): X, sympy.Symbol("y"): Y}) - theirs) == 0, j

@@ -28,7 +28,7 @@ for sin) and nodes may still overflow in between (x·T_k sums with huge terms), 
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from ...core import Callback, Term
 from ...numeric.modes import values_of
 from .. import accuracy
 from ..closed_form import probe_values
+from ..operators import directional_taylor
 from .coefficients import EXACT_ABOVE
 from .series import Series
 
@@ -107,13 +108,17 @@ def _build(term: Term, w: int, wanted: range) -> tuple[list[Optional[int]], Opti
     return [None if i < 0 else i for i in tape.pruned(build)], error[0]
 
 
-def taylor_graph(term: Term, wrt: Term, n: int, callback: Callback | None = None) -> list[Term]:
+def taylor_graph(term: Term, wrt: Term | Mapping[Term, Any], n: int, callback: Callback | None = None) -> list[Term]:
     """Append the derivatives of orders 1..n of ``term`` in ``wrt``; returns them as Terms.
 
     Each result equals ``term.diff(wrt, k)``; the tape's 0 marks a structurally zero one. Nodes
     are tagged with the derivative order that first needed them (``tape.orders``); ``callback``
     sees each appended Term. Transactional: if anything raises, the tape is left as it was.
+    ``wrt`` as a direction {var: component} gives ∂ʲu[v,…,v] = dʲ/dtʲ u(x + t·v) at t = 0
+    instead (``operators.directional_taylor``).
     """
+    if isinstance(wrt, Mapping):
+        return directional_taylor(term, wrt, n, callback)
     w = _check(term, wrt, n)
     if n == 0:
         return []
