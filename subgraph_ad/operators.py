@@ -99,7 +99,7 @@ class _Batched:
         _check_callable(f, what)
         self.f, self.what, self.build, self.backend, self.stochastic = f, what, build, backend, stochastic
         self.cache: dict[int, tuple[Any, Callable[[np.ndarray], np.ndarray]]] = {}
-        functools.update_wrapper(self, f)  # type: ignore[arg-type]
+        functools.update_wrapper(self, f)
 
     def __call__(self, points: Any) -> Any:
         _real_leaf(self.what)(points, "the points")

@@ -1186,7 +1186,7 @@ def derivative_tensor(u: Term, xs: Any, k: int, callback: Callback | None = None
     with tape.transaction(callback):
         zero = tape.zero
         first = grad_graph(u, xs)
-        level: dict[tuple[int, ...], Term] = {(i,): g for i, g in enumerate(first) if g != zero}  # type: ignore[arg-type]
+        level: dict[tuple[int, ...], Term] = {(i,): g for i, g in enumerate(first) if g != zero}
         entries = dict(level)
         for _ in range(1, int(k)):
             p = Pass(tape, xs)
