@@ -33,7 +33,7 @@ True
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -381,7 +381,8 @@ def _refuse_function(name: str, why: str) -> TypeError:
     return TypeError(f"np.{name} is not supported on Terms: {why}")
 
 
-def array_function(self: Any, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def array_function(self: Any, func: Callable[..., Any], types: Iterable[type], args: Iterable[Any],
+                   kwargs: Mapping[str, Any]) -> Any:
     """NumPy's ``__array_function__`` for Term and TermArray: the functions that build nodes of
     their own, a refusal for those with no derivative subgraph, and NumPy's own implementation
     on the object arrays for the rest (its inner ufunc calls come back through
