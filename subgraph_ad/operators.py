@@ -131,7 +131,8 @@ class _Batched:
 
 
 def _scalar_values(values: np.ndarray) -> np.ndarray:
-    return values[0]
+    row: np.ndarray = values[0]  # values is 2-D, (outputs, points): a row is an array
+    return row
 
 
 def _is_function(u: Any, what: str) -> bool:
