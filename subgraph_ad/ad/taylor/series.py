@@ -25,7 +25,8 @@ class Series:
         self.wrt = wrt
         self.degree = Degrees(tape, wrt)
         # float or Fraction scalars, chosen per build (by its order: ``EXACT_ABOVE``)
-        self.arith: Arithmetic[Any] = ExactArithmetic(tape, self.negated) if exact else FloatArithmetic(tape, self.negated)
+        self.arith: Arithmetic[Any] = (ExactArithmetic(tape, self.negated) if exact
+                                       else FloatArithmetic(tape, self.negated))
         self.forms: dict[int, Form] = {}
         self.aliases: dict[int, Optional[int]] = {}
         self.terms: dict[tuple[int, int], list[Product]] = {}  # the products a coefficient sums
