@@ -3,7 +3,7 @@
 from . import methods  # noqa: F401  (Term and Tape methods of the layers above the core)
 from .ad.diff import Step, derivatives, diff
 from .ad.forward import gen_graph
-from .ad.matrices import Sparse, hutchinson_trace, hvp
+from .ad.matrices import Sparse, hutchinson_trace
 from .ad.reverse import grad_graph
 from .ad.taylor import taylor_graph
 from .ad.accuracy import AccuracyWarning
@@ -18,10 +18,10 @@ from .functions import pow_ as pow  # noqa: A001  (sad.pow(a, b) is a ** b)
 from .core.ops import E as e
 from .core.ops import PI as pi
 from .interop.parse import ParseError, parse
-from .numeric.modes import Grad, jvp, vjp
+from .numeric.modes import Grad
 from .checkpoint import Checkpointed, checkpointed_grad
 from .trace import derivative, grad, hessian, jacobian
-from .trace import hvp, jvp, value_and_grad, vjp, vmap  # noqa: F811  (the function forms; Terms still work)
+from .trace import hvp, jvp, value_and_grad, vjp, vmap  # the function forms; on Terms they call the Term forms
 from .functions.kinks import (ceil, clip, floor, fmax, fmin, fmod, heaviside, maximum, minimum, mod, relu, trunc,
                               where)
 from .functions.kinks import round_ as round  # noqa: A001  (sad.round, like np.round)

@@ -100,7 +100,7 @@ class _Batched:
         _check_callable(f, what)
         self.f, self.what, self.build, self.backend, self.stochastic = f, what, build, backend, stochastic
         self.cache: dict[int, tuple[Any, Callable[[np.ndarray], np.ndarray]]] = {}
-        functools.update_wrapper(self, f)  # type: ignore[arg-type]
+        functools.update_wrapper(self, f)
 
     def __call__(self, points: Any) -> Any:
         _real_leaf(self.what)(points, "the points")
@@ -132,7 +132,8 @@ class _Batched:
 
 
 def _scalar_values(values: np.ndarray) -> np.ndarray:
-    return values[0]
+    row: np.ndarray = values[0]  # values is 2-D, (outputs, points): a row is an array
+    return row
 
 
 def _is_function(u: Any, what: str) -> bool:

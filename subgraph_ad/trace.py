@@ -378,7 +378,7 @@ class _Transformed:
         _check_callable(f, what)
         self.f, self.what, self.build, self.backend = f, what, build, backend
         self.cache: dict[Any, tuple[Any, Assemble]] = {}
-        functools.update_wrapper(self, f, updated=())  # type: ignore[arg-type]
+        functools.update_wrapper(self, f, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.run(args, kwargs, None)
@@ -501,7 +501,7 @@ def _gradient(f: Callable[..., Any], what: str, argnums: int | tuple[int, ...], 
         value, aux = trace.split_aux(has_aux, what)
         z = trace.scalar(value, what)
         wrts = [v for k in nums for v in trace.vars_of(k)]
-        terms = list(grad_graph(z, wrts))  # type: ignore[arg-type]
+        terms = list(grad_graph(z, wrts))
         aux_terms, aux_tree = trace.tree_outputs(aux, what) if has_aux else ([], Tree("none", None))
         head = [z] if with_value else []
 
@@ -705,7 +705,7 @@ def _vjp_transform(f: Callable[..., Any], count: int) -> _Transformed:
         for o, c in zip(outs, trace.vars[count]):
             weighted = weighted + o * c
         wrts = [v for k in range(count) for v in trace.vars[k]]
-        terms = list(grad_graph(weighted, wrts)) if wrts else []  # type: ignore[arg-type]
+        terms = list(grad_graph(weighted, wrts)) if wrts else []
 
         def assemble(values: list[Any], batch: tuple[int, ...]) -> Any:
             parts, at = [], 0
@@ -768,7 +768,7 @@ def _hvp_transform(f: Callable[..., Any]) -> _Transformed:
         xs = trace.vars_of(0)
         if trace.trees[1] != trace.trees[0]:
             raise ValueError(f"hvp: v has the structure {trace.trees[1]}, not x's {trace.trees[0]}")
-        gradient = list(grad_graph(z, xs))  # type: ignore[arg-type]
+        gradient = list(grad_graph(z, xs))
         terms = directional(gradient, dict(zip(xs, trace.vars[1])))
         return terms, lambda values, batch: _leafwise(trace, 0, values, 0, batch)[0]
 
@@ -800,7 +800,7 @@ class _Vmapped:
     def __init__(self, fn: Any, in_axes: Any) -> None:
         self.fn = fn if isinstance(fn, (_Transformed, _Vmapped)) else _value_transform(fn, "vmap")
         self.in_axes = in_axes
-        functools.update_wrapper(self, fn, updated=())  # type: ignore[arg-type]
+        functools.update_wrapper(self, fn, updated=())
 
     def _axes(self, count: int) -> list[int | None]:
         axes = self.in_axes

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..core import Callback, LimitError, Tape, Term, checks, dependencies
 from ..core.ops import exact_value
-from ..functions import power_partial
+from ..functions import Function, power_partial
 from .forward import derivative_order, gen_graph, gen_graph_many
 from .reverse import grad_graph
 
@@ -221,7 +221,8 @@ class Algebra:
 
 # -- the local partials of an op, as every pass reads them -----------------------------------------
 def _fn_partials(p: Pass, node: Any, operands: list[Term], out: Term) -> tuple[Optional[Term], ...]:
-    return node.payload.partials(*operands, out)
+    fn: Function = node.payload  # an fn node's payload is its function
+    return fn.partials(*operands, out)
 
 
 def _pow_partials(p: Pass, node: Any, operands: list[Term], out: Term) -> tuple[Optional[Term], ...]:
@@ -1186,7 +1187,7 @@ def derivative_tensor(u: Term, xs: Any, k: int, callback: Callback | None = None
     with tape.transaction(callback):
         zero = tape.zero
         first = grad_graph(u, xs)
-        level: dict[tuple[int, ...], Term] = {(i,): g for i, g in enumerate(first) if g != zero}  # type: ignore[arg-type]
+        level: dict[tuple[int, ...], Term] = {(i,): g for i, g in enumerate(first) if g != zero}
         entries = dict(level)
         for _ in range(1, int(k)):
             p = Pass(tape, xs)

@@ -157,7 +157,8 @@ def define(source: str, names: dict[str, Any], label: str, cache: bool = False) 
         if cache:
             cache_store("python", key, marshal.dumps(code))
     exec(code, names)
-    return names["_f"]
+    f: Callable[..., Any] = names["_f"]  # the generated source defines _f as a function
+    return f
 
 
 # -- the persistent cache --------------------------------------------------------------------------

@@ -15,7 +15,7 @@ that second handler is the limit. Only a public call is all or nothing: ``x * 2 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn, cast
 
 from .graph import live_since
 from .ops import Node, intern_key
@@ -79,7 +79,7 @@ class Scopes:
             try:
                 self._listener, self._order = (saved[0] if callback is None else callback,
                                                saved[1] if order is None else order)
-                yield self
+                yield cast("Tape", self)  # Scopes is a mixin of Tape only
                 self._listener, self._order, self._held, self._over = saved
             except BaseException:
                 self._restore(mark, journal, saved)
@@ -129,19 +129,20 @@ class Scopes:
         the build, may say that nothing can be unused (then the check is skipped). All or
         nothing: if anything raises, the tape is left as it was."""
         self._own()
+        tape = cast("Tape", self)  # Scopes is a mixin of Tape only
         mark, journal, saved = len(self.nodes), len(self._journal), (self._listener, self._order, self._held, self._over)
         try:
             try:
                 self._listener = None
                 roots = build()
                 if needed is None or needed():
-                    live = live_since(self, mark, roots)
+                    live = live_since(tape, mark, roots)
                     if not all(live):
                         roots = self._keep(mark, journal, live, roots)
                 self._listener, self._held, self._over = saved[0], saved[2], saved[3]
                 if saved[0] is not None:
                     for index in range(mark, len(self.nodes)):
-                        saved[0](Term(self, index))
+                        saved[0](Term(tape, index))
                 return roots
             except BaseException:
                 self._restore(mark, journal, saved)

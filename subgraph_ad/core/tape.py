@@ -202,7 +202,7 @@ class Tape(Scopes):
                 f"use tape.vars[{name!r}] to get it"
             )
 
-    def const(self, value: Number | Fraction) -> Term:
+    def const(self, value: Number | Fraction | np.integer | np.floating) -> Term:
         """A constant node; equal constants are one node. Integers and Fractions are exact
         (``const(Fraction(1, 3))`` is 1/3 to SymPy, not 0.333…)."""
 

@@ -81,7 +81,9 @@ class Term:
         return NotImplemented
 
     # -- arithmetic ---------------------------------------------------------------------------
-    def _lift(self, other: Operand) -> Term:
+    def _lift(self, other: object) -> Term:
+        """``other`` as a Term of this tape: a number becomes a constant; anything else that is
+        not a Term of this tape raises, naming it (callers pass whatever the user gave)."""
         if isinstance(other, Term):
             if other.tape is not self.tape:
                 raise ValueError(
@@ -107,7 +109,7 @@ class Term:
             named = ("pi", "E", "EulerGamma", "Catalan", "GoldenRatio", "TribonacciConstant")  # stay named
             if isinstance(other, sympy.NumberSymbol) and str(other) in named:
                 return Term(self.tape, self.tape.constant(float(other), ("named", str(other))))
-            if getattr(other, "is_number", False) and other.is_extended_real:  # sqrt(2), oo: its float
+            if isinstance(other, sympy.Expr) and other.is_number and other.is_extended_real:  # sqrt(2), oo: its float
                 return self.tape.const(float(other))
         raise TypeError(
             f"cannot combine a Term with {type(other).__name__} {other!r}; expected a Term, int, float or Fraction"

@@ -400,10 +400,10 @@ def _is_zero(v: Any) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and v == 0.0
 
 
-def _is_one(v: Any) -> bool:
+def _is_one(v: Term | float | np.number) -> bool:
     if isinstance(v, Term):
         return v.node.op == "const" and v.node.payload == 1.0
-    return v == 1.0
+    return bool(v == 1.0)  # a NumPy number compares to a NumPy bool
 
 
 def _elementwise(fn: Callable[..., Any], *args: Any) -> Any | None:

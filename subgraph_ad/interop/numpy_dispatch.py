@@ -33,7 +33,7 @@ True
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -269,7 +269,7 @@ def array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any)
         vectorized = np.frompyfunc(op, 2, 1)
         if method == "reduce":
             found = _reduce(vectorized, arrays[0], options.get("axis", 0), bool(options.get("keepdims", False)),
-                            options.get("initial", np._NoValue), ufunc.identity)  # type: ignore[attr-defined]
+                            options.get("initial", np._NoValue), ufunc.identity)
         else:
             found = getattr(vectorized, method)(*arrays, **options)
         return _into(_wrap(found), outs)
@@ -286,9 +286,9 @@ def _reduce(vectorized: Any, array: np.ndarray, axis: Any, keepdims: bool, initi
     axes = tuple(sorted(a % max(ndim, 1) for a in axes)) if ndim else ()
     kept = [n for k, n in enumerate(array.shape) if k not in axes]
     merged = np.moveaxis(array, axes, tuple(range(ndim - len(axes), ndim))).reshape(tuple(kept) + (-1,))
-    if initial is np._NoValue and merged.shape[-1] == 0 and identity is not None:  # type: ignore[attr-defined]
+    if initial is np._NoValue and merged.shape[-1] == 0 and identity is not None:
         initial = identity
-    options = {} if initial is np._NoValue else {"initial": initial}  # type: ignore[attr-defined]
+    options = {} if initial is np._NoValue else {"initial": initial}
     found = vectorized.reduce(merged, axis=-1, **options)
     if keepdims:
         found = np.asarray(found, dtype=object).reshape([1 if k in axes else n for k, n in enumerate(array.shape)])
@@ -381,7 +381,8 @@ def _refuse_function(name: str, why: str) -> TypeError:
     return TypeError(f"np.{name} is not supported on Terms: {why}")
 
 
-def array_function(self: Any, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def array_function(self: Any, func: Callable[..., Any], types: Iterable[type], args: Iterable[Any],
+                   kwargs: Mapping[str, Any]) -> Any:
     """NumPy's ``__array_function__`` for Term and TermArray: the functions that build nodes of
     their own, a refusal for those with no derivative subgraph, and NumPy's own implementation
     on the object arrays for the rest (its inner ufunc calls come back through

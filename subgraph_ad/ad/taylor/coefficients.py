@@ -1,8 +1,8 @@
 """Coefficient arithmetic: Taylor coefficients as lazy values c·T on the tape.
 
 A coefficient is ``(c, t)``: a Python float c times the node t (t None: the plain number c),
-or None for a structural zero. Above ``EXACT_ABOVE`` orders c is a ``Fraction`` instead
-(``ExactArithmetic``): 1/k! underflows a float near k = 180 and k! overflows at 171, while the
+or None for a structural zero (``FloatArithmetic``). Above ``EXACT_ABOVE`` orders c is a
+``Fraction`` instead (``ExactArithmetic``): 1/k! underflows a float near k = 180 and k! overflows at 171, while the
 exact scalar k!·(1/k!) is 1; only the constants that become nodes are rounded (``to_float``). Signs, the 1/k, j and k! factors of the recurrences and the
 constant factors of nodes live in c, so they cost no nodes until a sum needs a constant it does
 not share with its other terms (``total``) or a result is written out (``materialize``).
@@ -17,13 +17,18 @@ appending three nodes. Either stops with LimitError when the budget says so.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from fractions import Fraction
-from typing import Callable, Optional, TypeVar
+from typing import Callable, Generic, Optional, TypeVar, Union
 
 from ...core import Node, Tape, Term
 
+#: The scalar c of a coefficient: a float, or a Fraction in exact builds.
+Scalar = TypeVar("Scalar", float, Fraction)
 #: A coefficient value c·T held as (c, index of T); index None means the plain number c.
-Lazy = Optional[tuple[float, Optional[int]]]
+Lazy = Optional[tuple[Scalar, Optional[int]]]
+#: A value before ``canon``: its scalar may still be a float (a sign, 1.0) in an exact build.
+Raw = Optional[tuple[Union[float, Scalar], Optional[int]]]
 #: A coefficient named by (node, order).
 Key = tuple[int, int]
 #: Builds up to this order keep float scalars (fast; 1/k! and k! are finite floats well past it);
@@ -58,7 +63,7 @@ def to_float(c: float | Fraction) -> float:
         return math.inf if c > 0 else -math.inf
 
 
-def snap(c: float) -> float:
+def snap(c: Scalar) -> Scalar:
     """Scalars are products of 1/k, j and k! in floating point, so k!·(1/k!) may come out as
     1.0000000000000002. Within a few ulps of a whole number it is that number, and needs no
     constant node of its own (what snapping changes is the rounding error itself)."""
@@ -68,8 +73,10 @@ def snap(c: float) -> float:
     return float(r) if r != c and abs(c - r) <= 1e-15 * abs(c) else c  # 1e-15: about 4 ulps
 
 
-class Arithmetic:
-    """Sums, products, quotients and scaling of lazy coefficients, sharing the nodes they make.
+class Arithmetic(ABC, Generic[Scalar]):
+    """Sums, products, quotients and scaling of lazy coefficients, sharing the nodes they make,
+    written once for both kinds of scalar; ``FloatArithmetic`` and ``ExactArithmetic`` say how a
+    scalar enters (``canon``), becomes a node (``constant``) and leaves (``materialize``).
 
     ``negated(i)`` names the node that node i is the negative of (−sin(u) of sin(u)), or None;
     ``uses`` counts, per coefficient, the products that read it (set by the plan).
@@ -81,7 +88,7 @@ class Arithmetic:
         self.uses: dict[Key, int] = {}
         self.constants: dict[float, int] = {}  # value (never 0) -> its node
         self.inverses: dict[int, int] = {}  # node -> the node 1/node
-        self.scaled: dict[tuple[float, int], int] = {}  # (c, T) -> the node c·T
+        self.scaled: dict[tuple[Scalar, int], int] = {}  # (c, T) -> the node c·T
 
     def planned(self, products: Planned) -> Planned:
         """The ``products`` of one planned coefficient, their memory and the coefficient's held
@@ -89,40 +96,17 @@ class Arithmetic:
         self.tape.hold(COEFFICIENT_BYTES + PRODUCT_BYTES * len(products), "planning a Taylor coefficient")
         return products
 
-    def canon(self, value: Lazy) -> Lazy:
+    @abstractmethod
+    def canon(self, value: Raw[Scalar]) -> Lazy[Scalar]:
         """Move constant factors and signs of the Term into the scalar: -A, 3·A -> (c, A). A
         constant that is not finite, or would make the scalar so (log(0)·b), stays a node, so
         that 0·inf is nan where it is evaluated, not an exception while building."""
-        if value is None:
-            return None
-        c, t = value
-        nodes = self.tape.nodes
-        while t is not None:
-            node = nodes[t]
-            if node.op == "const":
-                if not math.isfinite(c * node.payload):  # ±inf, nan: stays a node (IEEE at run time)
-                    break
-                return (c * node.payload, None) if c * node.payload != 0.0 else None
-            if node.op == "neg":
-                c, t = -c, node.args[0]
-            elif node.op == "fn" and self.negated(t) is not None:
-                c, t = -c, self.negated(t)
-            elif node.op == "mul" and nodes[node.args[0]].op == "const":
-                if not math.isfinite(c * nodes[node.args[0]].payload):
-                    break
-                c, t = c * nodes[node.args[0]].payload, node.args[1]
-            else:
-                break
-        return c, t
 
-    def constant(self, c: float) -> int:
+    @abstractmethod
+    def constant(self, c: Union[float, Scalar]) -> int:
         """The node of a non-zero constant, looked up once per value."""
-        node = self.constants.get(c)
-        if node is None:
-            node = self.constants[c] = self.tape.constant(c)
-        return node
 
-    def scale(self, c: float, t: int) -> int:
+    def scale(self, c: Scalar, t: int) -> int:
         """The node c·T, made once per (c, T)."""
         key = (c, t)
         if key not in self.scaled:
@@ -133,23 +117,18 @@ class Arithmetic:
                 self.scaled[key] = self.tape.intern(Node("mul", (self.constant(c), t)))
         return self.scaled[key]
 
-    def operand(self, c: float, t: int, key: Key) -> tuple[float, int]:
+    @abstractmethod
+    def operand(self, c: Scalar, t: int, key: Key) -> tuple[Scalar, int]:
         """A Term factor c·T of a product. One used in two or more products (counted by the plan)
         becomes the shared node |c|·T, so the products' scalars agree and their sums need no
         scale node per term; otherwise an existing shared node is reused."""
-        if abs(c) == 1.0:
-            return c, t
-        if self.uses.get(key, 0) >= 2:
-            return math.copysign(1.0, c), self.scale(abs(c), t)
-        return self.reuse(c, t)
 
-    def reuse(self, c: float, t: int, times: float = 1.0) -> tuple[float, int]:
+    @abstractmethod
+    def reuse(self, c: Scalar, t: int, times: Scalar) -> tuple[Scalar, int]:
         """times·c·T as ±times·N when the shared node N = |c|·T already exists (keeps sums'
         scalars equal)."""
-        shared = self.scaled.get((abs(c), t)) if abs(c) != 1.0 else None
-        return (times * c, t) if shared is None else (times * math.copysign(1.0, c), shared)
 
-    def product(self, a: Lazy, ka: Key, b: Lazy, kb: Key, factor: float) -> Lazy:
+    def product(self, a: Lazy[Scalar], ka: Key, b: Lazy[Scalar], kb: Key, factor: Scalar) -> Lazy[Scalar]:
         """factor · a · b for the canonical coefficients a (named ka) and b (kb); scalars
         multiply in Python, one node at most."""
         if a is None or b is None:
@@ -165,19 +144,19 @@ class Arithmetic:
         # canonical factors: no folding rule applies, only the operand order (lower index first)
         return ca * cb, self.tape.intern(Node("mul", (ta, tb) if ta < tb else (tb, ta)))
 
-    def total(self, terms: list[Lazy]) -> Lazy:
+    def total(self, terms: list[Lazy[Scalar]]) -> Lazy[Scalar]:
         """Σ terms as one lazy value: equal Terms merge, the most common |scalar| is factored out,
         so only terms with a different scalar need a scale node. (Plain loops: it runs once
         per coefficient.)"""
         if len(terms) == 1:  # a unary node of a linear u, a product by a constant, ...
             term = terms[0]
             return term if term is None or term[0] != 0.0 else None
-        merged: dict[Optional[int], float] = {}
+        merged: dict[Optional[int], Scalar] = {}
         for term in terms:
             if term is not None:
                 merged[term[1]] = merged.get(term[1], 0) + term[0]  # 0: keeps a Fraction exact
-        items: list[tuple[float, Optional[int]]] = []
-        counts: dict[float, int] = {}
+        items: list[tuple[Scalar, Optional[int]]] = []
+        counts: dict[Scalar, int] = {}
         negative = True
         for t, c in merged.items():
             if c != 0.0:
@@ -189,7 +168,7 @@ class Arithmetic:
             return items[0] if items else None
         factor = abs(items[0][0])
         if counts:  # the first of the most common
-            factor, most = 0.0, 0
+            most = 0
             for c, count in counts.items():
                 if count > most:
                     factor, most = c, count
@@ -216,7 +195,7 @@ class Arithmetic:
             acc = append("sub", (acc, node))
         return factor, acc
 
-    def quotient(self, terms: list[Lazy], den: int) -> Lazy:
+    def quotient(self, terms: list[Lazy[Scalar]], den: int) -> Lazy[Scalar]:
         """(Σ terms) / node den, as (Σ terms) · (1/den): the division and square-root
         recurrences divide by the same node at every order, so one reciprocal node serves them
         all and each order costs a multiplication (about half the price of a division)."""
@@ -229,8 +208,55 @@ class Arithmetic:
             inverse = self.inverses[den] = self.tape.append("div", (self.constant(1.0), den))
         return c, inverse if t is None else self.tape.append("mul", (t, inverse))
 
-    def materialize(self, value: Lazy, factor: float) -> Optional[Term]:
+    @abstractmethod
+    def materialize(self, value: Lazy[Scalar], factor: Scalar) -> Optional[Term]:
         """factor·value as a Term (one scale node at most), or None for zero."""
+
+
+class FloatArithmetic(Arithmetic[float]):
+    """The arithmetic with float scalars: fast, for builds up to ``EXACT_ABOVE``."""
+
+    def canon(self, value: Lazy[float]) -> Lazy[float]:
+        if value is None:
+            return None
+        c, t = value
+        nodes = self.tape.nodes
+        while t is not None:
+            node = nodes[t]
+            if node.op == "const":
+                if not math.isfinite(c * node.payload):  # ±inf, nan: stays a node (IEEE at run time)
+                    break
+                return (c * node.payload, None) if c * node.payload != 0.0 else None
+            if node.op == "neg":
+                c, t = -c, node.args[0]
+            elif node.op == "fn" and self.negated(t) is not None:
+                c, t = -c, self.negated(t)
+            elif node.op == "mul" and nodes[node.args[0]].op == "const":
+                if not math.isfinite(c * nodes[node.args[0]].payload):
+                    break
+                c, t = c * nodes[node.args[0]].payload, node.args[1]
+            else:
+                break
+        return c, t
+
+    def constant(self, c: float) -> int:
+        node = self.constants.get(c)
+        if node is None:
+            node = self.constants[c] = self.tape.constant(c)
+        return node
+
+    def operand(self, c: float, t: int, key: Key) -> tuple[float, int]:
+        if abs(c) == 1.0:
+            return c, t
+        if self.uses.get(key, 0) >= 2:
+            return math.copysign(1.0, c), self.scale(abs(c), t)
+        return self.reuse(c, t)
+
+    def reuse(self, c: float, t: int, times: float = 1.0) -> tuple[float, int]:
+        shared = self.scaled.get((abs(c), t)) if abs(c) != 1.0 else None
+        return (times * c, t) if shared is None else (times * math.copysign(1.0, c), shared)
+
+    def materialize(self, value: Lazy[float], factor: float) -> Optional[Term]:
         if value is None:
             return None
         c, t = value
@@ -244,27 +270,26 @@ class Arithmetic:
         return Term(self.tape, self.scale(c, t))
 
 
-class ExactArithmetic(Arithmetic):
+class ExactArithmetic(Arithmetic[Fraction]):
     """The same arithmetic with exact scalars (``Fraction``), for builds above ``EXACT_ABOVE``:
     every float that enters a scalar (the payloads ``canon`` folds in, the factors of products)
     is made a Fraction, since a Fraction times a float is a float; a scalar becomes a float only
     as the value of a constant node (``to_float``), and constants are looked up by that float."""
 
-    def canon(self, value: Lazy) -> Lazy:
+    def canon(self, value: Raw[Fraction]) -> Lazy[Fraction]:
         """``Arithmetic.canon`` with exact scalars, each held against the tape's budget: a series
         keeps the canonical value of every coefficient until its build ends."""
-        value = self._canon(value)
-        if value is not None:
-            num, den = value[0].as_integer_ratio()
+        found = self._canon(value)
+        if found is not None:
+            num, den = found[0].as_integer_ratio()
             self.tape.hold(FRACTION_BYTES + (num.bit_length() + den.bit_length()) // BITS_PER_BYTE, "an exact scalar")
-        return value
+        return found
 
-    def _canon(self, value: Lazy) -> Lazy:
+    def _canon(self, value: Raw[Fraction]) -> Lazy[Fraction]:
         if value is None:
             return None
-        c, t = value
-        if type(c) is float:
-            c = Fraction(c)
+        c = value[0] if isinstance(value[0], Fraction) else Fraction(value[0])
+        t = value[1]
         nodes = self.tape.nodes
         while t is not None:
             node = nodes[t]
@@ -318,10 +343,11 @@ class ExactArithmetic(Arithmetic):
         shared = self.scaled.get((abs(c), t)) if abs(c) != 1 else None
         return (times * c, t) if shared is None else (times if c > 0 else -times, shared)
 
-    def product(self, a: Lazy, ka: Key, b: Lazy, kb: Key, factor: float | Fraction) -> Lazy:
-        return super().product(a, ka, b, kb, Fraction(factor) if type(factor) is float else factor)
+    def product(self, a: Lazy[Fraction], ka: Key, b: Lazy[Fraction], kb: Key,
+                factor: float | Fraction) -> Lazy[Fraction]:
+        return super().product(a, ka, b, kb, factor if isinstance(factor, Fraction) else Fraction(factor))
 
-    def materialize(self, value: Lazy, factor: float | int | Fraction) -> Optional[Term]:
+    def materialize(self, value: Lazy[Fraction], factor: int | Fraction) -> Optional[Term]:
         if value is None:
             return None
         c, t = value

@@ -26,7 +26,8 @@ Coefficients y_k = y⁽ᵏ⁾/k! of every node along x ↦ x + t, by the standar
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from ...core import Node, Term
 from ...functions import local_derivatives, log, power_partial
@@ -39,8 +40,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 #: How a node's coefficients are computed: a kind and its operands, e.g. ("mul", a, b),
 #: ("root", u), ("unary", u, g, c) with dy = c·g·du (g None: a zero derivative).
 Form = tuple
-#: coefficient · coefficient · factor, the coefficients as (node, order).
-Product = tuple[tuple[int, int], tuple[int, int], float]
+#: coefficient · coefficient · factor, the coefficients as (node, order); the factor is a
+#: Fraction in exact builds (the c of a form times j).
+Product = tuple[tuple[int, int], tuple[int, int], Union[float, Fraction]]
 
 
 def _chained(s: Series, kind: str, build: Callable[[], list[tuple[int, Optional[Term]]]]) -> Form:
@@ -50,7 +52,7 @@ def _chained(s: Series, kind: str, build: Callable[[], list[tuple[int, Optional[
     (that −sin, a constant folded away) leaves the tape at once, while it is still the tape's
     tail: ``Tape.pruned``."""
     tape = s.tape
-    scalars: list[float] = []
+    scalars: list[float | Fraction] = []
 
     def made() -> list[int]:
         roots: list[int] = []
@@ -64,7 +66,8 @@ def _chained(s: Series, kind: str, build: Callable[[], list[tuple[int, Optional[
                     sign, g = -1.0, fn.negative_of(Term(tape, g.node.args[0]))
                 value = s.arith.canon((sign, g.index))
                 if value is not None:
-                    c, t = (1.0, g.index) if value[1] is None else value
+                    scalar, node = value
+                    c, t = (1.0, g.index) if node is None else (scalar, node)
             roots += [u, t]
             scalars.append(c)
         return roots

@@ -10,7 +10,7 @@ import numpy as np
 from ...core import Tape, Term
 from ...numeric.modes import values_of
 from ..accuracy import PROBES, Noise, probe_values
-from .coefficients import Arithmetic, ExactArithmetic, Key, Lazy, to_float
+from .coefficients import Arithmetic, ExactArithmetic, FloatArithmetic, Key, Lazy, to_float
 from .plan import LINEAR, Degrees, plan
 from .recurrences import COMPUTE, FORMS, PRODUCTS, SCALES, SIGNS, Form, Product
 
@@ -24,7 +24,9 @@ class Series:
         self.tape = tape
         self.wrt = wrt
         self.degree = Degrees(tape, wrt)
-        self.arith = (ExactArithmetic if exact else Arithmetic)(tape, self.negated)
+        # float or Fraction scalars, chosen per build (by its order: ``EXACT_ABOVE``)
+        self.arith: Arithmetic[Any] = (ExactArithmetic(tape, self.negated) if exact
+                                       else FloatArithmetic(tape, self.negated))
         self.forms: dict[int, Form] = {}
         self.aliases: dict[int, Optional[int]] = {}
         self.terms: dict[tuple[int, int], list[Product]] = {}  # the products a coefficient sums

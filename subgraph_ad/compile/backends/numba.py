@@ -577,7 +577,8 @@ def _compile(target: _Target, source: str) -> bytes:
     """LLVM IR text -> object code for this CPU."""
     module = target.llvm.parse_assembly(source)
     module.verify()
-    return target.machine().emit_object(module)
+    code: bytes = target.machine().emit_object(module)  # llvmlite gives the object file as bytes
+    return code
 
 
 def _load(llvm: Any, target: _Target, data: bytes) -> tuple[Any, Any]:
