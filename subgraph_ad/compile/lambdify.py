@@ -49,7 +49,7 @@ import os
 import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence, cast
 
 import numpy as np
 
@@ -77,11 +77,11 @@ class Backend(Protocol):
 
     NAME: str
 
-    def kernel(self, program: Program, scalars: tuple[bool, ...], **options: Any) -> Any:
+    def kernel(self, program: Program, scalars: tuple[bool, ...], /, *, chunk: int = ..., cache: bool = ...) -> Any:
         """The program compiled for this pattern of number (True) and array inputs; ImportError
         when the backend's library is missing, any other error when it cannot compile."""
 
-    def worker(self, kernel: Any, step: int) -> Callable[[Sequence[Any], Sequence[np.ndarray]], None]:
+    def worker(self, kernel: Any, step: int, /) -> Callable[[Sequence[Any], Sequence[np.ndarray]], None]:
         """One thread's runner: inputs (numbers, or slices of at most ``step`` points) -> outputs."""
 
 
@@ -228,6 +228,7 @@ class Compiled:
     def __call__(self, *args: Any) -> Any:
         if len(args) != len(self.names):
             raise TypeError(f"expected {len(self.names)} arguments ({', '.join(self.names)}), got {len(args)}")
+        results: tuple[float, ...] | tuple[np.ndarray, ...]
         if all(type(a) in _NUMBERS for a in args):  # one point: no array handling at all
             results = self._point([float(a) for a in args])
         elif any(hasattr(a, "__dask_graph__") for a in args):
@@ -315,7 +316,7 @@ class Compiled:
     def _step(self, backend: Backend, size: int) -> int:
         """Points per slice: a block; for a backend with a ``GRAIN`` (its own blocking inside a
         slice), fewer where that gives every core a slice (10⁴ points on two cores: two)."""
-        grain = getattr(backend, "GRAIN", None)
+        grain: int | None = getattr(backend, "GRAIN", None)
         if grain is None or not self.parallel:
             return min(self.block, size)
         share = -(-size // (_cpu_count() * grain)) * grain
@@ -404,7 +405,7 @@ def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], back
     for t in outs:
         ins[0]._lift(t)  # same tape, or a clear ValueError
     program = build_program(tape, ins, outs)
-    names = [v.name for v in ins]
+    names = cast("list[str]", [v.name for v in ins])  # each is a var (check_var above): its name is a str
     if backend == "jax":
         return JaxCompiled(program, names, single)
     if backend == "cuda":
