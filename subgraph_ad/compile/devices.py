@@ -31,6 +31,18 @@ from .backends.c import NotLowerable
 from .program import Program
 
 
+#: Inputs a compiled function's repr names before it counts the rest.
+SHOWN_INPUTS = 6
+
+
+def described(names: list[str], program: Program, backend: str) -> str:
+    """``<lambdify (x, y) -> 1 output(s), 7 steps, backend numpy>``; past ``SHOWN_INPUTS``
+    inputs, the first few and a count (a 2,210-input gradient's repr was 20 KB)."""
+    shown = names if len(names) <= SHOWN_INPUTS else [*names[:SHOWN_INPUTS - 1], f"… {len(names)} inputs in all"]
+    return (f"<lambdify ({', '.join(shown)}) -> {len(program.outputs)} output(s), {len(program.steps)} steps, "
+            f"backend {backend}>")
+
+
 class BackendWarning(UserWarning):
     """A requested backend is not usable here; the NumPy backend runs instead."""
 
@@ -51,8 +63,7 @@ class _Device:
         return results[0] if self.single else results
 
     def __repr__(self) -> str:
-        return (f"<lambdify ({', '.join(self.names)}) -> {len(self.program.outputs)} output(s), "
-                f"{len(self.program.steps)} steps, backend {self.backend}>")
+        return described(self.names, self.program, self.backend)
 
 
 class JaxCompiled(_Device):

@@ -58,7 +58,7 @@ from ..numeric.modes import floating
 from . import config
 from .backends import numba as numba_backend
 from .backends import numpy as numpy_backend
-from .devices import BackendWarning, CudaCompiled, JaxCompiled
+from .devices import BackendWarning, CudaCompiled, JaxCompiled, described
 from .program import CACHE_MIN_STEPS, CHUNK, Program, build_program, define
 
 #: Points per block of the NumPy backend: 16384 float64 = 128 KiB per register (measured best).
@@ -222,8 +222,7 @@ class Compiled:
                            self.chunk, self.cache))
 
     def __repr__(self) -> str:
-        return (f"<lambdify ({', '.join(self.names)}) -> {len(self.program.outputs)} output(s), "
-                f"{len(self.program.steps)} steps, backend {self.backend}>")
+        return described(self.names, self.program, self.backend)
 
     def __call__(self, *args: Any) -> Any:
         if len(args) != len(self.names):

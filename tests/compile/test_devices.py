@@ -219,3 +219,14 @@ def test_the_package_default_reaches_the_traced_transforms(monkeypatch):
     w = np.array([0.3, -0.5, 1.2])
     assert np.allclose(sad.grad(rosenbrock)(w), rosenbrock_gradient(w), rtol=1e-13)
     assert [f.backend for f in made] == ["jax"]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax", "cuda"])
+def test_a_repr_names_a_few_inputs_and_counts_the_rest(backend):
+    """A 2,210-input gradient's repr was 20 KB: now the first five inputs and the count."""
+    tape = sad.Tape()
+    ws = [tape.var(f"w{i}") for i in range(2210)]
+    loss = sum(w * w for w in ws[:3])
+    text = repr(sad.lambdify(ws, loss, backend=backend))
+    assert text == f"<lambdify (w0, w1, w2, w3, w4, … 2210 inputs in all) -> 1 output(s), 5 steps, backend {backend}>"
+    assert repr(sad.lambdify(ws[:2], ws[0] * ws[1], backend=backend)).startswith("<lambdify (w0, w1) -> 1 output(s)")
