@@ -76,10 +76,3 @@ settings.load_profile("fuzz" if FUZZ else "test")
 def examples(n: int) -> int:
     """A test's Hypothesis example count: ``n`` in ``make test``, ``n * SAD_FUZZ`` in ``make fuzz``."""
     return n * max(FUZZ, 1)
-
-
-#: The built-ins lowered through the elementary table on every backend (C, CUDA, JAX, chunked
-#: Numba); the kinked and special functions added with traced NumPy code are checked on NumPy
-#: and Numba in their own tests.
-CORE_FUNCTIONS = ("abs acos acosh asin asinh atan atan2 atanh cbrt cos cosh cot csc erf erfc exp expm1 hypot log "
-                  "log10 log1p log2 pow sec sigmoid sign sin sinh sqrt tan tanh").split()

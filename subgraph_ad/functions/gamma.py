@@ -112,10 +112,14 @@ def _sympy_sinc(a: Any) -> Any:
 
 #: The elementaries of this module.
 SPECIAL: dict[str, Elementary] = {e.name: e for e in (
-    Elementary("logaddexp", 2, (np.logaddexp,), _logaddexp, "(fmax({0}, {1}) + log1p(exp(-fabs({0} - {1}))))",
+    # equal arguments first, as NumPy's: ±inf twice is ±inf (inf − inf would be nan); ln 2 and
+    # log₂e written out (M_LN2 is POSIX, not C99)
+    Elementary("logaddexp", 2, (np.logaddexp,), _logaddexp,
+               "((({0}) == ({1})) ? ({0}) + 0.6931471805599453 : fmax({0}, {1}) + log1p(exp(-fabs(({0}) - ({1})))))",
                _sympy_logaddexp(0)),
     Elementary("logaddexp2", 2, (np.logaddexp2,), _logaddexp2,
-               "(fmax({0}, {1}) + log1p(exp2(-fabs({0} - {1}))) / M_LN2)", _sympy_logaddexp(2)),
+               "((({0}) == ({1})) ? ({0}) + 1.0 : fmax({0}, {1}) + log1p(exp2(-fabs(({0}) - ({1})))) * 1.4426950408889634)",
+               _sympy_logaddexp(2)),
     Elementary("softplus", 1, (functools.partial(np.logaddexp, 0.0),),
                _softplus, "(fmax({0}, 0.0) + log1p(exp(-fabs({0}))))", _sympy_softplus),
     Elementary("erfinv", 1, (_needs_scipy("erfinv"),), _needs_scipy("erfinv"), "erfinv({0})", _sympy("erfinv")),
@@ -123,7 +127,7 @@ SPECIAL: dict[str, Elementary] = {e.name: e for e in (
                ("gamma",)),
     Elementary("lgamma", 1, (_lgamma_array,), math.lgamma, "lgamma({0})", _sympy("loggamma"),
                ("gammaln", "loggamma")),
-    Elementary("sinc", 1, (np.sinc,), np.sinc, "((({0}) == 0.0) ? 1.0 : sin(M_PI * ({0})) / (M_PI * ({0})))",
+    Elementary("sinc", 1, (np.sinc,), np.sinc, "((({0}) == 0.0) ? 1.0 : sin(3.141592653589793 * ({0})) / (3.141592653589793 * ({0})))",
                _sympy_sinc),
 )}
 

@@ -260,7 +260,7 @@ KINKS: dict[str, Elementary] = {e.name: e for e in (
     Elementary("fmax", 2, (np.fmax,), np.fmax, "fmax({0}, {1})", _sympy_op("Max")),
     Elementary("fmin", 2, (np.fmin,), np.fmin, "fmin({0}, {1})", _sympy_op("Min")),
     Elementary("relu", 1, (functools.partial(np.maximum, 0.0),), _relu,
-               "((({0}) > 0.0 || ({0}) != ({0})) ? ({0}) : 0.0)", _sympy_relu),
+               "((({0}) >= 0.0 || ({0}) != ({0})) ? ({0}) : 0.0)", _sympy_relu),  # -0 at -0: np.maximum's tie
     Elementary("heaviside", 2, (np.heaviside,), _heaviside,
                "(({0}) != ({0}) ? ({0}) : ({0}) > 0.0 ? 1.0 : ({0}) < 0.0 ? 0.0 : ({1}))", _sympy_op("Heaviside")),
     Elementary("floor", 1, (np.floor,), np.floor, "floor({0})", _sympy_named("floor")),
@@ -269,7 +269,7 @@ KINKS: dict[str, Elementary] = {e.name: e for e in (
     Elementary("trunc", 1, (np.trunc,), np.trunc, "trunc({0})", _sympy_named("trunc")),
     Elementary("mod", 2, (np.remainder,), _mod,
                "(fmod({0}, {1}) != 0.0 && ((fmod({0}, {1}) < 0.0) != (({1}) < 0.0)) ? fmod({0}, {1}) + ({1}) "
-               ": fmod({0}, {1}))", _sympy_named("Mod"), ("remainder",)),
+               ": fmod({0}, {1}) != 0.0 ? fmod({0}, {1}) : copysign(0.0, {1}))", _sympy_named("Mod"), ("remainder",)),
     Elementary("fmod", 2, (np.fmod,), _fmod, "fmod({0}, {1})", _sympy_fmod),
 )}
 

@@ -16,7 +16,14 @@ from subgraph_ad.compile.lambdify import BackendWarning
 from subgraph_ad.compile.program import build_program, chunks
 from subgraph_ad.functions import xlogy
 
-from conftest import CORE_FUNCTIONS, Softplus  # noqa: E402  (a user function with no spelling: f compiled by Numba)
+from conftest import Softplus  # noqa: E402  (a user function with no spelling: f compiled by Numba)
+
+#: The unary built-ins in the every-op program, which tests chunking, not the functions: the
+#: kinked and special ones are checked on NumPy and Numba in their own tests (and on C and JAX in
+#: test_c_body.py and test_jax_backend.py); some would not fit this one chain (Numba compiles no
+#: SciPy-valued f such as digamma's, and ψ's pole at z = 0 would make the running total nan).
+CHUNKED_FUNCTIONS = ("abs acos acosh asin asinh atan atanh cbrt cos cosh cot csc erf erfc exp expm1 log log10 "
+                     "log1p log2 sec sigmoid sign sin sinh sqrt tan tanh").split()
 
 
 @pytest.fixture(autouse=True)
@@ -29,7 +36,7 @@ def _every_op_and_function():
     outputs read values from early and late in the program, an input and a constant."""
     tape = Tape()
     x, y, z = tape.var("x"), tape.var("y"), tape.var("z")
-    unary = [f for name, f in sorted(sad.FUNCTIONS.items()) if not isinstance(f, sad.BinaryFn) and name in CORE_FUNCTIONS]
+    unary = [f for name, f in sorted(sad.FUNCTIONS.items()) if not isinstance(f, sad.BinaryFn) and name in CHUNKED_FUNCTIONS]
     domain = {"acosh": y, "log": y, "log2": y, "log10": y, "sqrt": y, "asin": x, "acos": x, "atanh": x,
               "sec": x, "csc": x, "cot": x, "tan": x}
     terms = [f(domain.get(f.name, z * 0.5)) for f in unary]

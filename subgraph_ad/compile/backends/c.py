@@ -49,7 +49,11 @@ C99_MATH = frozenset((
     "nearbyint rint lrint llrint round lround llround trunc fmod remainder remquo copysign nan nextafter "
     "nexttoward fdim fmax fmin fma").split())
 
+#: C99's classification macros: type-generic, so no ``f`` form.
+C99_MACROS = frozenset("isnan isfinite isinf isnormal signbit fpclassify".split())
+
 _CALL = re.compile(r"\b([a-z][a-z0-9]*)(\s*\()")
+_ANY_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 _FLOAT_LITERAL = re.compile(r"(?<![\w.])(\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)(?![\w.])")
 
 
@@ -118,12 +122,19 @@ def _power(a: Sequence[str], operands: Sequence[Operand], dtype: str) -> str:
 def _function(a: Sequence[str], operands: Sequence[Operand], dtype: str, fn: Function | None) -> str:
     """A function's spelling as C: its elementaries' templates applied in turn, the first to the
     operands, each to the text of the one before (a template that reads its argument twice,
-    like ``sign``, repeats a pure call, which is only ever cost)."""
+    like ``sign``, repeats a pure call, which is only ever cost). NotLowerable where a template
+    calls a function that C99's ``<math.h>`` lacks (SciPy's ``erfinv``)."""
     chain = steps(fn.spelling) if fn is not None else ()
     if not chain:
         raise NotLowerable(f"{fn.kind} {fn.name!r} has no spelling (its value is only the Python function f), "  # type: ignore[union-attr]
                            "so it cannot be compiled to C or CUDA; give it a spelling of elementary operations "
                            "(see subgraph_ad.functions.ELEMENTARY), or use the NumPy or Numba backend")
+    for step in chain:  # refused here, not as an undefined symbol when the compiled code loads
+        missing = sorted({m.group(1) for m in _ANY_CALL.finditer(step.c)} - C99_MATH - C99_MACROS)
+        if missing:
+            raise NotLowerable(f"{fn.kind} {fn.name!r} cannot be compiled to C or CUDA: its elementary "  # type: ignore[union-attr]
+                               f"{step.name!r} calls {', '.join(missing)}, which C99's <math.h> does not have; "
+                               "use the NumPy or Numba backend")
     text = template(chain[0].c, dtype).format(*a)
     for step in chain[1:]:
         text = template(step.c, dtype).format(text)

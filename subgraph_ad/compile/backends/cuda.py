@@ -253,7 +253,8 @@ def function(program: Program, dtype: str = "float64", max_steps: int = MAX_STEP
 
     The kernels for array inputs compile here (a failure raises now, not at the first call);
     one taking some inputs as single numbers compiles on first use. ImportError without CuPy
-    or a GPU; ``c.NotLowerable`` for a function without a spelling."""
+    or a GPU; ``c.NotLowerable`` for a function without a spelling or whose spelling calls a
+    function C99 lacks (erfinv)."""
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     parts = split(program, max_steps, max_arrays)

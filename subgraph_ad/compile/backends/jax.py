@@ -3,11 +3,13 @@
 The result is an ordinary function of JAX arrays (or numbers), so it composes with everything
 JAX does: ``jax.jit`` compiles it for any XLA device, ``jax.vmap`` batches it, and ``jax.grad``
 differentiates our derivative graph once more. Each elementary is called by its NumPy name in
-``jax.numpy`` (``np.arctan`` → ``jnp.arctan``), the special functions from
-``jax.scipy.special``, the sigmoid as ``jax.nn.sigmoid``; where JAX's own derivative differs
-from ours at a point, a ``custom_jvp`` states ours (``|x|′`` is sign(x), 0 at 0; xlogy's strong
-zero), so ``jax.grad`` of a program agrees with the next derivative we build. A function with no
-spelling runs its ``f`` when that works on JAX tracers, and otherwise raises ``NotLowerable``.
+``jax.numpy`` (``np.arctan`` → ``jnp.arctan``; a comparison's booleans become 1.0 and 0.0, as
+NumPy writes them into a float buffer), the special functions from ``jax.scipy.special``, the
+sigmoid as ``jax.nn.sigmoid``; where JAX's own derivative differs from ours at a point, a
+``custom_jvp`` states ours (``|x|′`` is sign(x), 0 at 0; xlogy's strong zero), so ``jax.grad`` of
+a program agrees with the next derivative we build. A function with no spelling runs its ``f``
+when that works on JAX tracers (the polygamma family, whose ``f`` is SciPy's, is
+``jax.scipy.special``'s), and otherwise raises ``NotLowerable``.
 
 >>> import jax.numpy as jnp
 >>> from subgraph_ad import Tape, exp
@@ -27,6 +29,7 @@ import numpy as np
 
 from ...functions import Function
 from ...functions.elementary import Elementary, steps
+from ...functions.gamma import Polygamma
 from ..program import Operand, Program, define, literal
 from .c import NotLowerable
 
@@ -66,11 +69,34 @@ def _own() -> dict[str, Any]:
     xlogy.defjvps(lambda dp, output, p, a: dp * xlogy(jnp.abs(jnp.sign(p)), a),
                   lambda da, output, p, a: da * p / a)
 
-    return {"fabs": fabs, "xlogy": xlogy, "sigmoid": jax.nn.sigmoid}
+    def select(c: Any, a: Any) -> Any:
+        return jnp.where(c != 0.0, a, 0.0)  # exactly 0 where c is 0, an inf or nan a included
+
+    return {"fabs": fabs, "xlogy": xlogy, "sigmoid": jax.nn.sigmoid, "select": select}
 
 
-#: jax.scipy.special's functions that NumPy lacks, by elementary name.
-SPECIAL = ("erf", "erfc")
+#: jax.scipy.special's functions that NumPy lacks, by elementary name (gammaln is already +inf at
+#: −inf, as the NumPy path's lgamma).
+SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "tgamma": "gamma", "lgamma": "gammaln"}
+
+
+def _polygamma(n: int, v: Any) -> Any:
+    """ψ⁽ⁿ⁾ in JAX; ψ(±0) is ∓inf, as SciPy's digamma (JAX's is nan there)."""
+    jax, jnp = _jax()
+    if n:
+        return jax.scipy.special.polygamma(n, v)
+    return jnp.where(v == 0.0, -1.0 / v, jax.scipy.special.digamma(v))
+
+
+def _indicator(ufunc: Any) -> Callable[..., Any]:
+    """A boolean jax.numpy function as 1.0/0.0 in the floating type of its arguments."""
+    _, jnp = _jax()
+    decide = getattr(jnp, ufunc.__name__)
+
+    def as_float(*v: Any) -> Any:
+        return decide(*v).astype(jnp.result_type(*v, float))
+
+    return as_float
 
 
 def _callees(step: Elementary, names: dict[str, Any]) -> list[str]:
@@ -81,7 +107,7 @@ def _callees(step: Elementary, names: dict[str, Any]) -> list[str]:
         names[f"_own_{step.name}"] = _own()[step.name]
         return [f"_own_{step.name}("]
     if step.name in SPECIAL:
-        return [f"_jsp.{step.name}("]
+        return [f"_jsp.{SPECIAL[step.name]}("]
     _, jnp = _jax()
     out = []
     for u in step.numpy:
@@ -93,7 +119,11 @@ def _callees(step: Elementary, names: dict[str, Any]) -> list[str]:
         if not (vars(np).get(name) is u and hasattr(jnp, name)):
             raise NotLowerable(f"the elementary {step.name!r} calls {u!r}, which has no jax.numpy counterpart; "
                                "spell it with NumPy functions, or use another backend")
-        out.append(f"_jnp.{name}({prefix}")
+        if isinstance(u, np.ufunc) and "d" * u.nin + "->?" in u.types:  # boolean on doubles: a comparison, isnan
+            names[f"_float_{name}"] = _indicator(u)
+            out.append(f"_float_{name}({prefix}")
+        else:
+            out.append(f"_jnp.{name}({prefix}")
     return out
 
 
@@ -101,6 +131,9 @@ def _call(a: Sequence[str], fn: Function, names: dict[str, Any], key: str) -> st
     """``fn`` on its operands in JAX: its spelling, each elementary's calls nested in turn; with
     no spelling, its ``f`` where that traces with JAX (checked here, on abstract values)."""
     chain = steps(fn.spelling)
+    if isinstance(fn, Polygamma):
+        names["_polygamma"] = _polygamma
+        return f"_polygamma({fn.n}, {a[0]})"
     if not chain:
         jax, jnp = _jax()
         try:
