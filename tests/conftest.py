@@ -2,6 +2,8 @@
 
 import math
 import os
+import shutil
+import tempfile
 
 import numpy as np
 
@@ -10,6 +12,17 @@ import sympy
 from hypothesis import HealthCheck, settings
 
 import subgraph_ad as sad
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compiled code goes to a folder of this run, not the user's cache (tests of the cache set
+    their own): the suite leaves nothing behind, and never reads code an earlier run left."""
+    config.sad_cache = tempfile.mkdtemp(prefix="subgraph_ad_test_cache_")
+    os.environ["SUBGRAPH_AD_CACHE"] = config.sad_cache
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(getattr(config, "sad_cache", ""), ignore_errors=True)
 
 
 @pytest.fixture

@@ -123,7 +123,8 @@ def _minimum(a: float, b: float) -> float:
 
 
 def _relu(v: float) -> float:
-    return v if v > 0.0 or v != v else 0.0
+    """max(0, v) with NumPy's tie: −0.0 at −0.0, as np.maximum(0.0, v) and the C form give."""
+    return v if v >= 0.0 or v != v else 0.0
 
 
 def _heaviside(v: float, h: float) -> float:
