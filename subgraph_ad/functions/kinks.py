@@ -286,21 +286,28 @@ def is_condition(t: Any) -> bool:
     return isinstance(t, Term) and t.node.op == "fn" and getattr(t.node.payload, "condition", False)
 
 
-@dataclass(frozen=True, repr=False)
-class Compare(BinaryFn):
-    """``a < b`` and the other comparisons as a number, 1.0 or 0.0 (0.0 where an operand is
-    nan, but for ``!=``); their derivative is a structural zero."""
+class Kinded(Function):
+    """A family of functions told apart by ``kind``: each one's name is its kind, and its
+    spelling that entry of ``KINKS``."""
 
-    relation: str = "less"
-    condition = True
+    kind: str
 
     @property
     def name(self) -> str:  # type: ignore[override]
-        return self.relation
+        return self.kind
 
     @property
     def spelling(self) -> tuple[Step, ...]:  # type: ignore[override]
-        return (KINKS[self.relation],)
+        return (KINKS[self.kind],)
+
+
+@dataclass(frozen=True, repr=False)
+class Compare(Kinded, BinaryFn):
+    """``a < b`` and the other comparisons as a number, 1.0 or 0.0 (0.0 where an operand is
+    nan, but for ``!=``); their derivative is a structural zero."""
+
+    kind: str = "less"
+    condition = True
 
     def f(self, a: Any, b: Any) -> Any:
         return super().f(a, b) + 0.0  # NumPy's bools as the floats 1.0 and 0.0
@@ -310,19 +317,11 @@ class Compare(BinaryFn):
 
 
 @dataclass(frozen=True, repr=False)
-class Predicate(UnaryFn):
+class Predicate(Kinded, UnaryFn):
     """``isnan`` and ``isfinite`` as conditions (1.0 or 0.0; derivative 0)."""
 
-    test: str = "isnan"
+    kind: str = "isnan"
     condition = True
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.test
-
-    @property
-    def spelling(self) -> tuple[Step, ...]:  # type: ignore[override]
-        return (KINKS[self.test],)
 
     def f(self, v: Any) -> Any:
         return super().f(v) + 0.0
@@ -451,19 +450,11 @@ def _either(a: Any, b: Any) -> Any:
 
 
 @dataclass(frozen=True, repr=False)
-class Extremum(BinaryFn):
+class Extremum(Kinded, BinaryFn):
     """``maximum``, ``minimum`` (nan propagates; ties split the derivative ½/½) and ``fmax``,
     ``fmin`` (a nan operand is ignored; a tie gives all to b), with JAX's derivatives."""
 
     kind: str = "maximum"
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.kind
-
-    @property
-    def spelling(self) -> tuple[Step, ...]:  # type: ignore[override]
-        return (KINKS[self.kind],)
 
     def fdiff(self, lhs: Any, rhs: Any, output: Any) -> tuple[Any, Any]:
         wins = greater if self.kind in ("maximum", "fmax") else less
@@ -523,15 +514,11 @@ _ROUNDING = {"floor": "floor", "ceil": "ceil", "round": "rint", "trunc": "trunc"
 
 
 @dataclass(frozen=True, repr=False)
-class Rounding(UnaryFn):
+class Rounding(Kinded, UnaryFn):
     """floor, ceil, round (half to even) and trunc: piecewise constant, derivative a structural
     zero. ``round(x, decimals)`` rounds to that many decimals, as ``np.round``."""
 
     kind: str = "floor"
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.kind
 
     @property
     def spelling(self) -> tuple[Step, ...]:  # type: ignore[override]
@@ -556,20 +543,12 @@ trunc = register(Rounding("trunc"))
 
 
 @dataclass(frozen=True, repr=False)
-class Remainder(BinaryFn):
+class Remainder(Kinded, BinaryFn):
     """mod(a, b) = a − b·floor(a/b), with the sign of b (NumPy's ``%``, ``np.mod``,
     ``np.remainder``), and fmod(a, b) = a − b·trunc(a/b), with the sign of a (C's fmod); the
     partials are 1 and −floor(a/b) (−trunc(a/b)), also at the jumps."""
 
     kind: str = "mod"
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.kind
-
-    @property
-    def spelling(self) -> tuple[Step, ...]:  # type: ignore[override]
-        return (KINKS[self.kind],)
 
     def fdiff(self, lhs: Any, rhs: Any, output: Any) -> tuple[Any, Any]:
         quotient = (floor if self.kind == "mod" else trunc)(lhs / rhs)
