@@ -18,9 +18,8 @@ fastest JAX way. Writes results/operators.json and operators.md.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
-import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -29,6 +28,9 @@ import numpy as np
 
 import subgraph_ad as sad
 from subgraph_ad.core import dependencies
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import many_variables  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 POINTS = 10_000
@@ -100,18 +102,9 @@ def jax_version(name: str) -> Callable[[Any], Any]:
     return lambda x: jnp.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
 
 
-def timed(fn: Callable[[], Any], budget: float = 0.5, most: int = 7) -> tuple[float, Any]:
-    """The median of up to ``most`` runs (more while under ``budget`` seconds in all), after one
-    untimed run, garbage collector paused as in timeit."""
-    result = fn()
-    times: list[float] = []
-    while len(times) < most and (not times or sum(times) < budget):
-        gc.disable()
-        t0 = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t0)
-        gc.enable()
-    return statistics.median(times), result
+def timed(fn: Callable[[], Any], most: int = 7) -> tuple[float, Any]:
+    """many_variables' median timing, after one untimed run."""
+    return many_variables.timed(fn, most=most, warm=True)
 
 
 def points(name: str, n: int) -> np.ndarray:
