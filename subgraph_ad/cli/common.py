@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import math
 import os
@@ -66,15 +67,38 @@ def looks_like_expression(arg: str, options: Container[str]) -> bool:
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line that points at --help; an argument like '-x^2'
-    is an expression, not an unknown option; a parser of a command that reads an expression
-    (``lists_functions``) ends its help with the functions and constants known when the help is
-    shown (the registry, with what --fn added)."""
+    is an expression, not an unknown option; no abbreviations (``--ord`` is a typo to report,
+    not ``--order``: a prefix that works today breaks when a new flag shares it); an unknown
+    argument is reported by the (sub)command that met it, with the nearest option; a parser of a
+    command that reads an expression (``lists_functions``) ends its help with the functions and
+    constants known when the help is shown (the registry, with what --fn added)."""
 
     lists_functions = False
+    _seen: list[str] = []  # the arguments being parsed, for error()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> Any:
+        if message.startswith("the following arguments are required"):
+            # a typo'd required flag (--out for --output) is the cause: name it, not the symptom
+            unknown = [arg for arg in self._seen if arg.startswith("--") and arg != "--"
+                       and arg.partition("=")[0] not in self._option_string_actions
+                       and not looks_like_expression(arg, self._option_string_actions)]
+            if unknown:
+                message = unrecognized(unknown, self._option_string_actions, None)
         sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
         raise SystemExit(2)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        # a subcommand's parser is run by parse_known_args too: its leftovers are its own error,
+        # not the top-level's "unrecognized arguments" that names no subcommand
+        self._seen = list(sys.argv[1:] if args is None else args)
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(unrecognized(extras, self._option_string_actions, getattr(parsed, "expr", None)))
+        return parsed, extras
 
     def format_help(self) -> str:
         text = super().format_help()
@@ -84,6 +108,24 @@ class _Parser(argparse.ArgumentParser):
         if looks_like_expression(arg_string, self._option_string_actions):
             return None
         return super()._parse_optional(arg_string)
+
+
+def unrecognized(extras: Sequence[str], options: Container[str] & Any, expr: str | None) -> str:
+    """The message for arguments no option took: each unknown option with the nearest known one
+    (``--oder``: did you mean --order?), else the stray words (a second expression)."""
+    flags = [arg.partition("=")[0] for arg in extras if arg.startswith("-") and arg != "-"]
+    if not flags:
+        words = " ".join(extras)
+        plural = "s" if len(extras) > 1 else ""
+        already = f"; EXPR is already {expr!r} (one expression per call, quoted if it has spaces)" if expr else ""
+        return f"unrecognized argument{plural} {words}{already}"
+    known = sorted(option for option in options if option.startswith("--"))
+    hints = [difflib.get_close_matches(flag, known, n=1) for flag in flags]
+    if len(flags) == 1:
+        return f"unrecognized argument {flags[0]}; " + (f"did you mean {hints[0][0]}?" if hints[0]
+                                                           else "no option is like it")
+    return "unrecognized arguments " + ", ".join(
+        f"{flag} ({f'did you mean {near[0]}?' if near else 'no option is like it'})" for flag, near in zip(flags, hints))
 
 
 def known_names(width: int = 88) -> str:
