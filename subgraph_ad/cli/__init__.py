@@ -30,7 +30,7 @@ from subgraph_ad import progress
 from subgraph_ad.ad.diff import METHODS
 from subgraph_ad.functions import FUNCTIONS
 
-from .commands import cmd_diff, cmd_grad, cmd_render, cmd_verify
+from .commands import DRAW_FORMATS, cmd_diff, cmd_grad, cmd_render, cmd_verify
 from .operators import cmd_laplacian
 from .common import (MAX_FRAMES, MAX_LENGTH, MAX_ORDER, MAX_POINTS, MAX_SYMPY_CHARS, MAX_TAPE_NODES, PROG,
                      SYMPY_TIMEOUT, CliError, UsageError, _LoadFunction, _Parser, count, limit, limit_message, points,
@@ -89,7 +89,9 @@ Exit status 1 if --sympy finds a mismatch.""",
     "render": """\
 examples:
   subgraph-ad render "exp(-x^2/2) * sin(y)" -o f.svg
-  subgraph-ad render "x*y + sin(x)" -o f.png --at x=0.5,y=4.2 --rankdir LR""",
+  subgraph-ad render "x*y + sin(x)" -o f.png --at x=0.5,y=4.2 --rankdir LR
+  subgraph-ad render "sin(x)^2" -o - --format png > f.png
+  subgraph-ad render "sin(x)^2" -o - --format dot | dot -Tpdf -o f.pdf""",
     "verify": """\
 examples:
   subgraph-ad verify "exp(-x^2/2)" --wrt x --order 6
@@ -183,10 +185,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(run=cmd_diff)
 
     r = sub.add_parser("render", help="draw the graph of an expression", description=(
-        "Draw the graph of EXPR; the file type comes from the suffix of -o (svg, png, pdf, dot)."),
+        "Draw the graph of EXPR; the file type comes from the suffix of -o (svg, png, pdf, dot), "
+        "or from --format when -o - writes to standard output."),
         epilog=EXAMPLES["render"], formatter_class=formatter)
     common(r, "the expression")
-    r.add_argument("-o", "--output", required=True, metavar="FILE", help="output file (.svg, .png, .pdf, .dot)")
+    r.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help='output file (.svg, .png, .pdf, .dot), or "-" for standard output')
+    r.add_argument("--format", choices=DRAW_FORMATS,
+                   help="the format written to -o - (default svg); with a file, it must match the suffix")
     r.add_argument("--at", action="append", metavar="x=0.5,y=1", help="var values (shown with 4 digits)")
     drawing(r)
     r.set_defaults(run=cmd_render)
