@@ -21,6 +21,7 @@ tape: 3 nodes for f, 10 in all
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 from typing import Sequence
@@ -30,11 +31,11 @@ from subgraph_ad import progress
 from subgraph_ad.ad.diff import METHODS
 from subgraph_ad.functions import FUNCTIONS
 
-from .commands import DRAW_FORMATS, cmd_diff, cmd_grad, cmd_render, cmd_verify
+from .commands import DRAW_FORMATS, cmd_diff, cmd_grad, cmd_render, cmd_verify, one_expression
 from .operators import cmd_laplacian
 from .common import (MAX_FRAMES, MAX_LENGTH, MAX_ORDER, MAX_POINTS, MAX_SYMPY_CHARS, MAX_TAPE_NODES, PROG,
                      SYMPY_TIMEOUT, CliError, UsageError, _LoadFunction, _Parser, count, limit, limit_message, points,
-                     seconds)
+                     seconds, stdin_expression, stdin_lines)
 
 # -- the parser ------------------------------------------------------------------------------------
 DESCRIPTION = """\
@@ -277,6 +278,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return 2
     if args.command == "verify":
         args.low, args.high = args.range
+    args.several = False  # several expressions, from the lines of standard input
     before = progress.enable(False) if args.quiet else None
     try:
         return _run(args)
@@ -287,7 +289,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        status: int = args.run(args)
+        status: int = args.run(args) if getattr(args, "expr", None) != "-" else _from_stdin(args)
         sys.stdout.flush()  # a closed pipe is noticed here, not at exit
         return status
     except UsageError as exc:
@@ -310,3 +312,37 @@ def _run(args: argparse.Namespace) -> int:
         message = f"unexpected {type(exc).__name__}: {exc}"
     sys.stderr.write(f"{PROG}: error: {message}\n")
     return 1
+
+
+def _from_stdin(args: argparse.Namespace) -> int:
+    """EXPR "-": the one expression of standard input for a command that writes one file, else
+    each non-blank line in turn, their outputs one after another (text blocks apart by a blank
+    line; JSON one document a line). An error about one line's expression is reported with its
+    line number and the next line goes on; a usage error stops. The exit status is the worst."""
+    why = one_expression(args)
+    if why is not None:
+        args.expr = stdin_expression(args.max_length, why)
+        return int(args.run(args))
+    lines = stdin_lines(args.max_length)
+    ahead = list(itertools.islice(lines, 2))  # two read ahead: is there more than one?
+    if len(ahead) < 2:
+        args.expr = ahead[0][1] if ahead else ""  # none: the parser says what an empty expression is
+        return int(args.run(args))
+    args.several = True
+    status = 0
+    shown = False  # a block on stdout, to keep apart from the next
+    for number, text in itertools.chain(ahead, lines):
+        if shown and not args.json:
+            progress.write("")
+        args.expr = text
+        try:
+            status = max(status, args.run(args))
+            shown = True
+        except UsageError:
+            raise
+        except (CliError, sad.GraphTooLarge, sad.LimitError) as exc:
+            sys.stdout.flush()
+            message = str(exc) if isinstance(exc, CliError) else limit_message(exc)
+            sys.stderr.write(f"{PROG}: error: standard input line {number}: {message}\n")
+            status = max(status, 1)
+    return status

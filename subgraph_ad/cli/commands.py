@@ -5,7 +5,6 @@ soon as they are known; progress goes to standard error, on a terminal only."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -17,7 +16,7 @@ from subgraph_ad.tables import text_table
 from subgraph_ad.testing import Report, check_against_sympy, sympy_form
 from subgraph_ad.viz.record import notation
 
-from .common import (CliError, RowPrinter, UsageError, bind_point, check_output, constants_line, constants_used,
+from .common import (CliError, RowPrinter, UsageError, bind_point, check_output, constants_line, constants_used, dump_json,
                      distinct_outputs, draw_options, number, parse_expression, parse_point, read_expression, say,
                      show, vars_of, wrt_sequence)
 
@@ -60,6 +59,16 @@ def _check_json(report: Report) -> dict[str, Any]:
             "points": [{"point": c.point, "ours": number(c.ours), "reference": number(c.reference),
                         "status": c.status} for c in report.points],
             **({"note": report.note} if report.note else {})}
+
+
+def one_expression(args: argparse.Namespace) -> str | None:
+    """Why the command takes just one expression from standard input (it writes one file or
+    drawing), or None when it does each line in turn (it prints its results)."""
+    if args.command == "render":
+        return f"render draws one graph, to {'standard output' if args.output == '-' else args.output}"
+    if args.command == "diff" and (args.svg or args.animate):
+        return "--svg and --animate write one file each"
+    return None
 
 
 # -- subcommands -----------------------------------------------------------------------------------
@@ -136,7 +145,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
             if form_note:
                 out["sympy_note"] = form_note
             out["check"] = _check_json(check)
-        progress.write(json.dumps(out, indent=2, ensure_ascii=False))
+        progress.write(dump_json(out, args))
     else:
         if check is not None:
             progress.write(f"check against SymPy: {check.status} ({_counts(check)})")
@@ -233,7 +242,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     statuses = [r.status for r in reports]
     summary = {s: statuses.count(s) for s in ("pass", "fail", "inconclusive") if statuses.count(s)}
     if args.json:
-        progress.write(json.dumps({
+        progress.write(dump_json({
             "expression": text, "f": str(f.to_sympy()), **({"constants": constants} if constants else {}),
             "wrt": names, "points": args.points, "seed": args.seed, "range": [args.low, args.high],
             "sympy_timeout": args.sympy_timeout,
@@ -241,7 +250,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             "result": summary,
             "orders": [{"order": k, "derivative": label, "wrt": names[:k], **_check_json(report)}
                        for k, (label, report) in enumerate(zip(labels, reports), start=1)],
-        }, indent=2, ensure_ascii=False))
+        }, args))
     else:
         for note in notes:
             progress.write(f"note: {note}")
@@ -290,7 +299,7 @@ def cmd_grad(args: argparse.Namespace) -> int:
             out["sympy"] = {"gradient": [form for _, form, _ in forms[:len(gradient)]],
                             **({"hessian": [form for _, form, _ in forms[len(gradient):]]} if args.hessian else {})}
             out["check"] = [{"derivative": " ".join(c.wrt), **_check_json(c)} for c in checks]
-        progress.write(json.dumps(out, indent=2, ensure_ascii=False))
+        progress.write(dump_json(out, args))
     else:
         shown = vars_of(f) | set(names)
         where = ", ".join(f"{n} = {show(known[n].value)}" for n in known if n in shown)

@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import json
 import math
 import os
 import re
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any, Container, Sequence
+from typing import Any, Container, Iterator, Sequence
 
 import subgraph_ad as sad
 from subgraph_ad import progress
@@ -201,16 +202,48 @@ def show(value: Any) -> str:
 
 
 def read_expression(text: str, max_length: int | None) -> str:
-    """EXPR as given, or standard input for '-' (read no further than the limit), within
-    --max-length."""
-    where = ""
-    if text == "-":
-        text = sys.stdin.read(-1 if max_length is None else max_length + 1).strip()
-        where = " on standard input"
+    """EXPR within --max-length (standard input is read by ``stdin_expression`` or
+    ``stdin_lines`` first)."""
     if max_length is not None and len(text) > max_length:
-        raise UsageError(f"the expression{where} is longer than --max-length {max_length} characters; "
+        raise UsageError(f"the expression is longer than --max-length {max_length} characters; "
                          "raise it with --max-length N (0 = no limit)")
     return text
+
+
+def stdin_expression(max_length: int | None, why: str) -> str:
+    """All of standard input (read no further than --max-length) as the one expression of a
+    command that makes one thing of it (``why``): a second non-blank line is an error, not a
+    second expression (nor a product with the first)."""
+    text = sys.stdin.read(-1 if max_length is None else max_length + 1)
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) > 1:
+        least = "at least " if max_length is not None and len(text) > max_length else ""
+        raise UsageError(f"standard input has {least}{len(lines)} lines; give one expression per call ({why})")
+    text = text.strip()
+    if max_length is not None and len(text) > max_length:
+        raise UsageError(f"the expression on standard input is longer than --max-length {max_length} characters; "
+                         "raise it with --max-length N (0 = no limit)")
+    return text
+
+
+def stdin_lines(max_length: int | None) -> Iterator[tuple[int, str]]:
+    """The non-blank lines of standard input with their line numbers, one expression each, read
+    as they come (a pipe streams) and each no further than --max-length."""
+    cap = -1 if max_length is None else max_length + 2  # the line, and \r\n
+    number = 0
+    while line := sys.stdin.readline(cap):
+        number += 1
+        text = line.strip()
+        if max_length is not None and (len(text) > max_length or (len(line) == cap and not line.endswith("\n"))):
+            raise UsageError(f"the expression on standard input line {number} is longer than --max-length "
+                             f"{max_length} characters; raise it with --max-length N (0 = no limit)")
+        if text:
+            yield number, text
+
+
+def dump_json(out: dict[str, Any], args: argparse.Namespace) -> str:
+    """A command's JSON: indented, or on one line for each of several expressions (JSON Lines)."""
+    return json.dumps(out, indent=None if args.several else 2, ensure_ascii=False)
 
 
 def parse_expression(text: str, max_tape_nodes: int | None) -> sad.Term:
