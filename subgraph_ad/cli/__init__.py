@@ -70,7 +70,8 @@ examples:
   subgraph-ad diff "exp(-x^2/2)" --wrt x --order 3 --at x=0.5 --svg d3.svg --animate d3.html
   subgraph-ad diff "softplus(x)" --fn myfuncs:softplus --wrt x --order 2 --at x=1   # softplus from myfuncs.py
 
-EXPR "-" reads the expression from standard input. Every variable needs a value (--at, or
+EXPR "-" reads standard input: each line is an expression, done in turn (with --svg or --animate,
+one line only). Every variable needs a value (--at, or
 --default for all that have none). Exit status 1 if --sympy finds a mismatch; each SymPy step
 has --sympy-timeout seconds.""",
     "grad": """\
@@ -116,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def common(p: argparse.ArgumentParser, help: str) -> None:
         p.lists_functions = True  # type: ignore[attr-defined]
-        p.add_argument("expr", metavar="EXPR", help=help + '; "-" reads it from standard input')
+        p.add_argument("expr", metavar="EXPR", help=help + '; "-" reads standard input, one expression a line')
         # SUPPRESS: absent here, the top-level --quiet (or its default) stands
         p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress on stderr")
         p.add_argument("--max-length", type=limit, default=MAX_LENGTH, metavar="N",
