@@ -21,8 +21,10 @@ from subgraph_ad.cli import build_parser, main
     (["laplacian", "x*y", "--at", "x=1,y=2", "--biharm"],
      "subgraph-ad laplacian: error: unrecognized argument --biharm; did you mean --biharmonic?"),
     # a typo'd required flag: the typo is named, not "the following arguments are required"
-    (["render", "x", "--out", "f.svg"], "subgraph-ad render: error: unrecognized argument --out; did you mean --output?"),
-    (["--quite", "diff", "x", "--wrt", "x"], "subgraph-ad: error: unrecognized argument --quite; did you mean --quiet?"),
+    (["render", "x", "--out", "f.svg"],
+     "subgraph-ad render: error: unrecognized argument --out; did you mean --output?"),
+    (["--quite", "diff", "x", "--wrt", "x"],
+     "subgraph-ad: error: unrecognized argument --quite; did you mean --quiet?"),
     (["diff", "x", "--wrt", "x", "--at=x=1", "--zzzzzz"],
      "subgraph-ad diff: error: unrecognized argument --zzzzzz; no option is like it"),
     (["diff", "x", "--wrt", "x", "--oder=2", "--svgg", "f.svg"],

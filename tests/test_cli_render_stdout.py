@@ -54,7 +54,8 @@ def test_in_process_binary_output_goes_to_the_byte_buffer(capsysbinary):
 
 @pytest.mark.parametrize("args, message", [
     (["-o", "f.png", "--format", "svg"], "-o f.png is a .png file but --format is svg"),
-    (["-o", "-", "--format", "jpg"], "argument --format: invalid choice: 'jpg' (choose from 'svg', 'dot', 'png', 'pdf')"),
+    (["-o", "-", "--format", "jpg"],
+     "argument --format: invalid choice: 'jpg' (choose from 'svg', 'dot', 'png', 'pdf')"),
 ])
 def test_a_format_that_cannot_be_is_a_usage_error(args, message, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)

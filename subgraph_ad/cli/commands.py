@@ -16,9 +16,9 @@ from subgraph_ad.tables import text_table
 from subgraph_ad.testing import Report, check_against_sympy, sympy_form
 from subgraph_ad.viz.record import notation
 
-from .common import (CliError, RowPrinter, UsageError, bind_point, check_output, constants_line, constants_used, dump_json,
-                     distinct_outputs, draw_options, number, parse_expression, parse_point, read_expression, say,
-                     show, vars_of, wrt_sequence)
+from .common import (CliError, RowPrinter, UsageError, bind_point, check_output, constants_line, constants_used,
+                     distinct_outputs, draw_options, dump_json, number, parse_expression, parse_point, read_expression,
+                     say, show, vars_of, wrt_sequence)
 
 
 def _expression(args: argparse.Namespace) -> tuple[str, sad.Term, dict[str, float]]:

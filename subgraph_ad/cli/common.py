@@ -13,7 +13,7 @@ import re
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any, Container, Iterator, Sequence
+from typing import Any, Container, Iterable, Iterator, Sequence
 
 import subgraph_ad as sad
 from subgraph_ad import progress
@@ -111,7 +111,7 @@ class _Parser(argparse.ArgumentParser):
         return super()._parse_optional(arg_string)
 
 
-def unrecognized(extras: Sequence[str], options: Container[str] & Any, expr: str | None) -> str:
+def unrecognized(extras: Sequence[str], options: Iterable[str], expr: str | None) -> str:
     """The message for arguments no option took: each unknown option with the nearest known one
     (``--oder``: did you mean --order?), else the stray words (a second expression)."""
     flags = [arg.partition("=")[0] for arg in extras if arg.startswith("-") and arg != "-"]
@@ -125,8 +125,8 @@ def unrecognized(extras: Sequence[str], options: Container[str] & Any, expr: str
     if len(flags) == 1:
         return f"unrecognized argument {flags[0]}; " + (f"did you mean {hints[0][0]}?" if hints[0]
                                                            else "no option is like it")
-    return "unrecognized arguments " + ", ".join(
-        f"{flag} ({f'did you mean {near[0]}?' if near else 'no option is like it'})" for flag, near in zip(flags, hints))
+    notes = [f"did you mean {near[0]}?" if near else "no option is like it" for near in hints]
+    return "unrecognized arguments " + ", ".join(f"{flag} ({note})" for flag, note in zip(flags, notes))
 
 
 def known_names(width: int = 88) -> str:

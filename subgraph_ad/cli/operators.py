@@ -16,8 +16,8 @@ from subgraph_ad.tables import text_table
 from subgraph_ad.testing import RTOL, SYMBOLIC_MAX_NODES, budgeted
 
 from .commands import _form, _print_form
-from .common import (CliError, UsageError, bind_point, constants_line, constants_used, dump_json, number, parse_expression,
-                     parse_point, read_expression, say, show, vars_of, wrt_sequence)
+from .common import (CliError, UsageError, bind_point, constants_line, constants_used, dump_json, number,
+                     parse_expression, parse_point, read_expression, say, show, vars_of, wrt_sequence)
 
 
 def _reference(f: sad.Term, ours: list[sad.Term], names: list[str], point: dict[str, float]) -> Iterator[Any]:
