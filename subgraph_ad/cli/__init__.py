@@ -21,6 +21,7 @@ tape: 3 nodes for f, 10 in all
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 from typing import Sequence
@@ -30,11 +31,11 @@ from subgraph_ad import progress
 from subgraph_ad.ad.diff import METHODS
 from subgraph_ad.functions import FUNCTIONS
 
-from .commands import cmd_diff, cmd_grad, cmd_render, cmd_verify
+from .commands import DRAW_FORMATS, cmd_diff, cmd_grad, cmd_render, cmd_verify, one_expression
 from .operators import cmd_laplacian
 from .common import (MAX_FRAMES, MAX_LENGTH, MAX_ORDER, MAX_POINTS, MAX_SYMPY_CHARS, MAX_TAPE_NODES, PROG,
                      SYMPY_TIMEOUT, CliError, UsageError, _LoadFunction, _Parser, count, limit, limit_message, points,
-                     seconds)
+                     seconds, stdin_expression, stdin_lines)
 
 # -- the parser ------------------------------------------------------------------------------------
 DESCRIPTION = """\
@@ -69,7 +70,8 @@ examples:
   subgraph-ad diff "exp(-x^2/2)" --wrt x --order 3 --at x=0.5 --svg d3.svg --animate d3.html
   subgraph-ad diff "softplus(x)" --fn myfuncs:softplus --wrt x --order 2 --at x=1   # softplus from myfuncs.py
 
-EXPR "-" reads the expression from standard input. Every variable needs a value (--at, or
+EXPR "-" reads standard input: each line is an expression, done in turn (with --svg or --animate,
+one line only). Every variable needs a value (--at, or
 --default for all that have none). Exit status 1 if --sympy finds a mismatch; each SymPy step
 has --sympy-timeout seconds.""",
     "grad": """\
@@ -89,7 +91,9 @@ Exit status 1 if --sympy finds a mismatch.""",
     "render": """\
 examples:
   subgraph-ad render "exp(-x^2/2) * sin(y)" -o f.svg
-  subgraph-ad render "x*y + sin(x)" -o f.png --at x=0.5,y=4.2 --rankdir LR""",
+  subgraph-ad render "x*y + sin(x)" -o f.png --at x=0.5,y=4.2 --rankdir LR
+  subgraph-ad render "sin(x)^2" -o - --format png > f.png
+  subgraph-ad render "sin(x)^2" -o - --format dot | dot -Tpdf -o f.pdf""",
     "verify": """\
 examples:
   subgraph-ad verify "exp(-x^2/2)" --wrt x --order 6
@@ -113,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def common(p: argparse.ArgumentParser, help: str) -> None:
         p.lists_functions = True  # type: ignore[attr-defined]
-        p.add_argument("expr", metavar="EXPR", help=help + '; "-" reads it from standard input')
+        p.add_argument("expr", metavar="EXPR", help=help + '; "-" reads standard input, one expression a line')
         # SUPPRESS: absent here, the top-level --quiet (or its default) stands
         p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress on stderr")
         p.add_argument("--max-length", type=limit, default=MAX_LENGTH, metavar="N",
@@ -183,10 +187,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(run=cmd_diff)
 
     r = sub.add_parser("render", help="draw the graph of an expression", description=(
-        "Draw the graph of EXPR; the file type comes from the suffix of -o (svg, png, pdf, dot)."),
+        "Draw the graph of EXPR; the file type comes from the suffix of -o (svg, png, pdf, dot), "
+        "or from --format when -o - writes to standard output."),
         epilog=EXAMPLES["render"], formatter_class=formatter)
     common(r, "the expression")
-    r.add_argument("-o", "--output", required=True, metavar="FILE", help="output file (.svg, .png, .pdf, .dot)")
+    r.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help='output file (.svg, .png, .pdf, .dot), or "-" for standard output')
+    r.add_argument("--format", choices=DRAW_FORMATS,
+                   help="the format written to -o - (default svg); with a file, it must match the suffix")
     r.add_argument("--at", action="append", metavar="x=0.5,y=1", help="var values (shown with 4 digits)")
     drawing(r)
     r.set_defaults(run=cmd_render)
@@ -271,6 +279,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return 2
     if args.command == "verify":
         args.low, args.high = args.range
+    args.several = False  # several expressions, from the lines of standard input
     before = progress.enable(False) if args.quiet else None
     try:
         return _run(args)
@@ -281,7 +290,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        status: int = args.run(args)
+        status: int = args.run(args) if getattr(args, "expr", None) != "-" else _from_stdin(args)
         sys.stdout.flush()  # a closed pipe is noticed here, not at exit
         return status
     except UsageError as exc:
@@ -304,3 +313,37 @@ def _run(args: argparse.Namespace) -> int:
         message = f"unexpected {type(exc).__name__}: {exc}"
     sys.stderr.write(f"{PROG}: error: {message}\n")
     return 1
+
+
+def _from_stdin(args: argparse.Namespace) -> int:
+    """EXPR "-": the one expression of standard input for a command that writes one file, else
+    each non-blank line in turn, their outputs one after another (text blocks apart by a blank
+    line; JSON one document a line). An error about one line's expression is reported with its
+    line number and the next line goes on; a usage error stops. The exit status is the worst."""
+    why = one_expression(args)
+    if why is not None:
+        args.expr = stdin_expression(args.max_length, why)
+        return int(args.run(args))
+    lines = stdin_lines(args.max_length)
+    ahead = list(itertools.islice(lines, 2))  # two read ahead: is there more than one?
+    if len(ahead) < 2:
+        args.expr = ahead[0][1] if ahead else ""  # none: the parser says what an empty expression is
+        return int(args.run(args))
+    args.several = True
+    status = 0
+    shown = False  # a block on stdout, to keep apart from the next
+    for number, text in itertools.chain(ahead, lines):
+        if shown and not args.json:
+            progress.write("")
+        args.expr = text
+        try:
+            status = max(status, args.run(args))
+            shown = True
+        except UsageError:
+            raise
+        except (CliError, sad.GraphTooLarge, sad.LimitError) as exc:
+            sys.stdout.flush()
+            message = str(exc) if isinstance(exc, CliError) else limit_message(exc)
+            sys.stderr.write(f"{PROG}: error: standard input line {number}: {message}\n")
+            status = max(status, 1)
+    return status

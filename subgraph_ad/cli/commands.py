@@ -5,7 +5,9 @@ soon as they are known; progress goes to standard error, on a terminal only."""
 from __future__ import annotations
 
 import argparse
-import json
+import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import subgraph_ad as sad
@@ -14,9 +16,9 @@ from subgraph_ad.tables import text_table
 from subgraph_ad.testing import Report, check_against_sympy, sympy_form
 from subgraph_ad.viz.record import notation
 
-from .common import (RowPrinter, UsageError, bind_point, check_output, constants_line, constants_used,
-                     distinct_outputs, draw_options, number, parse_expression, parse_point, read_expression, say,
-                     show, vars_of, wrt_sequence)
+from .common import (CliError, RowPrinter, UsageError, bind_point, check_output, constants_line, constants_used,
+                     distinct_outputs, draw_options, dump_json, number, parse_expression, parse_point, read_expression,
+                     say, show, vars_of, wrt_sequence)
 
 
 def _expression(args: argparse.Namespace) -> tuple[str, sad.Term, dict[str, float]]:
@@ -57,6 +59,16 @@ def _check_json(report: Report) -> dict[str, Any]:
             "points": [{"point": c.point, "ours": number(c.ours), "reference": number(c.reference),
                         "status": c.status} for c in report.points],
             **({"note": report.note} if report.note else {})}
+
+
+def one_expression(args: argparse.Namespace) -> str | None:
+    """Why the command takes just one expression from standard input (it writes one file or
+    drawing), or None when it does each line in turn (it prints its results)."""
+    if args.command == "render":
+        return f"render draws one graph, to {'standard output' if args.output == '-' else args.output}"
+    if args.command == "diff" and (args.svg or args.animate):
+        return "--svg and --animate write one file each"
+    return None
 
 
 # -- subcommands -----------------------------------------------------------------------------------
@@ -133,7 +145,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
             if form_note:
                 out["sympy_note"] = form_note
             out["check"] = _check_json(check)
-        progress.write(json.dumps(out, indent=2, ensure_ascii=False))
+        progress.write(dump_json(out, args))
     else:
         if check is not None:
             progress.write(f"check against SymPy: {check.status} ({_counts(check)})")
@@ -144,17 +156,54 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return 1 if check is not None and check.status == "fail" else 0
 
 
+#: What ``render --format`` takes; the binary ones are bytes that a terminal would show as noise.
+DRAW_FORMATS = ("svg", "dot", "png", "pdf")
+BINARY_FORMATS = ("png", "pdf")
+
+
+def _render_format(args: argparse.Namespace) -> str:
+    """The format of ``render``'s drawing: --format (svg by default) for ``-o -``, else the
+    suffix of -o, which --format, when given, must agree with."""
+    if args.output == "-":
+        fmt: str = args.format or "svg"
+        if fmt in BINARY_FORMATS and sys.stdout.isatty():
+            raise UsageError(f"-o - --format {fmt}: standard output is a terminal, not a place for a binary "
+                             f"{fmt.upper()}; redirect it (> f.{fmt}), pipe it, or give -o f.{fmt}")
+        return fmt
+    check_output(args.output, tuple(f".{fmt}" for fmt in DRAW_FORMATS), "-o")
+    suffix = Path(args.output).suffix.lower().lstrip(".")
+    if args.format is not None and args.format != suffix:
+        raise UsageError(f"-o {args.output} is a .{suffix} file but --format is {args.format}; give -o a "
+                         f".{args.format} name, or leave --format out (the suffix names the format)")
+    return suffix
+
+
 def cmd_render(args: argparse.Namespace) -> int:
-    check_output(args.output, (".svg", ".png", ".pdf", ".dot"), "-o")
+    fmt = _render_format(args)
     point = parse_point(args.at)
     _, f, _ = _expression(args)
     bind_point(f, point)
     options = draw_options(args)
     if point and options["precision"] is None:
         options["precision"] = 4
-    say(f"drawing {args.output}")
-    f.render(args.output, **options)
-    progress.write(f"wrote {args.output}")
+    if args.output != "-":
+        say(f"drawing {args.output}")
+        f.render(args.output, **options)
+        progress.write(f"wrote {args.output}")
+        return 0
+    say(f"drawing {fmt} to standard output")
+    with tempfile.TemporaryDirectory() as folder:  # render() writes files: draw into one, then copy it
+        data = Path(f.render(Path(folder) / f"graph.{fmt}", **options)).read_bytes()
+    sys.stdout.flush()  # anything written as text goes first
+    # bytes as Graphviz wrote them, also for SVG and DOT: they say they are UTF-8, whatever the
+    # terminal's encoding; a text-only stream (a caller's StringIO) takes the text formats as text
+    if hasattr(sys.stdout, "buffer"):
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    elif fmt in BINARY_FORMATS:
+        raise CliError(f"-o - --format {fmt}: standard output takes only text here; give -o f.{fmt}")
+    else:
+        sys.stdout.write(data.decode("utf-8"))
     return 0
 
 
@@ -193,7 +242,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     statuses = [r.status for r in reports]
     summary = {s: statuses.count(s) for s in ("pass", "fail", "inconclusive") if statuses.count(s)}
     if args.json:
-        progress.write(json.dumps({
+        progress.write(dump_json({
             "expression": text, "f": str(f.to_sympy()), **({"constants": constants} if constants else {}),
             "wrt": names, "points": args.points, "seed": args.seed, "range": [args.low, args.high],
             "sympy_timeout": args.sympy_timeout,
@@ -201,7 +250,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             "result": summary,
             "orders": [{"order": k, "derivative": label, "wrt": names[:k], **_check_json(report)}
                        for k, (label, report) in enumerate(zip(labels, reports), start=1)],
-        }, indent=2, ensure_ascii=False))
+        }, args))
     else:
         for note in notes:
             progress.write(f"note: {note}")
@@ -250,7 +299,7 @@ def cmd_grad(args: argparse.Namespace) -> int:
             out["sympy"] = {"gradient": [form for _, form, _ in forms[:len(gradient)]],
                             **({"hessian": [form for _, form, _ in forms[len(gradient):]]} if args.hessian else {})}
             out["check"] = [{"derivative": " ".join(c.wrt), **_check_json(c)} for c in checks]
-        progress.write(json.dumps(out, indent=2, ensure_ascii=False))
+        progress.write(dump_json(out, args))
     else:
         shown = vars_of(f) | set(names)
         where = ", ".join(f"{n} = {show(known[n].value)}" for n in known if n in shown)

@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import json
 import math
 import os
 import re
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any, Container, Sequence
+from typing import Any, Container, Iterable, Iterator, Sequence
 
 import subgraph_ad as sad
 from subgraph_ad import progress
@@ -66,15 +68,38 @@ def looks_like_expression(arg: str, options: Container[str]) -> bool:
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line that points at --help; an argument like '-x^2'
-    is an expression, not an unknown option; a parser of a command that reads an expression
-    (``lists_functions``) ends its help with the functions and constants known when the help is
-    shown (the registry, with what --fn added)."""
+    is an expression, not an unknown option; no abbreviations (``--ord`` is a typo to report,
+    not ``--order``: a prefix that works today breaks when a new flag shares it); an unknown
+    argument is reported by the (sub)command that met it, with the nearest option; a parser of a
+    command that reads an expression (``lists_functions``) ends its help with the functions and
+    constants known when the help is shown (the registry, with what --fn added)."""
 
     lists_functions = False
+    _seen: list[str] = []  # the arguments being parsed, for error()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> Any:
+        if message.startswith("the following arguments are required"):
+            # a typo'd required flag (--out for --output) is the cause: name it, not the symptom
+            unknown = [arg for arg in self._seen if arg.startswith("--") and arg != "--"
+                       and arg.partition("=")[0] not in self._option_string_actions
+                       and not looks_like_expression(arg, self._option_string_actions)]
+            if unknown:
+                message = unrecognized(unknown, self._option_string_actions, None)
         sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
         raise SystemExit(2)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        # a subcommand's parser is run by parse_known_args too: its leftovers are its own error,
+        # not the top-level's "unrecognized arguments" that names no subcommand
+        self._seen = list(sys.argv[1:] if args is None else args)
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(unrecognized(extras, self._option_string_actions, getattr(parsed, "expr", None)))
+        return parsed, extras
 
     def format_help(self) -> str:
         text = super().format_help()
@@ -84,6 +109,24 @@ class _Parser(argparse.ArgumentParser):
         if looks_like_expression(arg_string, self._option_string_actions):
             return None
         return super()._parse_optional(arg_string)
+
+
+def unrecognized(extras: Sequence[str], options: Iterable[str], expr: str | None) -> str:
+    """The message for arguments no option took: each unknown option with the nearest known one
+    (``--oder``: did you mean --order?), else the stray words (a second expression)."""
+    flags = [arg.partition("=")[0] for arg in extras if arg.startswith("-") and arg != "-"]
+    if not flags:
+        words = " ".join(extras)
+        plural = "s" if len(extras) > 1 else ""
+        already = f"; EXPR is already {expr!r} (one expression per call, quoted if it has spaces)" if expr else ""
+        return f"unrecognized argument{plural} {words}{already}"
+    known = sorted(option for option in options if option.startswith("--"))
+    hints = [difflib.get_close_matches(flag, known, n=1) for flag in flags]
+    if len(flags) == 1:
+        return f"unrecognized argument {flags[0]}; " + (f"did you mean {hints[0][0]}?" if hints[0]
+                                                           else "no option is like it")
+    notes = [f"did you mean {near[0]}?" if near else "no option is like it" for near in hints]
+    return "unrecognized arguments " + ", ".join(f"{flag} ({note})" for flag, note in zip(flags, notes))
 
 
 def known_names(width: int = 88) -> str:
@@ -159,16 +202,48 @@ def show(value: Any) -> str:
 
 
 def read_expression(text: str, max_length: int | None) -> str:
-    """EXPR as given, or standard input for '-' (read no further than the limit), within
-    --max-length."""
-    where = ""
-    if text == "-":
-        text = sys.stdin.read(-1 if max_length is None else max_length + 1).strip()
-        where = " on standard input"
+    """EXPR within --max-length (standard input is read by ``stdin_expression`` or
+    ``stdin_lines`` first)."""
     if max_length is not None and len(text) > max_length:
-        raise UsageError(f"the expression{where} is longer than --max-length {max_length} characters; "
+        raise UsageError(f"the expression is longer than --max-length {max_length} characters; "
                          "raise it with --max-length N (0 = no limit)")
     return text
+
+
+def stdin_expression(max_length: int | None, why: str) -> str:
+    """All of standard input (read no further than --max-length) as the one expression of a
+    command that makes one thing of it (``why``): a second non-blank line is an error, not a
+    second expression (nor a product with the first)."""
+    text = sys.stdin.read(-1 if max_length is None else max_length + 1)
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) > 1:
+        least = "at least " if max_length is not None and len(text) > max_length else ""
+        raise UsageError(f"standard input has {least}{len(lines)} lines; give one expression per call ({why})")
+    text = text.strip()
+    if max_length is not None and len(text) > max_length:
+        raise UsageError(f"the expression on standard input is longer than --max-length {max_length} characters; "
+                         "raise it with --max-length N (0 = no limit)")
+    return text
+
+
+def stdin_lines(max_length: int | None) -> Iterator[tuple[int, str]]:
+    """The non-blank lines of standard input with their line numbers, one expression each, read
+    as they come (a pipe streams) and each no further than --max-length."""
+    cap = -1 if max_length is None else max_length + 2  # the line, and \r\n
+    number = 0
+    while line := sys.stdin.readline(cap):
+        number += 1
+        text = line.strip()
+        if max_length is not None and (len(text) > max_length or (len(line) == cap and not line.endswith("\n"))):
+            raise UsageError(f"the expression on standard input line {number} is longer than --max-length "
+                             f"{max_length} characters; raise it with --max-length N (0 = no limit)")
+        if text:
+            yield number, text
+
+
+def dump_json(out: dict[str, Any], args: argparse.Namespace) -> str:
+    """A command's JSON: indented, or on one line for each of several expressions (JSON Lines)."""
+    return json.dumps(out, indent=None if args.several else 2, ensure_ascii=False)
 
 
 def parse_expression(text: str, max_tape_nodes: int | None) -> sad.Term:

@@ -5,7 +5,6 @@ SymPy's Σ ∂²f/∂xᵢ² (symbolically, and at the point to 30 digits)."""
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any, Iterator
 
 import sympy
@@ -17,8 +16,8 @@ from subgraph_ad.tables import text_table
 from subgraph_ad.testing import RTOL, SYMBOLIC_MAX_NODES, budgeted
 
 from .commands import _form, _print_form
-from .common import (CliError, UsageError, bind_point, constants_line, constants_used, number, parse_expression,
-                     parse_point, read_expression, say, show, vars_of, wrt_sequence)
+from .common import (CliError, UsageError, bind_point, constants_line, constants_used, dump_json, number,
+                     parse_expression, parse_point, read_expression, say, show, vars_of, wrt_sequence)
 
 
 def _reference(f: sad.Term, ours: list[sad.Term], names: list[str], point: dict[str, float]) -> Iterator[Any]:
@@ -101,7 +100,7 @@ def cmd_laplacian(args: argparse.Namespace) -> int:
                           for k, ((label, _, n), v) in enumerate(zip(rows, values))],
             "nodes": {"f": f_nodes, "tape": len(tape)},
         }
-        progress.write(json.dumps(out, indent=2, ensure_ascii=False))
+        progress.write(dump_json(out, args))
     else:
         where = ", ".join(f"{n} = {show(v)}" for n, v in at.items())
         progress.write(f"f = {f.to_sympy()}" + (f"   at {where}" if where else ""))
