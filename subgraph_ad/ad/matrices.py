@@ -136,17 +136,94 @@ def _var_sets(tape: Any, roots: list[int], wrts: list[int]) -> dict[int, frozens
     return sets
 
 
+#: The most rows and columns a Sparse shows (the rest is elided), and the characters of one entry.
+SHOW, CELL_CHARS = 12, 40
+
+
+def _one_line(term: Term) -> str:
+    """An entry's formula on one line (temporaries joined with ``;``), cut with an ellipsis."""
+    text = "; ".join(str(term).splitlines())
+    return text if len(text) <= CELL_CHARS else text[:CELL_CHARS - 1] + "…"
+
+
 class Sparse(NamedTuple):
     """A sparse matrix of Terms: entry k is ``terms[k]`` at (``rows[k]``, ``cols[k]``), in
     row-major order; every other entry is zero by structure.
 
     ``compile(inputs)`` turns it into numbers: the nonzeros as one array indexed by ``rows`` and
-    ``cols`` (a batch of points at once), or a ``scipy.sparse`` matrix for a point."""
+    ``cols`` (a batch of points at once), or a ``scipy.sparse`` matrix for a point. It prints
+    as the matrix of formulas, columns aligned (at most ``SHOW`` rows and columns, entries cut
+    at ``CELL_CHARS``), and a notebook shows it as a table (``_repr_html_``) or in LaTeX.
+
+    >>> from subgraph_ad import Tape
+    >>> tape = Tape(); x = tape.var("x", 1.0); y = tape.var("y", 2.0)
+    >>> print(hessian(x**2 * y + y**3, [x, y], sparse=True))
+    [2*y  2*x]
+    [2*x  6*y]
+    """
 
     rows: tuple[int, ...]
     cols: tuple[int, ...]
     terms: tuple[Term, ...]
     shape: tuple[int, int]
+
+    def _shown(self) -> list[list[Term | None]]:
+        """The top-left corner that is shown: the Term of each entry, None where zero by structure."""
+        grid: list[list[Term | None]] = [[None] * min(self.shape[1], SHOW) for _ in range(min(self.shape[0], SHOW))]
+        for i, j, t in zip(self.rows, self.cols, self.terms):
+            if i < SHOW and j < SHOW:
+                grid[i][j] = t
+        return grid
+
+    def _cut(self) -> str:
+        """What is left out, said under the matrix; empty when all of it is shown."""
+        if self.shape[0] <= SHOW and self.shape[1] <= SHOW:
+            return ""
+        return (f"({self.shape[0]}×{self.shape[1]}, {len(self.terms)} nonzeros; showing the first "
+                f"{min(self.shape[0], SHOW)}×{min(self.shape[1], SHOW)})")
+
+    def __str__(self) -> str:
+        grid = self._shown()
+        texts = [["0" if t is None else _one_line(t) for t in row] for row in grid]
+        widths = [max((len(row[j]) for row in texts), default=1) for j in range(len(grid[0]) if grid else 0)]
+        more = "  …" if self.shape[1] > SHOW else ""
+        lines = ["[" + "  ".join(text.ljust(w) for text, w in zip(row, widths)) + more + "]" for row in texts]
+        if self.shape[0] > SHOW:
+            lines.append(" ⋮")
+        return "\n".join(lines + ([self._cut()] if self._cut() else [])) if lines else f"(empty {self.shape[0]}×{self.shape[1]} matrix)"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        grid = self._shown()
+        more = '<td style="color:#777">…</td>' if self.shape[1] > SHOW else ""
+        rows = ["<tr>" + "".join('<td style="color:#777">0</td>' if t is None else
+                                 f'<td title="node {t.index}"><code>{html.escape(_one_line(t))}</code></td>'
+                                 for t in row) + more + "</tr>" for row in grid]
+        if self.shape[0] > SHOW:
+            rows.append('<tr><td style="color:#777">⋮</td></tr>')
+        note = f"<div>{html.escape(self._cut())}</div>" if self._cut() else ""
+        return (f'<div class="sad-matrix"><div>{self.shape[0]}×{self.shape[1]} Sparse, {len(self.terms)} nonzeros'
+                f'</div><table style="border-collapse:collapse">{"".join(rows)}</table>{note}</div>')
+
+    def _repr_latex_(self) -> str:
+        """The shown corner as a LaTeX matrix; an entry too long for one cell is named by its node."""
+        done: dict[int, str] = {}
+
+        def cell(t: Term | None) -> str:
+            if t is None:
+                return "0"
+            if t.index not in done:
+                text = "; ".join(str(t).splitlines())
+                latex = t._repr_latex_().removeprefix("$").removesuffix("$").removeprefix("\\displaystyle ")
+                done[t.index] = latex if len(text) <= CELL_CHARS else f"\\text{{node {t.index}}}"
+            return done[t.index]
+
+        grid = self._shown()
+        lines = [" & ".join([cell(t) for t in row] + (["\\cdots"] if self.shape[1] > SHOW else [])) for row in grid]
+        if self.shape[0] > SHOW:
+            lines.append("\\vdots")
+        return "$\\left[\\begin{matrix}" + " \\\\ ".join(lines) + "\\end{matrix}\\right]$"
 
     def compile(self, inputs: Term | Sequence[Term], backend: str | None = None, **options: Any) -> CompiledSparse:
         """Compile the nonzeros as functions of the vars ``inputs`` (``lambdify``'s backend and

@@ -1,7 +1,9 @@
 """Animations of a derivative subgraph being built, on a layout that never moves.
 
-``animate`` runs the gen_graph passes (or Taylor mode) itself and records which nodes each pass
-appends (``record.py``). The *final* graph is laid out once by Graphviz; every frame is drawn
+``animate`` runs the gen_graph passes (or Taylor mode) itself, on a copy of the term's nodes
+(``record.carry``), and records which nodes each pass appends (``record.py``): so the whole
+build is shown even when the derivatives were computed already, and the caller's tape is left
+exactly as it was. The *final* graph is laid out once by Graphviz; every frame is drawn
 from that one layout by hiding the nodes that do not exist yet and highlighting the new one. So
 a node sits at the same place from the frame it appears in to the last frame. Outputs carry
 their names (f, df/dx, …) and the nodes of each derivative order share a box.
@@ -27,12 +29,12 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..ad.diff import METHODS
-from ..core import Tape, Term
+from ..core import Term
 from ..core.checks import choice, diff_spec
 from .dot import MAX_NODES, check_size
 from .gif import MAX_GIF_FRAMES, check_frames, write_gif
 from .player import Player, new_uid
-from .record import HOLD, NEW, PER, Recording, notation, record
+from .record import HOLD, NEW, PER, Recording, carry, notation, record
 from .render import find_program, svg_text
 
 FORMATS = ("html", "svg", "gif")
@@ -48,7 +50,9 @@ Progress = Callable[[str], None]
 @dataclass(frozen=True)
 class Animation:
     """What ``animate`` made: the file written (None: none, the animation is for display), its
-    format, the derivative Terms (one per pass) and counts. Jupyter shows ``player`` inline."""
+    format, the derivative Terms (one per pass) and counts. The derivatives live on the
+    animation's own copy of the tape, with ``term`` and ``wrts`` (f and the vars there), so
+    they draw and compare together. Jupyter shows ``player`` inline."""
 
     path: str | None
     format: str
@@ -57,6 +61,8 @@ class Animation:
     nodes: int
     new_nodes: int
     added: tuple[int, ...]  # how much each pass (each order) grew the tape
+    term: Term = field(repr=False)
+    wrts: tuple[Term, ...] = field(repr=False)
     player: Player | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -223,8 +229,9 @@ def animate(
     lifts either cap). ``include_unused`` also draws appended nodes that folding left unused.
     ``method`` is ``"auto"`` (as in ``diff``), ``"graph"`` (one gen_graph pass per order: what
     the derivative-subgraph picture explains) or ``"taylor"`` (a Taylor-mode run shows one order
-    per pass). The derivative nodes stay on the tape, as with ``diff``; if anything
-    fails, the tape is left as it was.
+    per pass). The passes run on a copy of ``term``'s nodes, so the build is shown in full even
+    after ``f.diff(x, n)``, and ``term``'s tape is left exactly as it was; the derivatives
+    returned live on that copy.
     """
     if not isinstance(term, Term):
         raise TypeError(f"animate() draws a Term, got {type(term).__name__} {term!r}")
@@ -265,25 +272,25 @@ def animate(
     options: dict[str, Any] = {"rankdir": rankdir, "precision": precision, "compact": compact,
                                "group_by_order": group_by_order}
     player = None
-    with term.tape.transaction():
-        say(f"recording {len(wrts)} derivative{'s' if len(wrts) > 1 else ''} ({method})")
-        rec = record(term, wrts, per, include_unused, method)
-        check_size(len(rec.indices), max_nodes, "the animated graph")
-        if "gif" in fmts:
-            check_frames(len(rec.frames), max_frames)
-        name = title or f"{notation([w.name or '?' for w in wrts])} of {len(rec.indices)} nodes"
-        for p, fmt in zip(paths, fmts):
-            if fmt == "html":
-                if player is None:
-                    say(f"laying out {len(rec.indices)} nodes once")
-                    player = _player(rec, options, seconds, name)
-                if p is not None:
-                    Path(p).write_text(player.page(), encoding="utf-8")
-            elif fmt == "svg":
+    say(f"recording {len(wrts)} derivative{'s' if len(wrts) > 1 else ''} ({method})")
+    copy, copied = carry(term, wrts)  # the caller's tape is only read
+    rec = record(copy, copied, per, include_unused, method)
+    check_size(len(rec.indices), max_nodes, "the animated graph")
+    if "gif" in fmts:
+        check_frames(len(rec.frames), max_frames)
+    name = title or f"{notation([w.name or '?' for w in wrts])} of {len(rec.indices)} nodes"
+    for p, fmt in zip(paths, fmts):
+        if fmt == "html":
+            if player is None:
                 say(f"laying out {len(rec.indices)} nodes once")
-                Path(p).write_text(_animated_svg(rec, options, seconds), encoding="utf-8")
-            else:
-                write_gif(rec, options, seconds, str(p), say, max_frames)
+                player = _player(rec, options, seconds, name)
+            if p is not None:
+                Path(p).write_text(player.page(), encoding="utf-8")
+        elif fmt == "svg":
+            say(f"laying out {len(rec.indices)} nodes once")
+            Path(p).write_text(_animated_svg(rec, options, seconds), encoding="utf-8")
+        else:
+            write_gif(rec, options, seconds, str(p), say, max_frames)
     movies = [Animation(None if p is None else str(p), fmt, rec.derivatives, len(rec.frames), len(rec.indices),
-                        rec.new_nodes, rec.added, player) for p, fmt in zip(paths, fmts)]
+                        rec.new_nodes, rec.added, rec.term, rec.wrts, player) for p, fmt in zip(paths, fmts)]
     return movies[0] if single else movies

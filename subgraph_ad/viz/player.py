@@ -5,6 +5,10 @@ as the body of a standalone page and inlined in a notebook next to other players
 id and every id inside the SVG carries the player's own prefix, the style is scoped to the
 player's class, and keys act on the focused player only.
 
+A sanitizer (an untrusted notebook, every notebook reopened from disk) strips the script and the
+inline SVG; the markup also holds the final graph as an ``<img>`` with a ``data:`` URI, which
+sanitizers keep, so such a view still shows the graph. The script removes that image.
+
 >>> viewer = Player(svg='<svg width="10pt" height="5pt"><g id="n1"/></svg>')
 >>> one, two = viewer.fragment("sad1"), viewer.fragment("sad2")
 >>> 'id="sad1"' in one and 'id="sad1_n1"' in one and 'id="sad2_n1"' in two and "sad1" not in two
@@ -13,6 +17,7 @@ True
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import html
 import json
@@ -59,8 +64,10 @@ class Player:
         frames = self.data["frames"]
         payload = json.dumps({"prefix": uid + "_", **self.data}, ensure_ascii=True, separators=(",", ":"))
         template = Template(resources.files(__package__).joinpath("player.html").read_text(encoding="utf-8"))
+        svg = prefix_ids(self.svg, uid + "_")
+        still = base64.b64encode(svg.encode("utf-8")).decode("ascii")
         return template.substitute(
-            uid=uid, title=html.escape(self.title), svg=prefix_ids(self.svg, uid + "_"),
+            uid=uid, title=html.escape(self.title), svg=svg, still=still,
             data=payload.replace("</", "<\\/"), new=NEW, last=max(len(frames) - 1, 0),
             frames_hidden="" if frames else " hidden",
             hint="Keys: &#8592; &#8594; step, space plays or pauses, Home and End jump. " if frames else "")

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..ad.diff import derivatives as derivative_steps, notation
-from ..core import Tape, Term, dependencies
+from ..core import UNFED, Tape, Term, dependencies
+from ..interop.printing import formula
 from .labels import describe
 
 PER = ("node", "pass")
@@ -26,6 +27,54 @@ PER = ("node", "pass")
 NEW = "#d62728"
 #: Seconds the last frame is held before the animated SVG or the GIF starts over.
 HOLD = 2.5
+#: Characters of the result's formula that the last frame's caption shows (then an ellipsis).
+FORMULA_CHARS = 80
+
+
+def carry(term: Term, wrts: Sequence[Term]) -> tuple[Term, list[Term]]:
+    """``term`` and ``wrts`` on a new tape that holds only ``term``'s nodes and the vars: an
+    animation records there, so every pass appends its nodes anew (none is found already built
+    or memoised) and the caller's tape stays exactly as it was.
+
+    Nodes are carried over in index order with their derivative-order tags, vars with their
+    names and values; interning them again keeps the nodes as they are (they are canonical).
+
+    >>> from subgraph_ad import Tape, sin
+    >>> tape = Tape(); x = tape.var("x", 0.5); f = sin(x); d = f.diff(x)
+    >>> g, [y] = carry(f, [x])
+    >>> len(g.tape), len(tape), str(g), y.tape is g.tape, g.tape is not tape
+    (2, 4, 'sin(x)', True, True)
+    """
+    tape = term.tape
+    new = Tape(max_nodes=tape.max_nodes)
+    values = tape.current_values()
+    keep = dependencies(tape, sorted({term.index, *(w.index for w in wrts)}))
+    moved: dict[int, int] = {}
+    with new.transaction():
+        for i in keep:
+            node = tape.nodes[i]
+            new.tag(tape.orders[i])
+            if node.op == "var":
+                value = values[i]
+                moved[i] = (new.placeholder(node.payload) if value is UNFED else new.var(node.payload, value)).index
+            else:
+                moved[i] = new.intern(node._replace(args=tuple([moved[a] for a in node.args])))
+    return Term(new, moved[term.index]), [Term(new, moved[w.index]) for w in wrts]
+
+
+def result_formula(term: Term, limit: int = FORMULA_CHARS) -> str:
+    """The formula of ``term`` on one line, cut to ``limit`` characters with an ellipsis; a
+    formula written with temporaries is joined with ``;``.
+
+    >>> from subgraph_ad import Tape, exp
+    >>> tape = Tape(); x = tape.var("x", 0.5)
+    >>> result_formula(exp(-x**2 / 2).diff(x, 2))
+    'x*x*exp(-0.5*x**2) - exp(-0.5*x**2)'
+    >>> len(result_formula(exp(-x**2 / 2).diff(x, 9, method="graph", closed_form=False)))
+    80
+    """
+    text = "; ".join(formula(term, max_lines=4).splitlines())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -79,9 +128,10 @@ class Recording:
 
 def record(term: Term, wrts: Sequence[Term], per: str = "node", include_unused: bool = False,
            method: str = "graph") -> Recording:
-    """Differentiate once per var in ``wrts`` and record the frames (appends to the tape): one
-    gen_graph pass each, or with ``method="taylor"`` / ``"auto"`` (the rule of ``diff``) the
-    orders of a Taylor-mode run, each node shown with the order that first needed it.
+    """Differentiate once per var in ``wrts`` and record the frames (appends to the tape: the
+    animation passes a ``carry`` copy): one gen_graph pass each, or with ``method="taylor"`` /
+    ``"auto"`` (the rule of ``diff``) the orders of a Taylor-mode run, each node shown with the
+    order that first needed it. The last frame's caption ends with the result's formula.
 
     Folding can leave a few appended nodes that no derivative uses (``x * 1`` becomes ``x``
     after ``1`` was appended); they are left out of the drawing unless ``include_unused``.
@@ -121,6 +171,10 @@ def record(term: Term, wrts: Sequence[Term], per: str = "node", include_unused: 
             for i in frames[f].new:
                 shown_at.setdefault(i, f)
         shown_at[result.index] = min(shown_at.get(result.index, len(frames) - 1), len(frames) - 1)
+
+    last = frames[-1]
+    frames[-1] = Frame(last.pass_no, last.new,
+                       f"{last.caption} · {notation(names)} = {result_formula(derivatives[-1])}")
 
     roots = {term.index, *(d.index for d in derivatives), *(i for a in passes for i in a)}
     indices = dependencies(tape, sorted(roots))

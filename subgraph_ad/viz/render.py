@@ -119,12 +119,24 @@ def to_graphviz(obj: Drawable, **options: Any) -> Any:
 
 
 def output_format(path: str | os.PathLike) -> str:
-    """The format named by a path's suffix, or ValueError listing the supported ones."""
+    """The format named by a path's suffix, checked with the folder it goes in before any
+    layout runs: ValueError listing the supported suffixes, FileNotFoundError naming a missing
+    folder, IsADirectoryError for a folder given as the file."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"render() writes to a path (str or os.PathLike), got {type(path).__name__} {path!r}")
     fmt = Path(path).suffix.lower().lstrip(".")
     if fmt == "gv":
         fmt = "dot"
     if fmt not in FORMATS:
         raise ValueError(f"cannot tell the format of {str(path)!r} from its suffix: use .svg, .png, .pdf or .dot")
+    target = Path(path)
+    if target.is_dir():
+        raise IsADirectoryError(f"cannot write {str(path)!r}: it is a directory; give a file name ending in "
+                                ".svg, .png, .pdf or .dot")
+    folder = target.resolve().parent
+    if not folder.is_dir():
+        raise FileNotFoundError(f"cannot write {str(path)!r}: directory {str(folder)!r} does not exist; "
+                                "create it first or write to an existing folder")
     return fmt
 
 

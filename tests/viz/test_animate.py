@@ -12,7 +12,7 @@ from PIL import Image
 import subgraph_ad as sad
 from subgraph_ad import Tape, exp, sin
 from subgraph_ad.viz import gif
-from subgraph_ad.viz.record import notation, record
+from subgraph_ad.viz.record import carry, notation, record
 from subgraph_ad.viz.render import run_graphviz
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -165,7 +165,7 @@ def test_animate_without_a_path_displays_inline_and_two_players_never_share_ids(
     movie = sad.animate(f, x, 2)
     assert movie.path is None and movie.format == "html" and not list(tmp_path.iterdir())
     assert math.isclose(movie.result.eval(), gaussian_derivative(2, 0.5), rel_tol=1e-12)
-    assert len(tape) > before  # the derivative nodes stay, as with diff
+    assert len(tape) == before and movie.result.tape is not tape  # recorded on a copy
     first, second = movie._repr_html_(), movie._repr_html_()
     ids = [set(re.findall(r'\bid="([^"]+)"', html)) for html in (first, second)]
     assert len(ids[0]) > 20 and not ids[0] & ids[1]
@@ -173,7 +173,7 @@ def test_animate_without_a_path_displays_inline_and_two_players_never_share_ids(
         root = re.search(r'<div class="sad-player" id="([^"]+)"', html).group(1)
         assert player_data(html)["prefix"] == root + "_"
         assert all(i == root or i.startswith(root + "_") for i in own)
-        assert f'document.getElementById("{root}")' in html
+        assert f'.sad-player[id="{root}"]' in html and "document.getElementById" not in html
         assert "<body" not in html and "<html" not in html  # a fragment for a notebook cell
     # an animation written only to .svg has no player to show
     tape2, x2, f2 = gaussian()
@@ -184,7 +184,7 @@ def test_animated_svg_reveals_in_order_shows_each_caption_and_falls_back_to_the_
     tape, x, f = gaussian()
     out = sad.animate(f, x, 2, tmp_path / "g.svg", per="pass")
     tape2, x2, f2 = gaussian()
-    captions = [fr.caption for fr in record(f2, [x2] * 2, per="pass").frames]
+    captions = [fr.caption for fr in record(*carry(f2, [x2] * 2), per="pass").frames]
     root = ET.parse(out.path).getroot()  # well-formed XML
     style = root.find(f"{SVG}style").text
     prefix = re.search(r"@keyframes (sad[0-9a-f]+_)f1 ", style).group(1)
@@ -212,8 +212,8 @@ def test_a_list_of_paths_writes_one_recording_in_each_format(tmp_path):
     assert movies[0].frames == movies[1].frames == movies[0].new_nodes + 1  # frame 0 is f alone
     assert movies[0].result == movies[1].result
     assert math.isclose(movies[0].result.eval(), gaussian_derivative(3, 0.5), rel_tol=1e-12)
-    again = sad.animate(f, x, 3, tmp_path / "again.html")  # the nodes are on the tape already
-    assert again.new_nodes == 0 and "already on the tape" in (tmp_path / "again.html").read_text()
+    again = sad.animate(f, x, 3, tmp_path / "again.html")  # each animation records on a copy of its own
+    assert again.new_nodes == movies[0].new_nodes and "already on the tape" not in (tmp_path / "again.html").read_text()
     with pytest.raises(ValueError, match="empty list"):
         sad.animate(f, x, 3, [])
 
@@ -305,8 +305,42 @@ def test_a_big_animation_is_compact_and_names_what_it_shows(tmp_path):
     for name in ("f", "df/dx", "d²f/dx²", "d³f/dx³", "d⁴f/dx⁴"):
         assert f">{name}</text>" in page
     # constants written into their users: none is a node of its own, in the player or the GIF frames
-    consts = [i for i in sad.core.dependencies(tape, [d.index for d in movie.derivatives]) if tape.nodes[i].op == "const"]
+    copy = movie.result.tape
+    consts = [i for i in sad.core.dependencies(copy, [d.index for d in movie.derivatives]) if copy.nodes[i].op == "const"]
     assert consts and not any(data["prefix"] + f"n{i}" in ids for i in consts)
     rec = record(sad.tanh(sad.tanh(sad.tanh(x))), [x], per="pass")
     sources = gif.frame_sources(rec, {"compact": True})
     assert all(re.search(r'^  n(\d+) \[(?!.*pos=")', s, re.M) is None for s in sources)  # every node pinned
+
+
+def test_animating_what_diff_built_already_shows_the_whole_build_and_leaves_the_tape_alone():
+    tape, x, f = gaussian()
+    d5 = f.diff(x, 5, method="graph")
+    nodes, orders, memo, values = list(tape.nodes), list(tape.orders), dict(tape.deriv_cache), tape.current_values()
+    movie = sad.animate(f, x, 5, method="graph")
+    assert tape.nodes == nodes and tape.orders == orders and tape.deriv_cache == memo and tape.current_values() == values
+    assert movie.result.tape is not tape and movie.term.tape is movie.result.tape is movie.wrts[0].tape
+    assert str(movie.term) == str(f) and movie.wrts[0].name == "x"
+    # every pass appends nodes of its own, as on a tape that never saw a derivative
+    assert all(n > 0 for n in movie.added) and movie.frames == 1 + movie.new_nodes
+    assert math.isclose(movie.result.eval(), gaussian_derivative(5, 0.5), rel_tol=1e-12)
+    assert math.isclose(movie.result.eval(), d5.eval(), rel_tol=1e-12)
+    captions = [fr["caption"] for fr in player_data(movie._repr_html_())["frames"]]
+    assert not any("already on the tape" in c for c in captions)
+    assert {int(c.split(" (pass ")[1][0]) for c in captions[1:]} == {1, 2, 3, 4, 5}
+
+
+def test_the_last_caption_shows_the_result_formula_capped_at_80_characters():
+    tape, x, f = gaussian()
+    short = sad.animate(f, x, 2, method="taylor")
+    last = player_data(short._repr_html_())["frames"][-1]["caption"]
+    head, text = last.split(" · d²f/dx² = ")
+    assert head.startswith("d²f/dx² (")
+    # the formula is the second derivative: read back, it has the closed form's value at other points
+    back = sad.parse(text)
+    for at in (-1.3, 0.2, 2.0):
+        assert math.isclose(back.eval({back.tape.vars["x"]: at}), gaussian_derivative(2, at), rel_tol=1e-12)
+    long = sad.animate(f, x, 8, method="graph", per="pass")
+    last = player_data(long._repr_html_())["frames"][-1]["caption"]
+    shown = last.split(" · d⁸f/dx⁸ = ")[1]
+    assert len(shown) == 80 and shown.endswith("…")

@@ -7,6 +7,7 @@ The page drives the players itself (button clicks, a key press) from a script af
 writes what it saw into the DOM, which ``chromium --dump-dom`` prints once the scripts have run.
 """
 
+import base64
 import html
 import json
 import re
@@ -180,7 +181,8 @@ def test_the_animated_svg_shows_each_frames_caption_in_turn(tmp_path):
     movie = sad.animate(exp(-x**2 / 2), x, 3, tmp_path / "g.svg", method="graph", per="pass", interval=1.5)
     tape2 = Tape()
     x2 = tape2.var("x", 0.5)
-    captions = [f.caption for f in sad.viz.record.record(exp(-x2**2 / 2), [x2] * 3, per="pass").frames]
+    carried = sad.viz.record.carry(exp(-x2**2 / 2), [x2] * 3)
+    captions = [f.caption for f in sad.viz.record.record(*carried, per="pass").frames]
     page = tmp_path / "svg.html"
     page.write_text(f"<!DOCTYPE html><html><body>{Path(movie.path).read_text()}{SEEK}</body></html>", encoding="utf-8")
     dom = chromium("--dump-dom", page.as_uri())
@@ -188,3 +190,68 @@ def test_the_animated_svg_shows_each_frames_caption_in_turn(tmp_path):
     assert [shown for shown, _ in seen] == [[captions[0]], [captions[1]], [captions[2]], [captions[3]], [captions[3]]]
     hidden = [count for _, count in seen]
     assert hidden[0] > hidden[1] > hidden[2] > hidden[3] == hidden[4] == 0  # nodes appear pass by pass
+
+
+@pytest.mark.parametrize("inserted", [False, True], ids=["written", "inserted"])
+def test_two_copies_of_one_output_each_advance_on_their_own(tmp_path, inserted):
+    """One output shown twice (JupyterLab's "New View for Output", a duplicated notebook): the
+    same ids twice on one page. Each copy hides and lights its own nodes and steps on its own."""
+    tape = Tape()
+    x = tape.var("x", 0.5)
+    fragment = sad.animate(exp(-x**2 / 2), x, 2)._repr_html_()
+    data = data_of(fragment)
+    page = tmp_path / "copies.html"
+    page.write_text(notebook_page([fragment, fragment], inserted), encoding="utf-8")
+    dom = chromium("--dump-dom", page.as_uri())
+    seen = json.loads(html.unescape(re.search(r'<pre id="seen">(.*?)</pre>', dom, re.S).group(1)))
+
+    def hidden_at(frame: int) -> int:
+        return sum(1 for first_frame in data["appear"].values() if first_frame > frame)
+
+    for start in seen["start"]:
+        assert start["caption"] == data["frames"][0]["caption"] and start["hidden"] == hidden_at(0) > 0
+    first, second = seen["stepped"]
+    assert first["count"].startswith("frame 3 ") and first["hidden"] == hidden_at(3) and first["lit"] > 0
+    assert second == seen["start"][1]  # the other copy did not move, nor light anything
+    first, second = seen["keyed"]
+    assert first == seen["stepped"][0]
+    assert second["caption"] == data["frames"][1]["caption"] and second["hidden"] == hidden_at(1)
+    assert second["lit"] == len(data["frames"][1]["new"]) > 0
+    first, second = seen["zoomed"]
+    assert first == seen["keyed"][0] and second["width"] == pytest.approx(seen["keyed"][1]["width"] * 1.25, rel=1e-3)
+
+
+STILL = """<pre id="seen"></pre><script>
+window.addEventListener("load", function () {
+  var seen = Array.prototype.map.call(document.querySelectorAll(".sad-player"), function (p) {
+    return Array.prototype.map.call(p.querySelectorAll("img"), function (img) {
+      return {complete: img.complete, width: img.naturalWidth, height: img.naturalHeight}; }).concat(
+      [{svgs: p.querySelectorAll("svg").length}]);
+  });
+  document.getElementById("seen").textContent = JSON.stringify(seen);
+});
+</script>"""
+
+
+def test_a_sanitized_player_still_shows_the_final_graph_as_an_image(tmp_path):
+    """What an untrusted notebook shows: the player's script, style and inline SVG stripped. An
+    <img> of the final graph is left, loads, and holds every node of the live SVG; where the
+    script runs, it removes the image, so a trusted view shows one picture."""
+    tape = Tape()
+    x = tape.var("x", 0.5)
+    fragment = sad.animate(exp(-x**2 / 2), x, 2)._repr_html_()
+    sanitized = re.sub(r"<(script|style|svg)\b.*?</\1>", "", fragment, flags=re.S)
+    assert "<svg" not in sanitized and "<script" not in sanitized
+    src = re.search(r'<img class="sad-still"[^>]* src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"', sanitized)
+    still = base64.b64decode(src.group(1)).decode("utf-8")
+    live = re.search(r"<svg\b.*?</svg>", fragment, re.S).group(0)
+    node_ids = re.compile(r'<g id="([^"]+)" class="node')
+    assert node_ids.findall(still) == node_ids.findall(live) and len(node_ids.findall(live)) > 5
+    page = tmp_path / "sanitized.html"
+    page.write_text(f'<!DOCTYPE html><html><body><div class="output">{sanitized}</div>'
+                    f'<div class="output">{fragment}</div>{STILL}</body></html>', encoding="utf-8")
+    dom = chromium("--dump-dom", page.as_uri())
+    stripped, trusted = json.loads(html.unescape(re.search(r'<pre id="seen">(.*?)</pre>', dom, re.S).group(1)))
+    assert stripped[0]["complete"] and stripped[0]["width"] > 100 and stripped[0]["height"] > 100
+    assert stripped[-1] == {"svgs": 0}
+    assert trusted == [{"svgs": 1}]  # the script ran: the live SVG alone, the image removed

@@ -369,3 +369,32 @@ def test_bad_input_is_refused_with_a_clear_error():
     a, b = Tape(), Tape()
     with pytest.raises(ValueError, match="different tapes"):
         to_dot([a.var("x"), b.var("x")])
+
+
+def test_render_checks_the_path_before_any_work(tmp_path, monkeypatch):
+    """A missing folder, a folder given as the file, a bad suffix or a non-path: a specific error
+    naming the path and what is expected, before the graph is written out or laid out."""
+    import subgraph_ad.viz.render as render_module
+
+    tape, _, _, d = gaussian(2)
+    before = list(tape.nodes)
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the graph was drawn before the path was checked")
+
+    monkeypatch.setattr(render_module, "to_dot", no_work)
+    monkeypatch.setattr(render_module, "layout", no_work)
+    for suffix in ("svg", "png", "pdf", "dot"):
+        missing = tmp_path / "no" / "such" / f"g.{suffix}"
+        with pytest.raises(FileNotFoundError) as info:
+            d.render(missing)
+        assert str(missing) in str(info.value) and str(tmp_path / "no" / "such") in str(info.value)
+        assert "does not exist" in str(info.value)
+    (tmp_path / "folder.svg").mkdir()
+    with pytest.raises(IsADirectoryError, match=r"folder\.svg.*is a directory.*\.svg, \.png, \.pdf or \.dot"):
+        d.render(tmp_path / "folder.svg")
+    with pytest.raises(ValueError, match=r"g\.jpg.*\.svg, \.png, \.pdf or \.dot"):
+        d.render(tmp_path / "no" / "g.jpg")
+    with pytest.raises(TypeError, match=r"a path \(str or os.PathLike\), got int 3"):
+        d.render(3)
+    assert list(tape.nodes) == before and sorted(p.name for p in tmp_path.iterdir()) == ["folder.svg"]
