@@ -93,6 +93,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
                                  max_nodes=args.max_nodes, max_frames=args.max_frames, progress=say,
                                  method=args.method)
         animations = made if isinstance(made, list) else [made]
+        f, wrts = animations[0].term, list(animations[0].wrts)  # the animation's own copy of the tape
+        tape = f.tape
         derivatives, new_nodes = list(animations[0].derivatives), list(animations[0].added)
     else:
         with progress.bar(f"building {notation(names)}", unit="node") as advance:
