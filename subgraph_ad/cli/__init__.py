@@ -150,6 +150,17 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--max-sympy-chars", type=limit, default=MAX_SYMPY_CHARS, metavar="N",
                        help=f"cut a printed SymPy form at about N characters (default {MAX_SYMPY_CHARS}; 0 = no limit)")
 
+    def point(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--at", action="append", metavar="x=0.5,y=1", help="the point (values may be like pi/4)")
+
+    def checked(p: argparse.ArgumentParser, sympy_help: str) -> None:
+        """--sympy with its budget and form length, and --json: what every command that prints
+        results at a point takes."""
+        p.add_argument("--sympy", action="store_true", help=sympy_help)
+        sympy_budget(p)
+        sympy_form(p)
+        p.add_argument("--json", action="store_true", help="print the results as JSON")
+
     def defaults(p: argparse.ArgumentParser) -> None:
         p.add_argument("--default", type=float, metavar="V",
                        help="the value of every var --at does not name (without it, such a var is an error)")
@@ -167,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES["diff"], formatter_class=formatter)
     common(d, 'the expression, e.g. "exp(-x^2/2)"')
     orders(d, "differentiate")
-    d.add_argument("--at", action="append", metavar="x=0.5,y=1", help="the point (values may be like pi/4)")
+    point(d)
     defaults(d)
     d.add_argument("--svg", metavar="FILE", help="draw f and its derivatives (.svg, .png, .pdf or .dot)")
     d.add_argument("--animate", metavar="FILE", action="append",
@@ -178,11 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--max-frames", type=limit, default=MAX_FRAMES, metavar="N",
                    help=f"refuse an animation of more than N frames where frames are limited (GIF; default "
                         f"{MAX_FRAMES}; 0 = no cap)")
-    d.add_argument("--sympy", action="store_true",
-                   help="print the SymPy form (repeated parts as temporaries) and check against sympy.diff")
-    sympy_budget(d)
-    sympy_form(d)
-    d.add_argument("--json", action="store_true", help="print the results as JSON")
+    checked(d, "print the SymPy form (repeated parts as temporaries) and check against sympy.diff")
     drawing(d)
     d.set_defaults(run=cmd_diff)
 
@@ -219,14 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
         "and with --hessian its Hessian (forward over reverse); --sympy checks each against "
         "sympy.diff."), epilog=EXAMPLES["grad"], formatter_class=formatter)
     common(g, "the expression")
-    g.add_argument("--at", action="append", metavar="x=0.5,y=1", help="the point (values may be like pi/4)")
+    point(g)
     g.add_argument("--wrt", action="append", metavar="VAR",
                    help="the vars to differentiate by, in this order, e.g. --wrt y,x (default: every var of EXPR)")
     g.add_argument("--hessian", action="store_true", help="print the Hessian too")
-    g.add_argument("--sympy", action="store_true", help="print the SymPy forms and check against sympy.diff")
-    sympy_budget(g)
-    sympy_form(g)
-    g.add_argument("--json", action="store_true", help="print the results as JSON")
+    checked(g, "print the SymPy forms and check against sympy.diff")
     defaults(g)
     g.set_defaults(run=cmd_grad)
 
@@ -234,13 +238,10 @@ def build_parser() -> argparse.ArgumentParser:
         "The Laplacian of EXPR at the point, by one forward pass; --biharmonic adds Δ²f; --sympy checks "
         "each against SymPy's sum of second derivatives."), epilog=EXAMPLES["laplacian"], formatter_class=formatter)
     common(lp, "the expression")
-    lp.add_argument("--at", action="append", metavar="x=0.5,y=1", help="the point (values may be like pi/4)")
+    point(lp)
     lp.add_argument("--wrt", action="append", metavar="VAR", help="the vars of the operator (default: every var of EXPR)")
     lp.add_argument("--biharmonic", action="store_true", help="print the biharmonic Δ²f too")
-    lp.add_argument("--sympy", action="store_true", help="print the SymPy forms and check against SymPy")
-    sympy_budget(lp)
-    sympy_form(lp)
-    lp.add_argument("--json", action="store_true", help="print the results as JSON")
+    checked(lp, "print the SymPy forms and check against SymPy")
     defaults(lp)
     lp.set_defaults(run=cmd_laplacian)
     return parser

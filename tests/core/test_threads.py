@@ -10,6 +10,7 @@ dⁿ/dxⁿ e^{kx}·sin x = (k²+1)^{n/2}·e^{kx}·sin(x + n·atan2(1, k)).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import multiprocessing
@@ -121,26 +122,36 @@ def test_threads_racing_to_build_on_one_tape_are_all_refused_and_the_tape_stays_
     assert all(a < i for i, node in enumerate(tape.nodes) for a in node.args)
 
 
+@contextlib.contextmanager
+def held(work: Callable[[], object], name: str) -> Iterator[threading.Thread]:
+    """A thread named ``name`` that runs ``work`` and then stays alive, still owning what it
+    built, until the block ends."""
+    done, release = threading.Event(), threading.Event()
+
+    def run() -> None:
+        try:
+            work()
+        finally:
+            done.set()
+            release.wait()
+
+    thread = threading.Thread(target=run, name=name)
+    thread.start()
+    done.wait()
+    try:
+        yield thread
+    finally:
+        release.set()
+        thread.join()
+
+
 def test_a_tape_handed_over_is_built_by_the_thread_that_takes_it_and_returns_when_it_ends():
     tape, x, f = setup()
     tape.hand_over()  # to whichever thread builds next
-    built, release = threading.Event(), threading.Event()
     result: list[float] = []
-
-    def work() -> None:
-        result.append(f.diff(x, 4).eval())
-        built.set()
-        release.wait()
-
-    worker = threading.Thread(target=work, name="taker")
-    worker.start()
-    built.wait()
-    try:
+    with held(lambda: result.append(f.diff(x, 4).eval()), "taker"):
         with pytest.raises(TapeThreadError, match="owned by thread 'taker'"):
             f.gen_graph(x)  # the taker still runs: the tape is its own
-    finally:
-        release.set()
-        worker.join()
     assert result[0] == pytest.approx(closed_form(0.5, 4, 0.3), rel=1e-13)
     # the taker has ended: its tape is free again, and this thread builds on it
     assert f.diff(x, 5).eval() == pytest.approx(closed_form(0.5, 5, 0.3), rel=1e-13)
@@ -148,19 +159,12 @@ def test_a_tape_handed_over_is_built_by_the_thread_that_takes_it_and_returns_whe
 
 def test_a_tape_handed_to_one_thread_is_refused_to_others_and_only_its_owner_hands_it_over():
     tape, x, f = setup()
-    ready, release = threading.Event(), threading.Event()
-    taker = threading.Thread(target=lambda: (ready.set(), release.wait()), name="chosen")
-    taker.start()
-    ready.wait()
-    try:
+    with held(lambda: None, "chosen") as taker:
         tape.hand_over(taker)
         error = in_thread(lambda: f.gen_graph(x), name="other")
         assert isinstance(error, TapeThreadError) and "owned by thread 'chosen'" in str(error)
         with pytest.raises(TapeThreadError, match="owned by thread 'chosen'"):
             tape.hand_over()  # no longer this thread's to give
-    finally:
-        release.set()
-        taker.join()
     with pytest.raises(ValueError, match="not started"):
         tape.hand_over(threading.Thread(target=lambda: None))
     with pytest.raises(TypeError, match="threading.Thread or None"):
@@ -241,25 +245,16 @@ def test_separate_tapes_compiled_functions_and_traced_transforms_across_threads_
 
 def test_a_copy_belongs_to_the_thread_that_made_it_while_that_thread_runs():
     tape, x, f = setup()
-    made, release = threading.Event(), threading.Event()
     copies: list[Tape] = []
 
     def work() -> None:
         copies.append(copy.copy(tape))
         copies[0].var("y")  # its own: no error
-        made.set()
-        release.wait()
 
-    worker = threading.Thread(target=work, name="copier")
-    worker.start()
-    made.wait()
-    try:
+    with held(work, "copier"):
         with pytest.raises(TapeThreadError, match="owned by thread 'copier'"):
             copies[0].var("z")
         tape.var("z")  # the original is still this thread's
-    finally:
-        release.set()
-        worker.join()
     assert list(copies[0].vars) == ["x", "y"] and list(tape.vars) == ["x", "z"]
 
 
@@ -268,30 +263,25 @@ def test_a_copy_belongs_to_the_thread_that_made_it_while_that_thread_runs():
 def test_a_forked_child_builds_on_a_tape_whose_owner_thread_it_does_not_have():
     """A child process has only the thread that forked: a tape owned by another thread of the
     parent has no running owner there, so the child may take it."""
-    made, release = threading.Event(), threading.Event()
     tapes: list[tuple[Tape, Term, Term]] = []
-    worker = threading.Thread(target=lambda: (tapes.append(setup()), made.set(), release.wait()), name="maker")
-    worker.start()
-    made.wait()
-    tape, x, f = tapes[0]
-    before = snapshot(tape)
     context = multiprocessing.get_context("fork")
     results = context.Queue()
-    child = context.Process(target=lambda: results.put(f.diff(x, 6).eval()), daemon=True)
-    try:
-        with pytest.raises(TapeThreadError, match="owned by thread 'maker'"):
-            f.diff(x, 6)  # here the maker still runs
-        child.start()
-        got = results.get(timeout=120)  # a generous bound on a call of milliseconds: only a hang reaches it
-        child.join(timeout=120)
-    except queue.Empty:
-        pytest.fail("the forked child did not finish its build")
-    finally:
-        release.set()
-        worker.join()
-        if child.is_alive():
-            child.kill()
-            child.join()
+    with held(lambda: tapes.append(setup()), "maker"):
+        tape, x, f = tapes[0]
+        before = snapshot(tape)
+        child = context.Process(target=lambda: results.put(f.diff(x, 6).eval()), daemon=True)
+        try:
+            with pytest.raises(TapeThreadError, match="owned by thread 'maker'"):
+                f.diff(x, 6)  # here the maker still runs
+            child.start()
+            got = results.get(timeout=120)  # a generous bound on a call of milliseconds: only a hang reaches it
+            child.join(timeout=120)
+        except queue.Empty:
+            pytest.fail("the forked child did not finish its build")
+        finally:
+            if child.is_alive():
+                child.kill()
+                child.join()
     assert child.exitcode == 0
     assert got == pytest.approx(closed_form(0.5, 6, 0.3), rel=1e-13)
     assert snapshot(tape) == before  # the child's build stayed in the child
