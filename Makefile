@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test fuzz bench graphviz clean
+.PHONY: demo test docs fuzz bench graphviz clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed, found " + sys.version.split()[0])'
@@ -22,6 +22,11 @@ demo: $(STAMP) graphviz
 
 test: $(STAMP) graphviz
 	$(PY) -m pytest
+
+# the documentation site (mkdocs.yml) into site/, warnings as errors; the API reference is
+# rendered from the docstrings (tests/test_docs_site.py builds it in `make test` too)
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict --site-dir site
 
 # the property-based and fuzz tests (every test that uses Hypothesis), with SAD_FUZZ times the
 # examples of `make test` and fresh random seeds; FUZZ=200 by default, `make fuzz FUZZ=2000` for longer
