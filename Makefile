@@ -43,4 +43,4 @@ bench: $(STAMP) graphviz
 	PYTHONPATH=. $(PY) benchmarks/compile.py --label after
 
 clean:
-	rm -rf $(VENV) out .pytest_cache benchmarks/results
+	rm -rf $(VENV) out .pytest_cache benchmarks/results site
