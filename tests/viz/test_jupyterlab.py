@@ -12,28 +12,30 @@ protocol, polling until JupyterLab has rendered the outputs, within a bounded wa
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
-import subgraph_ad as sad
-
 CHROMIUM = "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                reason=f"needs Chromium at {CHROMIUM} (Debian: apt-get install chromium)")
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"needs Chromium at {CHROMIUM} (Debian: apt-get install chromium)", allow_module_level=True)
 
-nbformat = pytest.importorskip("nbformat")
-websocket = pytest.importorskip("websocket")  # websocket-client, a dependency of jupyter-server
-pytest.importorskip("jupyterlab")
+import jupyterlab  # noqa: E402,F401  (the server below; in the dev extra, as are the rest)
+import nbformat  # noqa: E402
+import websocket  # noqa: E402  (websocket-client, which jupyter-server depends on)
 from IPython.core.formatters import DisplayFormatter  # noqa: E402
 from nbformat.sign import NotebookNotary  # noqa: E402
+
+import subgraph_ad as sad  # noqa: E402
+
+T = TypeVar("T")
 
 WAIT = 90.0  # seconds: the most any one step (server up, notebook rendered) may take
 
@@ -93,20 +95,15 @@ def notebook(values: list[tuple[str, object]], title: str) -> "nbformat.Notebook
     return nbformat.v4.new_notebook(cells=made, metadata={"kernelspec": kernel, "title": title})
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(what: str, check, deadline: float):
-    """Poll ``check`` until it returns something true, or fail naming ``what`` at ``deadline``."""
+def wait_for(what: str, check: Callable[[], T]) -> T:
+    """Poll ``check`` until it returns something true, or fail naming ``what`` after ``WAIT`` seconds."""
+    deadline = time.monotonic() + WAIT
     while True:
         try:
             got = check()
             if got:
                 return got
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # not listening yet, or a file half written
             pass
         if time.monotonic() > deadline:
             pytest.fail(f"gave up waiting for {what}")
@@ -144,66 +141,71 @@ class Page:
         return self.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
 
 
+def get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        return answer.read()
+
+
 @pytest.fixture(scope="module")
-def lab() -> Iterator[tuple[str, Page, dict, dict]]:
-    """A JupyterLab server with a trusted and an untrusted notebook, and a headless Chromium; both
-    shut down whatever the tests do."""
+def lab() -> Iterator[tuple[str, Page, dict]]:
+    """A JupyterLab server with a trusted and an untrusted notebook, and a headless Chromium, each
+    with its own folders; both are shut down whatever the test does."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         env = dict(os.environ, JUPYTER_CONFIG_DIR=str(root / "config"), JUPYTER_DATA_DIR=str(root / "data"),
                    JUPYTER_RUNTIME_DIR=str(root / "runtime"), JUPYTERLAB_SETTINGS_DIR=str(root / "settings"),
-                   JUPYTERLAB_WORKSPACES_DIR=str(root / "workspaces"), JUPYTER_PLATFORM_DIRS="1")
+                   JUPYTERLAB_WORKSPACES_DIR=str(root / "workspaces"))
         values, expect = cells()
-        (root / "data").mkdir()
-        notary = NotebookNotary(data_dir=str(root / "data"))
+        for folder in ("data", "notebooks"):
+            (root / folder).mkdir()
+        notary = NotebookNotary(data_dir=str(root / "data"))  # the server below reads the same key
         trusted, untrusted = notebook(values, "trusted"), notebook(values, "untrusted")
-        notary.sign(trusted)  # what `jupyter trust` or running the notebook does
+        notary.sign(trusted)  # what `jupyter trust` (or running the notebook) does
         assert notary.check_signature(trusted) and not notary.check_signature(untrusted)
-        (root / "notebooks").mkdir()
         nbformat.write(trusted, root / "notebooks" / "trusted.ipynb")
         nbformat.write(untrusted, root / "notebooks" / "untrusted.ipynb")
-        port, debug = free_port(), free_port()
-        server = subprocess.Popen(
-            [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
-             f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--ServerApp.token=",
-             "--ServerApp.password=", f"--ServerApp.root_dir={root / 'notebooks'}"],
-            env=env, stdout=subprocess.DEVNULL, stderr=open(root / "server.log", "w"))
-        browser = None
-        try:
-            base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + WAIT
-            wait_for("the JupyterLab server", lambda: urllib.request.urlopen(base + "/api/status", timeout=5), deadline)
-            browser = subprocess.Popen(
-                [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
-                 "--disable-background-networking", "--disable-component-update", "--window-size=1200,2400",
-                 f"--user-data-dir={root / 'profile'}", f"--remote-debugging-port={debug}", "about:blank"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            deadline = time.monotonic() + WAIT
+        processes: list[subprocess.Popen] = []
+        with open(root / "server.log", "w") as log:
+            try:
+                processes.append(subprocess.Popen(
+                    [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
+                     "--ServerApp.port=0", "--ServerApp.token=", "--ServerApp.password=",
+                     f"--ServerApp.root_dir={root / 'notebooks'}"],
+                    env=env, stdout=log, stderr=subprocess.STDOUT))
 
-            def tab() -> str:
-                with urllib.request.urlopen(f"http://127.0.0.1:{debug}/json/list", timeout=5) as answer:
-                    pages = [t for t in json.load(answer) if t["type"] == "page"]
-                return pages[0]["webSocketDebuggerUrl"] if pages else ""
+                def base() -> str:
+                    found = re.search(r"http://127\.0\.0\.1:(\d+)/", (root / "server.log").read_text())
+                    return f"http://127.0.0.1:{found.group(1)}" if found and get(f"{found.group(0)}api/status") else ""
 
-            page = Page(wait_for("Chromium's DevTools", tab, deadline))
-            yield base, page, expect, {}
-            page.socket.close()
-        finally:
-            if browser is not None:
-                stop(browser)
-            stop(server)
+                url = wait_for("the JupyterLab server", base)
+                processes.append(subprocess.Popen(
+                    [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
+                     "--disable-background-networking", "--disable-component-update", "--window-size=1200,2400",
+                     f"--user-data-dir={root / 'profile'}", "--remote-debugging-port=0", "about:blank"],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+                def tab() -> str:
+                    port = (root / "profile" / "DevToolsActivePort").read_text().split()[0]
+                    pages = [t for t in json.loads(get(f"http://127.0.0.1:{port}/json/list")) if t["type"] == "page"]
+                    return pages[0]["webSocketDebuggerUrl"] if pages else ""
+
+                page = Page(wait_for("Chromium's DevTools", tab))
+                try:
+                    yield url, page, expect
+                finally:
+                    page.socket.close()
+            finally:
+                for process in reversed(processes):
+                    stop(process)
 
 
-def shown(lab: tuple[str, Page, dict, dict], name: str) -> list[dict]:
-    """What each output of the notebook ``name`` shows; each notebook is opened once."""
-    base, page, _, seen = lab
-    if name not in seen:
-        page.evaluate("window.sadBefore = true")
-        page.call("Page.navigate", url=f"{base}/lab/tree/{name}.ipynb?reset")
-        deadline = time.monotonic() + WAIT
-        wait_for(f"JupyterLab to render {name}.ipynb", lambda: page.evaluate(READY) is True, deadline)
-        seen[name] = json.loads(page.evaluate(PROBE))
-    return seen[name]
+def shown(lab: tuple[str, Page, dict], name: str) -> list[dict]:
+    """What each output of the notebook ``name`` shows, once JupyterLab has rendered it."""
+    base, page, _ = lab
+    page.evaluate("window.sadBefore = true")  # gone once the next page has loaded
+    assert "errorText" not in page.call("Page.navigate", url=f"{base}/lab/tree/{name}.ipynb?reset")
+    wait_for(f"JupyterLab to render {name}.ipynb", lambda: page.evaluate(READY) is True)
+    return json.loads(str(page.evaluate(PROBE)))
 
 
 def check_term(term: dict, trusted: bool, expect: dict) -> None:
@@ -241,7 +243,7 @@ def check_matrix(matrix: dict) -> None:
 
 
 def test_jupyterlab_shows_each_output_trusted_and_untrusted(lab):
-    """Both notebooks, every output (one test: pytest-xdist would start a server per worker)."""
+    """Both notebooks, every output: one test, as pytest-xdist would start a server per test."""
     expect = lab[2]
     for name in ("trusted", "untrusted"):
         term, player, matrix = shown(lab, name)
