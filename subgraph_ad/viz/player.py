@@ -8,8 +8,9 @@ player's class, and keys act on the focused player only.
 A sanitizer (an untrusted notebook, every notebook reopened from disk) strips the script, the
 style and the inline SVG, but keeps the text inside the SVG. So the markup holds the final graph
 as an ``<img>`` with a ``data:`` URI (``still_image``), which sanitizers keep, and a line saying
-how to get the player; the live SVG and the controls start ``hidden``. The script removes the
-image and the line and shows the rest, so a trusted view shows the player alone.
+how to get the player; the live SVG and the controls start ``hidden="hidden"`` (with a value:
+JupyterLab's sanitizer drops empty attributes). The script removes the image and the line and
+shows the rest, so a trusted view shows the player alone.
 
 >>> viewer = Player(svg='<svg width="10pt" height="5pt"><g id="n1"/></svg>')
 >>> one, two = viewer.fragment("sad1"), viewer.fragment("sad2")

@@ -21,7 +21,8 @@ from .dot import MAX_NODES, Drawable, GraphTooLarge, check_size, drawn_nodes, to
 from .player import Player, new_uid, prefix_ids, still_image
 
 __all__ = ["FORMATS", "GraphTooLarge", "GraphvizError", "GraphvizNotFound", "INSTALL_HINT", "find_program",
-           "graph_html", "prefix_ids", "render", "repr_mimebundle", "run_graphviz", "svg_element", "svg_text", "to_graphviz"]
+           "graph_html", "prefix_ids", "render", "repr_mimebundle", "run_graphviz", "svg_element", "svg_text",
+           "to_graphviz"]
 
 FORMATS = ("svg", "png", "pdf", "dot")
 #: Layouts of this many nodes or more show a progress line on a terminal while ``dot`` works.
@@ -178,7 +179,7 @@ def repr_mimebundle(obj: Drawable) -> dict[str, str]:
 
 #: A drawing as HTML for a notebook: the live SVG where the output keeps its style, else (a
 #: sanitized, untrusted view: no style, no SVG, the SVG's text left loose) the same drawing as an
-#: image; no script needed.
+#: image; no script needed. ``hidden`` has a value because JupyterLab's sanitizer drops empty ones.
 _GRAPH_HTML = (
     '<div class="sad-graph">\n'
     '<style>.sad-graph > .sad-live[hidden] {{ display: block; }} .sad-graph > .sad-still {{ display: none; }}</style>\n'

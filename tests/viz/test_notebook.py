@@ -32,7 +32,8 @@ def test_a_notebook_shows_terms_animations_and_tables_in_their_rich_forms():
     # the graph in text/html, which JupyterLab, the classic notebook and VS Code all rank above
     # text/latex: the live SVG, its image for a sanitized view, and the formula under them
     shown = term[0]["data"]["text/html"]
-    assert shown.count("<svg") == 1 and '<img class="sad-still" alt="the graph" src="data:image/svg+xml;base64,' in shown
+    assert shown.count("<svg") == 1
+    assert '<img class="sad-still" alt="the graph" src="data:image/svg+xml;base64,' in shown
     assert f'<pre class="sad-formula">{term[0]["data"]["text/plain"]}</pre>' in shown
     players = []
     for cell in (first, second):
