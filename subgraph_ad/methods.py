@@ -8,6 +8,7 @@ so that the core never imports upward. SymPy loads on the first SymPy call, not 
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from .ad.diff import diff
@@ -20,7 +21,7 @@ from .interop.printing import formula, latex
 from .numeric.modes import derive, evaluate, grad
 from .numeric.subs import evalf, subs
 from .viz.dot import to_dot
-from .viz.render import render, repr_mimebundle
+from .viz.render import graph_html, render, repr_mimebundle
 
 
 def to_sympy(term: Term) -> Any:
@@ -63,15 +64,27 @@ def _repr_latex_(term: Term) -> str:
 
 
 def _repr_mimebundle_(obj: Any, include: Any = None, exclude: Any = None) -> dict[str, str]:
-    """Jupyter shows a term (or a tape) as the SVG of the nodes it depends on; a term also as
-    its formula, in text and in LaTeX, for a frontend or a viewer without SVG."""
+    """Jupyter shows a term (or a tape) as the drawing of the nodes it depends on, a term with its
+    formula under it. The drawing goes in ``text/html``, which every frontend ranks first and which
+    an untrusted notebook still shows (as an image); ``image/svg+xml``, and a term's ``text/latex``
+    and ``text/plain``, stay for other readers (nbconvert to LaTeX, a console)."""
+
+    def wanted(mime: str) -> bool:
+        return mime not in (exclude or ()) and (include is None or mime in include)
+
     bundle = repr_mimebundle(obj)
-    if not isinstance(obj, Term):
-        return bundle
-    note = bundle.pop("text/plain", None)  # why there is no drawing, if there is none
-    bundle["text/plain"] = str(obj) if note is None else f"{obj}\n{note.splitlines()[-1]}"
-    if "text/latex" not in (exclude or ()) and (include is None or "text/latex" in include):
-        bundle["text/latex"] = latex(obj)
+    below = ""
+    if isinstance(obj, Term):
+        text = str(obj)
+        note = bundle.pop("text/plain", None)  # why there is no drawing, if there is none
+        bundle["text/plain"] = text if note is None else f"{text}\n{note.splitlines()[-1]}"
+        if wanted("text/latex"):
+            bundle["text/latex"] = latex(obj)
+        below = f'<pre class="sad-formula">{html.escape(text)}</pre>\n'
+    if "image/svg+xml" in bundle and wanted("text/html"):
+        bundle["text/html"] = graph_html(bundle["image/svg+xml"], below)
+    elif "text/html" in bundle:  # a big drawing, in the zoomable viewer
+        bundle["text/html"] += below
     return bundle
 
 

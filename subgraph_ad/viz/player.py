@@ -5,9 +5,12 @@ as the body of a standalone page and inlined in a notebook next to other players
 id and every id inside the SVG carries the player's own prefix, the style is scoped to the
 player's class, and keys act on the focused player only.
 
-A sanitizer (an untrusted notebook, every notebook reopened from disk) strips the script and the
-inline SVG; the markup also holds the final graph as an ``<img>`` with a ``data:`` URI, which
-sanitizers keep, so such a view still shows the graph. The script removes that image.
+A sanitizer (an untrusted notebook, every notebook reopened from disk) strips the script, the
+style and the inline SVG, but keeps the text inside the SVG. So the markup holds the final graph
+as an ``<img>`` with a ``data:`` URI (``still_image``), which sanitizers keep, and a line saying
+how to get the player; the live SVG and the controls start ``hidden="hidden"`` (with a value:
+JupyterLab's sanitizer drops empty attributes). The script removes the image and the line and
+shows the rest, so a trusted view shows the player alone.
 
 >>> viewer = Player(svg='<svg width="10pt" height="5pt"><g id="n1"/></svg>')
 >>> one, two = viewer.fragment("sad1"), viewer.fragment("sad2")
@@ -42,6 +45,15 @@ def prefix_ids(svg: str, prefix: str) -> str:
     return _ID.sub(lambda m: m.group(1) + (m.group(2) if m.group(2).startswith(prefix) else prefix + m.group(2)), svg)
 
 
+def still_image(svg: str) -> str:
+    """The SVG as a ``data:`` URI for an ``<img>``: what a sanitized view keeps of a drawing.
+
+    >>> still_image("<svg/>")
+    'data:image/svg+xml;base64,PHN2Zy8+'
+    """
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
+
+
 def new_uid() -> str:
     """A fresh id for one display: random, so outputs of earlier kernel sessions never clash."""
     return "sad" + secrets.token_hex(5)
@@ -65,9 +77,10 @@ class Player:
         payload = json.dumps({"prefix": uid + "_", **self.data}, ensure_ascii=True, separators=(",", ":"))
         template = Template(resources.files(__package__).joinpath("player.html").read_text(encoding="utf-8"))
         svg = prefix_ids(self.svg, uid + "_")
-        still = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+        still_note = ("The final frame. Run the cell (or trust the notebook) to step through the frames."
+                      if frames else "Run the cell (or trust the notebook) to zoom and pan.")
         return template.substitute(
-            uid=uid, title=html.escape(self.title), svg=svg, still=still,
+            uid=uid, title=html.escape(self.title), svg=svg, still=still_image(svg), still_note=still_note,
             data=payload.replace("</", "<\\/"), new=NEW, last=max(len(frames) - 1, 0),
             frames_hidden="" if frames else " hidden",
             hint="Keys: &#8592; &#8594; step, space plays or pauses, Home and End jump. " if frames else "")

@@ -18,10 +18,11 @@ from typing import Any
 
 from ..progress import track
 from .dot import MAX_NODES, Drawable, GraphTooLarge, check_size, drawn_nodes, to_dot
-from .player import Player, new_uid, prefix_ids
+from .player import Player, new_uid, prefix_ids, still_image
 
 __all__ = ["FORMATS", "GraphTooLarge", "GraphvizError", "GraphvizNotFound", "INSTALL_HINT", "find_program",
-           "prefix_ids", "render", "repr_mimebundle", "run_graphviz", "svg_element", "svg_text", "to_graphviz"]
+           "graph_html", "prefix_ids", "render", "repr_mimebundle", "run_graphviz", "svg_element", "svg_text",
+           "to_graphviz"]
 
 FORMATS = ("svg", "png", "pdf", "dot")
 #: Layouts of this many nodes or more show a progress line on a terminal while ``dot`` works.
@@ -174,3 +175,31 @@ def repr_mimebundle(obj: Drawable) -> dict[str, str]:
     if size and (float(size.group(1)) > VIEWER_FROM[0] or float(size.group(2)) > VIEWER_FROM[1]):
         return {"text/html": Player(svg).fragment(uid)}
     return {"image/svg+xml": prefix_ids(svg, uid + "_")}
+
+
+#: A drawing as HTML for a notebook: the live SVG where the output keeps its style, else (a
+#: sanitized, untrusted view: no style, no SVG, the SVG's text left loose) the same drawing as an
+#: image; no script needed. ``hidden`` has a value because JupyterLab's sanitizer drops empty ones.
+_GRAPH_HTML = (
+    '<div class="sad-graph">\n'
+    '<style>.sad-graph > .sad-live[hidden] {{ display: block; }} .sad-graph > .sad-still {{ display: none; }}</style>\n'
+    '<div class="sad-live" hidden="hidden">\n{svg}</div>\n'
+    '<img class="sad-still" alt="the graph" src="{still}">\n{below}</div>\n'
+)
+
+
+def graph_html(svg: str, below: str = "") -> str:
+    """The drawing as ``text/html``, the type every notebook frontend ranks first (JupyterLab ranks
+    ``text/latex`` above ``image/svg+xml``, and shows no SVG output of an untrusted notebook, but
+    does show its sanitized HTML); ``below`` is HTML shown under it.
+
+    >>> print(graph_html('<svg width="8pt" height="4pt"></svg>', "<pre>x</pre>"))  # doctest: +ELLIPSIS
+    <div class="sad-graph">
+    <style>.sad-graph > .sad-live[hidden] { display: block; } .sad-graph > .sad-still { display: none; }</style>
+    <div class="sad-live" hidden="hidden">
+    <svg width="8pt" height="4pt"></svg></div>
+    <img class="sad-still" alt="the graph" src="data:image/svg+xml;base64,...">
+    <pre>x</pre></div>
+    <BLANKLINE>
+    """
+    return _GRAPH_HTML.format(svg=svg, still=still_image(svg), below=below)

@@ -27,8 +27,14 @@ def run_notebook() -> list[list[dict]]:
 def test_a_notebook_shows_terms_animations_and_tables_in_their_rich_forms():
     term, first, second, table, big = run_notebook()
     assert [o["output_type"] for o in term] == ["execute_result"]
-    assert {"image/svg+xml", "text/plain"} <= set(term[0]["data"])
+    assert {"text/html", "image/svg+xml", "text/latex", "text/plain"} <= set(term[0]["data"])
     assert "<svg" in term[0]["data"]["image/svg+xml"]
+    # the graph in text/html, which JupyterLab, the classic notebook and VS Code all rank above
+    # text/latex: the live SVG, its image for a sanitized view, and the formula under them
+    shown = term[0]["data"]["text/html"]
+    assert shown.count("<svg") == 1
+    assert '<img class="sad-still" alt="the graph" src="data:image/svg+xml;base64,' in shown
+    assert f'<pre class="sad-formula">{term[0]["data"]["text/plain"]}</pre>' in shown
     players = []
     for cell in (first, second):
         data = cell[0]["data"]
