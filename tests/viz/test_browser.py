@@ -162,6 +162,7 @@ def test_the_player_page_written_to_a_file_runs_on_its_own(tmp_path):
 
 
 SEEK = """<pre id="seen"></pre><script>
+window.addEventListener("load", function () {  // once the page and its styles are complete
 var seen = [];
 [0.5, 2.0, 3.5, 5.0, 6.5].forEach(function (t) {  // seconds into the cycle: mid-frame 0, 1, 2, 3, hold
   document.getAnimations().forEach(function (a) { a.pause(); a.currentTime = t * 1000; });
@@ -172,6 +173,7 @@ var seen = [];
   seen.push([captions, hidden]);
 });
 document.getElementById("seen").textContent = JSON.stringify(seen);
+});
 </script>"""
 
 
