@@ -73,7 +73,9 @@ class QuadraticSlope(UnaryFn):
 
     def fdiff(self, input: Term, output: Term) -> Term:
         y = self.of(input)
-        return (2.0 * self.square * y if not self.linear_part else self.linear_part + 2.0 * self.square * y) * output
+        if not self.linear_part:  # 2c·(g·g′): one node fewer in repeated gen_graph passes than (2c·g)·g′
+            return 2.0 * self.square * (y * output)
+        return (self.linear_part + 2.0 * self.square * y) * output
 
 
 @dataclass(frozen=True, repr=False)

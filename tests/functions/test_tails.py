@@ -6,6 +6,7 @@ expm1 + 1 is 0 below u ≈ −37 where e^u is not. The oracle is mpmath at 50 di
 
 
 import mpmath
+import numpy as np
 import pytest
 
 import subgraph_ad as sad
@@ -22,3 +23,49 @@ def test_expm1_derivatives_far_left_are_e_to_the_u(u, order):
     found = sad.expm1(x).diff(x, order).eval()
     assert found == pytest.approx(float(mpmath.exp(u)), rel=1e-14, abs=0)
     assert sad.expm1(x).derive(x) == pytest.approx(float(mpmath.exp(u)), rel=1e-14, abs=0)
+
+
+def _mp_derivative(fn, u: float, order: int) -> float:
+    """The order-th derivative of an mpmath function at u, exact to the working precision."""
+    with mpmath.workdps(60):
+        return float(mpmath.diff(fn, mpmath.mpf(u), order))
+
+
+def _sigmoid(v):
+    return 1 / (1 + mpmath.exp(-v))
+
+
+#: tanh⁽ⁿ⁾ and σ⁽ⁿ⁾ where tanh and σ round to their limits: 1 − tanh² and σ(1 − σ) are 0 there.
+CASES = [("tanh", sad.tanh, mpmath.tanh, u) for u in (10.0, 20.0, -20.0, 30.0)] + \
+        [("sigmoid", sad.sigmoid, _sigmoid, u) for u in (40.0, -40.0)]
+
+
+def _engines(fn, u: float, order: int) -> dict[str, float]:
+    """The order-th derivative of fn at u by every engine: diff by each method, repeated grad_graph,
+    the numeric forward and reverse modes (order 1), and compiled with NumPy and Numba."""
+    tape = Tape()
+    x = tape.var("x", u)
+    f = fn(x)
+    found = {m: f.diff(x, order, method=m).eval() for m in ("graph", "taylor", "auto")}
+    d = f
+    for _ in range(order):
+        d = d.grad_graph(x)
+    found["grad_graph"] = d.eval()
+    d = f.diff(x, order)
+    for backend in ("numpy", "numba"):
+        found[backend] = float(sad.lambdify([x], d, backend=backend)(u))
+        found[f"{backend} array"] = float(sad.lambdify([x], d, backend=backend)(np.array([u, u]))[1])
+    if order == 1:
+        found["derive"] = f.derive(x)
+        found["grad"] = f.grad()[x]
+        found["sad.grad"] = sad.grad(lambda v: fn(v))(u)
+    return found
+
+
+@pytest.mark.parametrize("name, fn, reference, u", CASES, ids=[f"{c[0]}({c[3]:g})" for c in CASES])
+@pytest.mark.parametrize("order", [1, 2, 3, 4])
+def test_tanh_and_sigmoid_derivatives_in_the_tails_keep_their_digits(name, fn, reference, u, order):
+    expected = _mp_derivative(reference, u, order)
+    assert expected != 0.0
+    for engine, value in _engines(fn, u, order).items():
+        assert value == pytest.approx(expected, rel=1e-13, abs=0), engine
