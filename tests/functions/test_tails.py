@@ -5,12 +5,15 @@ expm1 + 1 is 0 below u ≈ −37 where e^u is not. The oracle is mpmath at 50 di
 """
 
 
+import jax
 import mpmath
 import numpy as np
 import pytest
 
 import subgraph_ad as sad
 from subgraph_ad import Tape
+from subgraph_ad.compile.backends import c
+from subgraph_ad.compile.program import build_program
 
 mpmath.mp.dps = 50
 
@@ -69,3 +72,25 @@ def test_tanh_and_sigmoid_derivatives_in_the_tails_keep_their_digits(name, fn, r
     assert expected != 0.0
     for engine, value in _engines(fn, u, order).items():
         assert value == pytest.approx(expected, rel=1e-13, abs=0), engine
+
+
+@pytest.mark.parametrize("name, fn, reference, u", CASES, ids=[f"{c[0]}({c[3]:g})" for c in CASES])
+def test_tail_derivatives_lower_to_c_and_jax(name, fn, reference, u):
+    """sech² and σ′ are not registered names, yet any derivative graph holding them compiles: C
+    (built by cc on the CPU, as the CUDA backend's body) and JAX."""
+    tape = Tape()
+    x = tape.var("x", u)
+    ds = [fn(x).diff(x, n) for n in (1, 2)]
+    points = np.array([u, u])
+    program = build_program(tape, [x], ds)
+    previous = jax.config.read("jax_enable_x64")
+    jax.config.update("jax_enable_x64", True)  # float64 in JAX for this test only (the flag is global)
+    try:
+        compiled = {"c": c.cpu_function(program)(points),
+                    "jax": sad.lambdify([x], ds, backend="jax")(points)}
+    finally:
+        jax.config.update("jax_enable_x64", previous)
+    for n, k in enumerate((1, 2)):
+        expected = _mp_derivative(reference, u, k)
+        for backend, values in compiled.items():
+            assert float(np.asarray(values[n])[1]) == pytest.approx(expected, rel=1e-13, abs=0), backend
