@@ -72,10 +72,15 @@ class QuadraticSlope(UnaryFn):
         raise NotImplementedError
 
     def fdiff(self, input: Term, output: Term) -> Term:
-        y = self.of(input)
-        if not self.linear_part:  # 2c·(g·g′): one node fewer in repeated gen_graph passes than (2c·g)·g′
-            return 2.0 * self.square * (y * output)
-        return (self.linear_part + 2.0 * self.square * y) * output
+        return self.through(input, output)
+
+    def through(self, input: Term, dg: Term) -> Term:
+        """(linear + 2·square·g)·dg: the derivative of g′(input) given dg, g′ times a tangent
+        (g′ itself for the local derivative). The forward engines pass g's own derivative node,
+        which they have built already, so repeated passes close on g and its derivatives."""
+        if not self.linear_part:  # 2c·(g·dg): fewer nodes in repeated passes than (2c·g)·dg
+            return 2.0 * self.square * (self.of(input) * dg)
+        return (self.linear_part + 2.0 * self.square * self.of(input)) * dg
 
 
 @dataclass(frozen=True, repr=False)

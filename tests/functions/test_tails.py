@@ -38,9 +38,11 @@ def _sigmoid(v):
     return 1 / (1 + mpmath.exp(-v))
 
 
-#: tanh⁽ⁿ⁾ and σ⁽ⁿ⁾ where tanh and σ round to their limits: 1 − tanh² and σ(1 − σ) are 0 there.
+#: tanh⁽ⁿ⁾, σ⁽ⁿ⁾ and expm1⁽ⁿ⁾ where the function rounds to its limit: 1 − tanh², σ(1 − σ) and
+#: expm1 + 1 are 0 there.
 CASES = [("tanh", sad.tanh, mpmath.tanh, u) for u in (10.0, 20.0, -20.0, 30.0)] + \
-        [("sigmoid", sad.sigmoid, _sigmoid, u) for u in (40.0, -40.0)]
+        [("sigmoid", sad.sigmoid, _sigmoid, u) for u in (40.0, -40.0)] + \
+        [("expm1", sad.expm1, mpmath.expm1, u) for u in (-40.0, -100.0)]
 
 
 def _engines(fn, u: float, order: int) -> dict[str, float]:
@@ -94,3 +96,33 @@ def test_tail_derivatives_lower_to_c_and_jax(name, fn, reference, u):
         expected = _mp_derivative(reference, u, k)
         for backend, values in compiled.items():
             assert float(np.asarray(values[n])[1]) == pytest.approx(expected, rel=1e-13, abs=0), backend
+
+
+#: Points where x² + y² overflows or underflows (or loses digits to subnormals), though atan2's
+#: partials x/(x² + y²) and −y/(x² + y²) are representable.
+SCALES = [(1e-200, 1e-200), (1e200, 1e200), (1e-160, 3e-160), (-2e160, 1e160), (1e300, -1e299), (3.0, 4.0)]
+
+
+def _mp_atan2_partials(y: float, x: float) -> tuple[float, float]:
+    """∂atan2/∂y and ∂atan2/∂x at (y, x), in exact arithmetic rounded once."""
+    r2 = mpmath.mpf(x) ** 2 + mpmath.mpf(y) ** 2
+    return float(mpmath.mpf(x) / r2), float(-mpmath.mpf(y) / r2)
+
+
+@pytest.mark.parametrize("y, x", SCALES)
+def test_atan2_partials_at_extreme_scales(y, x):
+    """Both partials by the forward and reverse subgraphs, the numeric modes and NumPy-compiled
+    code, where x² + y² is inf or 0 in floating point."""
+    tape = Tape()
+    vy, vx = tape.var("y", y), tape.var("x", x)
+    z = sad.atan2(vy, vx)
+    expected = _mp_atan2_partials(y, x)
+    gradient = z.grad()
+    for k, (var, want) in enumerate(zip((vy, vx), expected)):
+        assert want != 0.0
+        found = {"gen_graph": z.gen_graph(var).eval(), "grad": gradient[var], "derive": z.derive(var),
+                 "grad_graph": z.grad_graph(var).eval(), "diff": z.diff(var, 1, method="taylor").eval(),
+                 "numpy": float(sad.lambdify([vy, vx], z.gen_graph(var))(y, x))}
+        for engine, value in found.items():
+            assert value == pytest.approx(want, rel=1e-14, abs=0), (engine, k)
+
