@@ -153,8 +153,8 @@ def _rule(tape: Tape, i: int, node: Any, d: dict[int, D], unused: list[bool]) ->
     if isinstance(fn, QuadraticSlope) and d[node.args[0]] is not None:
         # g′(u) (tanh′, σ′) through g's derivative, the node dg = g′·du the pass builds for
         # g(u) too: d tanh′ = −2·tanh·d tanh, as d(1 − tanh²) would read
-        g = fn.of(operands[0])
-        return fn.through(operands[0], RULES["fn"](fn.of, operands[0], g, d[node.args[0]]))
+        dg = RULES["fn"](fn.of, operands[0], fn.of(operands[0]), d[node.args[0]])
+        return None if dg is None else fn.through(operands[0], dg)
     result = RULES["fn"](fn, *operands, Term(tape, i), *(d[a] for a in node.args))
     if len(tape) > mark and not all(live_since(tape, mark, [-1 if result is None else result.index])):
         unused.append(True)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..core.term import Term
-from .base import UnaryFn, register
+from .base import Function, UnaryFn, register
 from .elementary import ELEMENTARY, Step
 
 
@@ -67,7 +67,7 @@ class QuadraticSlope(UnaryFn):
     square: float = -1.0
 
     @property
-    def of(self) -> UnaryFn:
+    def of(self) -> Function:
         """g, the function this is the derivative of."""
         raise NotImplementedError
 
@@ -92,7 +92,7 @@ class SigmoidSlope(QuadraticSlope):
     linear_part = 1.0
 
     @property
-    def of(self) -> UnaryFn:
+    def of(self) -> Function:
         return sigmoid
 
 

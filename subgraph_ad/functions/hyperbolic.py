@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.term import Term
-from .base import UnaryFn, register
+from .base import Function, UnaryFn, register
 from .elementary import Step
 from .exponential import QuadraticSlope, sqrt
 
@@ -21,7 +21,7 @@ class Sech2(QuadraticSlope):
     spelling = ("sech2",)
 
     @property
-    def of(self) -> UnaryFn:
+    def of(self) -> Function:
         return tanh
 
 
