@@ -4,9 +4,9 @@ from .base import (FUNCTIONS, BinaryFn, Function, UnaryFn, chain, differentiate,
                    shares, sympy_hook)
 from .elementary import ELEMENTARY, Elementary
 from .binary import Atan2, Hypot, Pow, Xlogy, atan2, hypot, pow_, power_partial, xlogy
-from .exponential import (Cbrt, Exp, Expm1, Log, Log1p, LogBase, Sigmoid, Sqrt, cbrt, exp, expm1, log, log1p,
+from .exponential import (Cbrt, Exp, Expm1, Log, Log1p, LogBase, QuadraticSlope, Sigmoid, SigmoidSlope, Sqrt, cbrt, exp, expm1, log, log1p,
                           log2, log10, sigmoid, sqrt)
-from .hyperbolic import Acosh, Asinh, Atanh, SinhFn, Tanh, acosh, asinh, atanh, cosh, sinh, tanh
+from .hyperbolic import Acosh, Asinh, Atanh, Sech2, SinhFn, Tanh, acosh, asinh, atanh, cosh, sinh, tanh
 from .piecewise import Abs, Sign, abs_, sign
 from .special import Erf, erf, erfc
 from .kinks import (Compare, Extremum, Heaviside, Relu, Remainder, Rounding, Select, StopGradient, Predicate, ceil,
@@ -20,7 +20,7 @@ from .trigonometric import Acos, Asin, Atan, Cot, Csc, Sec, SinFn, Tan, acos, as
 __all__ = ["ELEMENTARY", "FUNCTIONS", "BinaryFn", "Elementary", "Function", "UnaryFn", "chain", "differentiate",
            "local_derivatives", "register", "shares", "sympy_hook",
            "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atan2", "Atanh", "Cbrt", "Cot", "Csc", "Erf", "Exp",
-           "Expm1", "Hypot", "Log", "Log1p", "LogBase", "Pow", "Sec", "Sigmoid", "Sign", "SinFn", "SinhFn", "Sqrt",
+           "Expm1", "Hypot", "Log", "Log1p", "LogBase", "Pow", "QuadraticSlope", "Sec", "Sech2", "Sigmoid", "SigmoidSlope", "Sign", "SinFn", "SinhFn", "Sqrt",
            "Tan", "Tanh", "Xlogy",
            "abs_", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "cos", "cosh", "cot", "csc",
            "erf", "erfc", "exp", "expm1", "hypot", "log", "log1p", "log2", "log10", "pow_", "power_partial", "sec", "sigmoid", "sign",

@@ -11,22 +11,27 @@ from typing import Any
 from ..core.term import Term
 from .base import BinaryFn, register
 from .exponential import log
+from .kinks import stop_gradient
 from .piecewise import abs_, sign
 
 
 @dataclass(frozen=True, repr=False)
 class Atan2(BinaryFn):
     """atan2(y, x): the angle of the point (x, y), in (−π, π]; ∂/∂y = x/(x² + y²),
-    ∂/∂x = −y/(x² + y²). (Written (x/h)/h with h = hypot(x, y) the partials would survive
-    |x|, |y| beyond 1e±154, where x² + y² overflows or underflows, but Taylor mode would then
-    carry hypot's series: 301 nodes for the 10th derivative instead of 50.)"""
+    ∂/∂x = −y/(x² + y²), computed on the point scaled by w = 1/hypot(x, y): (x·w)/r²·w with
+    r² = (x·w)² + (y·w)² ≈ 1, so the partials survive |x|, |y| beyond 1e±154, where x² + y²
+    overflows or underflows. w is a ``stop_gradient``: it cancels from the quotient, so the
+    partials' derivatives are those of the rational function, and Taylor mode carries no
+    series of hypot."""
 
     name = "atan2"
     spelling = ("atan2",)
 
     def fdiff(self, lhs: Term, rhs: Term, output: Term) -> tuple[Term, Term]:
-        r2 = lhs * lhs + rhs * rhs
-        return rhs / r2, -lhs / r2
+        w = stop_gradient(1.0 / hypot(lhs, rhs))
+        y, x = lhs * w, rhs * w
+        q = w / (y * y + x * x)
+        return x * q, -(y * q)
 
 
 @dataclass(frozen=True, repr=False)

@@ -127,6 +127,18 @@ def _sympy_sigmoid(a: Any) -> Any:
     return 1 / (1 + sympy.exp(-a))
 
 
+def _sympy_sech2(a: Any) -> Any:
+    """1 − tanh²: SymPy's own tanh′, so derivatives print and compare as SymPy writes them."""
+    import sympy
+
+    return 1 - sympy.tanh(a) ** 2
+
+
+def _sympy_dsigmoid(a: Any) -> Any:
+    """σ(1 − σ): SymPy's own σ′."""
+    return _sympy_sigmoid(a) * (1 - _sympy_sigmoid(a))
+
+
 def _same(name: str, numpy: Any, scalar: Any, aliases: tuple[str, ...] = (),
           sympy: Callable[..., Any] | None = None) -> Elementary:
     """A one-argument elementary that NumPy, ``math``, C and (unless given) SymPy all call
@@ -177,6 +189,13 @@ ELEMENTARY: dict[str, Elementary] = {e.name: e for e in (
     Elementary("recip", 1, (np.reciprocal,), "(1.0 / {0})", "(1.0 / {0})", lambda a: 1 / a),
     Elementary("sigmoid", 1, (np.negative, functools.partial(np.logaddexp, 0.0), np.negative, np.exp), _sigmoid,
                "(({0}) >= 0.0 ? 1.0 / (1.0 + exp(-({0}))) : exp({0}) / (1.0 + exp({0})))", _sympy_sigmoid),
+    # 1/cosh² and 1/(2 + 2·cosh): tanh′ and σ′ to a few ulp where 1 − tanh² and σ(1 − σ) round
+    # to 0 (|u| > 19, u > 37); the reciprocal before the square keeps subnormal results
+    Elementary("sech2", 1, (np.cosh, np.reciprocal, np.square), "((1.0 / _math.cosh({0})) ** 2)",
+               "pow(1.0 / cosh({0}), 2.0)", _sympy_sech2),
+    Elementary("dsigmoid", 1, (np.cosh, functools.partial(np.add, 1.0), functools.partial(np.multiply, 2.0),
+                               np.reciprocal),
+               "(1.0 / (2.0 + 2.0 * _math.cosh({0})))", "(1.0 / (2.0 + 2.0 * cosh({0})))", _sympy_dsigmoid),
     Elementary("atan2", 2, (np.arctan2,), math.atan2, "atan2({0}, {1})", _sympy("atan2"), ("arctan2",)),
     Elementary("hypot", 2, (np.hypot,), math.hypot, "hypot({0}, {1})",
                lambda a, b: _sympy("sqrt")(a**2 + b**2)),

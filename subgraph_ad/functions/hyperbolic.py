@@ -6,20 +6,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.term import Term
-from .base import UnaryFn, register
+from .base import Function, UnaryFn, register
 from .elementary import Step
-from .exponential import sqrt
+from .exponential import QuadraticSlope, sqrt
+
+
+@dataclass(frozen=True, repr=False)
+class Sech2(QuadraticSlope):
+    """tanh′ = sech² = 1/cosh², which is 1 − tanh² without its cancellation (0 for |u| > 19,
+    where tanh rounds to ±1); its derivatives are −2·tanh·sech², and so on, polynomials in tanh
+    times sech²."""
+
+    name = "sech2"
+    spelling = ("sech2",)
+
+    @property
+    def of(self) -> Function:
+        return tanh
 
 
 @dataclass(frozen=True, repr=False)
 class Tanh(UnaryFn):
-    """tanh; tanh′ = 1 − tanh², so its derivatives are polynomials in the output."""
+    """tanh; tanh′ = sech² (``Sech2``), 1 − tanh² accurate in the tails."""
 
     name = "tanh"
     spelling = ("tanh",)
 
     def fdiff(self, input: Term, output: Term) -> Term:
-        return 1.0 - output * output
+        return sech2(input)
 
 
 _NAMES = ("sinh", "cosh")
@@ -81,6 +95,7 @@ class Atanh(UnaryFn):
 
 
 tanh = register(Tanh())
+sech2 = Sech2()  # reached through tanh′, not a name of its own
 sinh = register(SinhFn(0))
 cosh = register(SinhFn(1))
 asinh = register(Asinh())

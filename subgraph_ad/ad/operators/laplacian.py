@@ -4,9 +4,11 @@ and the biharmonic Δ²u: that pass twice, or one fourth-order pass (``_Direct``
 from __future__ import annotations
 
 import itertools
+from fractions import Fraction
 from typing import Any, Callable, Optional
 
 from ...core import Callback, LimitError, Tape, Term, checks, dependencies
+from ...functions import QuadraticSlope
 from ..forward import derivative_order
 from .algebra import Lin, bits
 from .arguments import check_vars, check_weights, metric
@@ -53,6 +55,20 @@ def _chain_laplacian(p: Pass, i: int, node: Any, lap: Values) -> Lin:
     return total
 
 
+def _fn_laplacian(p: Pass, i: int, node: Any, lap: Values) -> Lin:
+    """A function's Laplacian by the chain rule; g′(a) of a ``QuadraticSlope`` (tanh′, σ′) as
+    its quadratic q(g): Δq(g) = q′(g)·Δg + 2·square·∇g·∇g, which reuses g's own Laplacian where
+    the pass has built it (g is then a node the root needs)."""
+    fn = node.payload
+    if isinstance(fn, QuadraticSlope):
+        g = fn.of(Term(p.tape, node.args[0])).index
+        if g in lap:
+            alg = p.alg
+            slope = alg.add(alg.constant(Fraction(fn.linear_part)), {g: Fraction(2 * fn.square)})
+            return alg.add(alg.mul(slope, lap[g]), alg.scale(p.pair(g, g), 2 * fn.square))
+    return _chain_laplacian(p, i, node, lap)
+
+
 #: The Laplacian rules, one per op: (pass, node index, node, the operands' Laplacians) -> Lin.
 LAPLACIAN: dict[str, Callable[[Pass, int, Any, Values], Lin]] = {
     "add": lambda p, i, node, lap: p.alg.add(lap.get(node.args[0]), lap.get(node.args[1])),
@@ -61,7 +77,7 @@ LAPLACIAN: dict[str, Callable[[Pass, int, Any, Values], Lin]] = {
     "mul": _mul_laplacian,
     "div": _div_laplacian,
     "pow": _chain_laplacian,
-    "fn": _chain_laplacian,
+    "fn": _fn_laplacian,
 }
 
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 #: The degree of a node whose Taylor series does not end (exp, a division by x, ...).
 UNBOUNDED = 1 << 30
 #: How many leading operands of a form enter coefficient k linearly (a_k in add, u_k in root, ...).
-LINEAR = {"add": 2, "sub": 2, "neg": 1, "div": 1, "root": 1, "linear": 1}
+LINEAR = {"add": 2, "sub": 2, "neg": 1, "div": 1, "root": 1, "linear": 1, "quadratic": 1}
 
 
 def whole(node: Node) -> bool:

@@ -16,6 +16,10 @@ Coefficients y_k = y⁽ᵏ⁾/k! of every node along x ↦ x + t, by the standar
   ``a ** b`` otherwise is exp(b·log(a)): the unary case with g = y; with a constant in x but not
   a positive number (0 ** b, a var base) it is dy = xlogy(y, a)·db (pow's own partial), so that 0 ** b has the
   derivatives 0 where b > 0 rather than 0·(−inf);
+- g′ of a function g whose g′ is a quadratic in g (``QuadraticSlope``: sech² = 1 − tanh², σ′ = σ − σ²):
+  coefficient 0 is its own node (accurate where the quadratic cancels), coefficient k the
+  quadratic's, c·Σ_{j=0..k} g_j·g_{k−j} ("square") plus g_k ("quadratic", σ′), whose products
+  pair up under interning;
 - a function linear in one argument (``linear``: xlogy(p, a) = p·log(a), 0 where p is 0) whose
   other arguments are constant in x: coefficient k is f(p_k, a).
 
@@ -30,7 +34,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from ...core import Node, Term
-from ...functions import local_derivatives, log, power_partial
+from ...functions import QuadraticSlope, local_derivatives, log, power_partial
 from .coefficients import Lazy
 from .plan import whole
 
@@ -95,6 +99,8 @@ def _fn_form(s: Series, i: int, node: Node) -> Form:
         inputs = tuple(Term(s.tape, a) for a in node.args)
         return _chained(s, "binary", lambda: list(zip(node.args, local_derivatives(fn, inputs, Term(s.tape, i)))))
     (u,) = node.args
+    if isinstance(fn, QuadraticSlope):  # coefficients past 0 from g's, as the quadratic's
+        return ("quadratic" if fn.linear_part else "square", fn.of(Term(s.tape, u)).index, fn.square)
     if fn.power == 0.5:
         return ("root", u)
     if s.negated(i) is not None:
@@ -142,6 +148,12 @@ def _mul_products(s: Series, form: Form, i: int, k: int) -> list[Product]:
     return [((a, j), (b, k - j), 1.0) for j in range(low, high + 1)]
 
 
+def _square_products(s: Series, form: Form, i: int, k: int) -> list[Product]:
+    g, c = form[1], form[2]
+    low, high = max(0, k - s.degree(g)), min(k, s.degree(g))
+    return [((g, j), (g, k - j), c) for j in range(low, high + 1)]
+
+
 def _div_products(s: Series, form: Form, i: int, k: int) -> list[Product]:
     b = form[2]
     return [((b, j), (i, k - j), -1.0) for j in range(1, min(k, s.degree(b)) + 1)]
@@ -187,6 +199,8 @@ PRODUCTS: dict[str, Callable[[Series, Form, int, int], list[Product]]] = {
     "unary": _unary_products,
     "binary": _unary_products,
     "linear": _none,
+    "square": _square_products,
+    "quadratic": _square_products,
 }
 
 
@@ -236,4 +250,6 @@ COMPUTE: dict[str, Callable[[Series, Form, int, int, list[Lazy]], Lazy]] = {
     "unary": _unary_coefficient,
     "binary": _unary_coefficient,
     "linear": _linear_coefficient,
+    "square": lambda s, form, i, k, terms: s.arith.total(terms),
+    "quadratic": lambda s, form, i, k, terms: s.arith.total([s.get(form[1], k)] + terms),
 }
