@@ -449,7 +449,8 @@ def compact_sympy(term: Term, max_chars: int | None = 2000) -> tuple[str, bool]:
     >>> tape = Tape(); x = tape.var("x")
     >>> print(compact_sympy(tanh(x).diff(x, 3))[0])
     t0 = tanh(x)**2
-    t0*(8 - 6*t0) - 2
+    t1 = 1 - t0
+    4*t0*t1 - 2*t1**2
     """
     if max_chars is not None and max_chars < 1:
         raise ValueError(f"max_chars must be a positive number of characters or None, got {max_chars!r}")

@@ -77,6 +77,30 @@ class Cube(sad.UnaryFn):
         return 3 * input * input * derived
 
 
+class OutputTanh(sad.UnaryFn):
+    """tanh with its derivative stated through its output, 1 − out², as JAX, PyTorch and rustograd
+    write it (the built-in's sech² keeps the tails): every derivative is a polynomial in the one
+    node tanh(x), whose flat SymPy form repeats shared parts and whose terms cancel."""
+
+    name = "otanh"
+    spelling = ("tanh",)
+
+    def fdiff(self, input, output):
+        return 1 - output * output
+
+
+class PlainAtan2(sad.BinaryFn):
+    """atan2 with the textbook partials x/(x² + y²), −y/(x² + y²), as JAX writes them (the
+    built-in's are scaled to survive extreme points): their high orders cancel near 0."""
+
+    name = "patan2"
+    spelling = ("atan2",)
+
+    def fdiff(self, lhs, rhs, output):
+        r2 = lhs * lhs + rhs * rhs
+        return rhs / r2, -lhs / r2
+
+
 # Hypothesis: derandomized and bounded in `make test`; `make fuzz` sets SAD_FUZZ to a factor
 # that multiplies every test's example count and lifts the derandomization.
 FUZZ = int(os.environ.get("SAD_FUZZ", "0"))

@@ -18,10 +18,8 @@ exp(-0.5*x**2)*sin(3*x)
 >>> print(x / 3 + sad.sqrt(x) + 1)
 1/3*x + sqrt(x) + 1
 >>> print(sad.tanh(sad.tanh(x)).diff(x, 2))
-t1 = tanh(tanh(x))
-t2 = 1 - tanh(x)*tanh(x)
-t3 = 1 - t1*t1
-t3*(-2*tanh(x)*t2) + t2*(-2*t1*t2*t3)
+t1 = sech2(tanh(x))
+t1*(-2*tanh(x)*sech2(x)) + sech2(x)*(-2*tanh(tanh(x))*sech2(x)*t1)
 """
 
 from __future__ import annotations
