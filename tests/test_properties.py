@@ -100,6 +100,8 @@ UNARY: dict[str, Unary] = {
     "tan": (lambda u: _t(u), lambda u: sympy.tanh(u), sympy.tan),  # |arg| < 1 < pi/2
     "tanh": (lambda u: u, lambda u: u, sympy.tanh),
     "sigmoid": (lambda u: u, lambda u: u, lambda a: 1 / (1 + sympy.exp(-a))),
+    "sech2": (lambda u: u, lambda u: u, lambda a: sympy.sech(a) ** 2),
+    "dsigmoid": (lambda u: u, lambda u: u, lambda a: sympy.exp(-a) / (1 + sympy.exp(-a)) ** 2),
     "asin": (lambda u: 0.9 * _t(u), lambda u: Q(9, 10) * sympy.tanh(u), sympy.asin),
     "acos": (lambda u: 0.9 * _t(u), lambda u: Q(9, 10) * sympy.tanh(u), sympy.acos),
     "atan": (lambda u: u, lambda u: u, sympy.atan),

@@ -95,7 +95,7 @@ class Atanh(UnaryFn):
 
 
 tanh = register(Tanh())
-sech2 = Sech2()  # reached through tanh′, not a name of its own
+sech2 = register(Sech2())  # tanh′; a name of its own, so that what `str` prints parses back
 sinh = register(SinhFn(0))
 cosh = register(SinhFn(1))
 asinh = register(Asinh())
