@@ -109,6 +109,7 @@ def measure_mlp(repeats: int) -> dict[str, Any]:
     row = {"first": time.perf_counter() - start, "first_cpu": time.process_time() - cpu,
            "repeat": _median(lambda: grad(p, x, y), repeats)}
     compiled = next(iter(grad.cache.values()))[0]
+    row["package"] = sad.__file__
     row["steps"] = len(compiled.program.steps)
     row["built"] = list(getattr(compiled, "built", ["point", "point IEEE", "numpy (array)"]))
     row["check"] = float(np.linalg.norm(first))
@@ -185,10 +186,12 @@ def _run(what: list[str], timeout: float, env: dict[str, str] | None = None) -> 
     """One measurement in a fresh process: its row, or why there is none."""
     code = f"import sys, json; sys.path.insert(0, {str(Path(__file__).parent)!r}); import compile as c; " \
            f"print(json.dumps(c.{what[0]}(*{what[1:]!r})))"
+    # from a neutral directory (``-c`` puts the working directory first on sys.path), so a
+    # relative PYTHONPATH (``PYTHONPATH=.``) is made absolute first: the checkout asked for is measured
+    path = os.pathsep.join(os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
     try:
-        # from a neutral directory: ``-c`` puts the working directory first on sys.path
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, **(env or {})}, cwd=tempfile.gettempdir())
+                              env={**os.environ, "PYTHONPATH": path, **(env or {})}, cwd=tempfile.gettempdir())
     except subprocess.TimeoutExpired:
         return f"> {timeout:.0f} s"
     if done.returncode:
