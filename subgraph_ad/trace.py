@@ -382,7 +382,10 @@ def _collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off while a signature is traced, built and compiled:
     that makes ~10⁶ objects that all stay alive (the tape), and each of the collections their
     allocation triggers walks them all for nothing — 0.2 s of a 961-parameter MLP gradient's
-    1 s first call. It is back on (if it was on) when the last build running ends."""
+    1 s first call. It is back on (if it was on) when the last build running ends, with every
+    object moved to the oldest generation first (``freeze`` then ``unfreeze``: no walk), or
+    the first young collection would walk them all once more (50 ms); not where the user has
+    frozen objects, which ``unfreeze`` would release."""
     global _pauses, _collecting
     with _pausing:
         if not _pauses:
@@ -395,6 +398,9 @@ def _collector_paused() -> Iterator[None]:
         with _pausing:
             _pauses -= 1
             if not _pauses and _collecting:
+                if not gc.get_freeze_count():
+                    gc.freeze()
+                    gc.unfreeze()
                 gc.enable()
 
 
