@@ -362,7 +362,8 @@ def _columns(leaf: Any, batched: tuple[bool, ...]) -> list[Any]:
     array = np.asarray(leaf, dtype=float)
     nb = sum(batched)
     if not batched or not nb:
-        return array.ravel().tolist()  # Python floats: the one-point code's own type
+        points: list[float] = array.ravel().tolist()  # Python floats: the one-point code's own type
+        return points
     outer = array.shape[:nb]
     full, at = [], 0
     for b in batched:
