@@ -117,7 +117,7 @@ def _as_list(items: Any, what: str) -> tuple[list[Term], bool]:
 #: Argument types that are one number: they take the one-point path directly.
 _NUMBERS = frozenset((float, int, np.float64))
 #: Arguments of these types go to the one-point code as they are.
-_FLOAT = {float}
+_FLOAT = frozenset((float,))
 
 def _numbers(value: Any, name: str) -> np.ndarray:
     """An argument as floats: a number or an array of numbers (not None, text or objects, which

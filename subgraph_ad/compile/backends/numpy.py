@@ -74,7 +74,7 @@ def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str
     the IEEE result is not a finite real of the same operation, so a caller reruns such a point
     on the default path); a function with no spelling gets its ``f`` on NumPy scalars, as on
     the default path. There, a value read once (not an output) is written into the expression
-    that reads it (up to ``NESTING`` deep: ``t9 = t7 + v0 * v3``), and names are reused: one
+    that reads it (up to ``NESTING`` deep: ``t9 = t7 + (v0 * v3)``), and names are reused: one
     is free again once every statement that reads its value has run (that very statement may
     write it), the last freed is taken first, and a new one is named after the first node it
     holds. A dead value's float is freed at once and the working set stays in cache: a
