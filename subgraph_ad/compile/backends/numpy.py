@@ -55,8 +55,6 @@ LOWERING: dict[str, _Row] = {
 #: Python 3.12 specializes from the start.
 WARM_UP = ["    for _ in range(8):  # specialized now, not after 8 calls", "        pass"] \
     if sys.version_info[:2] == (3, 11) else []
-#: Programs of fewer steps go without: their calls take microseconds either way.
-WARM_UP_STEPS = 1000
 
 #: The deepest a one-point statement nests the values it computes in place (``scalar_source``):
 #: far below the parser's limit of 200 nested parentheses.
@@ -79,7 +77,7 @@ def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str
     write it), the last freed is taken first, and a new one is named after the first node it
     holds. A dead value's float is freed at once and the working set stays in cache: a
     127k-step gradient's point runs 2.5× faster than with one statement and name per node.
-    On CPython 3.11, from ``WARM_UP_STEPS`` steps on, it opens with ``WARM_UP``.
+    On CPython 3.11 it opens with ``WARM_UP``.
     Also returns whether that code is pure Python floats (``math`` and operators only), which
     cannot warn."""
     names = namespace()
@@ -96,7 +94,7 @@ def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str
             return where[v] if python else f"t{v}"
         return inputs[v] if kind == "in" else literal(v)
 
-    lines = [f"def _f({', '.join(inputs)}):", *(WARM_UP if python and len(program.steps) >= WARM_UP_STEPS else ())]
+    lines = [f"def _f({', '.join(inputs)}):", *(WARM_UP if python else ())]
     for dest, op, args, fn in program.steps:
         read: list[int] = []  # the named values this statement reads, once per read
         depth = 0
