@@ -14,7 +14,6 @@ the result copied in.
 from __future__ import annotations
 
 import functools
-import sys
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Sequence
 
@@ -48,14 +47,6 @@ LOWERING: dict[str, _Row] = {
 }
 
 
-#: The loop that opens the one-point code on CPython 3.11, whose interpreter specializes a
-#: function's bytecode (float operations, global lookups) once 8 calls or loop iterations have
-#: warmed it up: one-point code runs once a call, so calls 2 to 8 of a 127k-step gradient took
-#: 1.6 ms, the rest 1.1. Eight empty iterations (0.2 µs) specialize it during the first call.
-#: Python 3.12 specializes from the start.
-WARM_UP = ["    for _ in range(8):  # specialized now, not after 8 calls", "        pass"] \
-    if sys.version_info[:2] == (3, 11) else []
-
 #: The deepest a one-point statement nests the values it computes in place (``scalar_source``):
 #: far below the parser's limit of 200 nested parentheses.
 NESTING = 24
@@ -77,7 +68,6 @@ def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str
     write it), the last freed is taken first, and a new one is named after the first node it
     holds. A dead value's float is freed at once and the working set stays in cache: a
     127k-step gradient's point runs 2.5× faster than with one statement and name per node.
-    On CPython 3.11 it opens with ``WARM_UP``.
     Also returns whether that code is pure Python floats (``math`` and operators only), which
     cannot warn."""
     names = namespace()
@@ -94,7 +84,7 @@ def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str
             return where[v] if python else f"t{v}"
         return inputs[v] if kind == "in" else literal(v)
 
-    lines = [f"def _f({', '.join(inputs)}):", *(WARM_UP if python else ())]
+    lines = [f"def _f({', '.join(inputs)}):"]
     for dest, op, args, fn in program.steps:
         read: list[int] = []  # the named values this statement reads, once per read
         depth = 0
