@@ -90,12 +90,18 @@ def _lambdify(xs: list[Any], outs: list[Any], backend: str, **options: Any) -> A
 
 
 def _median(f: Any, repeats: int) -> float:
-    times = []
+    return _medians(f, repeats)[0]
+
+
+def _medians(f: Any, repeats: int) -> tuple[float, float]:
+    """The median wall and CPU seconds of ``repeats`` calls, both clocks read around each call."""
+    walls, cpus = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         f()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 # -- one measurement per process -----------------------------------------------------------------
@@ -106,9 +112,10 @@ def measure_mlp(repeats: int) -> dict[str, Any]:
     grad = sad.grad(mlp_loss)
     start, cpu = time.perf_counter(), time.process_time()
     first = grad(p, x, y)
-    row = {"first": time.perf_counter() - start, "first_cpu": time.process_time() - cpu,
-           "repeat": _median(lambda: grad(p, x, y), repeats)}
+    row = {"first": time.perf_counter() - start, "first_cpu": time.process_time() - cpu}
+    row["repeat"], row["repeat_cpu"] = _medians(lambda: grad(p, x, y), repeats)
     compiled = next(iter(grad.cache.values()))[0]
+    row["package"] = sad.__file__
     row["steps"] = len(compiled.program.steps)
     row["built"] = list(getattr(compiled, "built", ["point", "point IEEE", "numpy (array)"]))
     row["check"] = float(np.linalg.norm(first))
@@ -125,8 +132,8 @@ def measure_jax(repeats: int) -> dict[str, Any]:
     grad = jax.jit(jax.grad(lambda p, x, y: mlp_loss(p, x, y, jnp)))
     start, cpu = time.perf_counter(), time.process_time()
     first = np.asarray(grad(p, x, y))
-    row = {"first": time.perf_counter() - start, "first_cpu": time.process_time() - cpu,
-           "repeat": _median(lambda: grad(p, x, y).block_until_ready(), repeats)}
+    row = {"first": time.perf_counter() - start, "first_cpu": time.process_time() - cpu}
+    row["repeat"], row["repeat_cpu"] = _medians(lambda: grad(p, x, y).block_until_ready(), repeats)
     row["check"] = float(np.linalg.norm(first))
     return row
 
@@ -185,10 +192,12 @@ def _run(what: list[str], timeout: float, env: dict[str, str] | None = None) -> 
     """One measurement in a fresh process: its row, or why there is none."""
     code = f"import sys, json; sys.path.insert(0, {str(Path(__file__).parent)!r}); import compile as c; " \
            f"print(json.dumps(c.{what[0]}(*{what[1:]!r})))"
+    # from a neutral directory (``-c`` puts the working directory first on sys.path), so a
+    # relative PYTHONPATH (``PYTHONPATH=.``) is made absolute first: the checkout asked for is measured
+    path = os.pathsep.join(os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
     try:
-        # from a neutral directory: ``-c`` puts the working directory first on sys.path
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, **(env or {})}, cwd=tempfile.gettempdir())
+                              env={**os.environ, "PYTHONPATH": path, **(env or {})}, cwd=tempfile.gettempdir())
     except subprocess.TimeoutExpired:
         return f"> {timeout:.0f} s"
     if done.returncode:
@@ -220,11 +229,11 @@ def main() -> None:
             results["mlp"] = {"ours": ours, "warm": warm, "jax": jax}
             steps = ours["steps"] if isinstance(ours, dict) else "?"
             lines += [f"MLP gradient (961 parameters, batch 32; {steps} steps):", "",
-                      "| | first call: wall / CPU (s) | repeated call (ms) |", "| --- | ---: | ---: |",
-                      f"| sad.grad | {_s(ours, 'first')} / {_s(ours, 'first_cpu')} | {_s(ours, 'repeat', 1e3)} |",
-                      f"| sad.grad, new process, warm cache | {_s(warm, 'first')} / {_s(warm, 'first_cpu')} | "
-                      f"{_s(warm, 'repeat', 1e3)} |",
-                      f"| jax.jit(jax.grad) | {_s(jax, 'first')} / {_s(jax, 'first_cpu')} | {_s(jax, 'repeat', 1e3)} |", ""]
+                      "| | first call: wall / CPU (s) | repeated call: wall / CPU (ms) |", "| --- | ---: | ---: |"]
+            for label, row in (("sad.grad", ours), ("sad.grad, new process, warm cache", warm), ("jax.jit(jax.grad)", jax)):
+                lines.append(f"| {label} | {_s(row, 'first')} / {_s(row, 'first_cpu')} | {_s(row, 'repeat', 1e3)} / "
+                             f"{_s(row, 'repeat_cpu', 1e3)} |")
+            lines.append("")
         if "compile" in parts:
             sizes = ["1e3", "1e4"] if args.quick else ["1e3", "1e4", "4e4", "1e5"]
             lines += ["Compile (lambdify + a first call on 8 points), seconds per 10⁴ steps, wall / CPU (total wall):", "",

@@ -34,9 +34,12 @@ array([[ 3., 12.],
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import math
-from typing import Any, Callable, NamedTuple, Sequence
+import threading
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -359,7 +362,8 @@ def _columns(leaf: Any, batched: tuple[bool, ...]) -> list[Any]:
     array = np.asarray(leaf, dtype=float)
     nb = sum(batched)
     if not batched or not nb:
-        return list(array.ravel()) if array.ndim else [array[()]]
+        points: list[float] = array.ravel().tolist()  # Python floats: the one-point code's own type
+        return points
     outer = array.shape[:nb]
     full, at = [], 0
     for b in batched:
@@ -367,6 +371,38 @@ def _columns(leaf: Any, batched: tuple[bool, ...]) -> list[Any]:
         at += b
     point = array.reshape(tuple(full) + (-1,))
     return list(np.ascontiguousarray(np.moveaxis(point, -1, 0)))
+
+
+_pauses = 0  # builds now running with the collector paused, in any thread
+_collecting = False  # whether the collector was on when the first of them began
+_pausing = threading.Lock()
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a signature is traced, built and compiled:
+    that makes ~10⁶ objects that all stay alive (the tape), and each of the collections their
+    allocation triggers walks them all for nothing — 0.2 s of a 961-parameter MLP gradient's
+    1 s first call. It is back on (if it was on) when the last build running ends, with every
+    object moved to the oldest generation first (``freeze`` then ``unfreeze``: no walk), or
+    the first young collection would walk them all once more (50 ms); not where the user has
+    frozen objects, which ``unfreeze`` would release."""
+    global _pauses, _collecting
+    with _pausing:
+        if not _pauses:
+            _collecting = gc.isenabled()
+            gc.disable()
+        _pauses += 1
+    try:
+        yield
+    finally:
+        with _pausing:
+            _pauses -= 1
+            if not _pauses and _collecting:
+                if not gc.get_freeze_count():
+                    gc.freeze()
+                    gc.unfreeze()
+                gc.enable()
 
 
 class _Transformed:
@@ -405,11 +441,20 @@ class _Transformed:
         """The transform at ``args``; ``levels``: per argument, whether each level of vmap (the
         outermost first) batches it along a leading axis."""
         leaves, trees, key = self._signature(args, kwargs, levels)
-        if key not in self.cache:
+        entry = self.cache.get(key)
+        if entry is not None:
+            return self._call(entry, leaves, levels)
+        with _collector_paused():  # the first call too: it writes and compiles the code
             trace = Traced(self.f, trees, self.what, kwargs)
             terms, assemble = self.build(trace)
-            self.cache[key] = (on_host(lambdify(trace.flat, terms or [trace.tape.zero], self.backend)), assemble)
-        compiled, assemble = self.cache[key]
+            entry = (on_host(lambdify(trace.flat, terms or [trace.tape.zero], self.backend)), assemble)
+            self.cache[key] = entry
+            return self._call(entry, leaves, levels)
+
+    @staticmethod
+    def _call(entry: tuple[Any, Assemble], leaves: list[list[Any]], levels: Sequence[tuple[bool, ...]] | None) -> Any:
+        """The compiled program run on the arguments' leaves, its values assembled."""
+        compiled, assemble = entry
         inputs: list[Any] = []
         for k, found in enumerate(leaves):
             for leaf in found:
@@ -567,9 +612,10 @@ class _Derivative(_Transformed):
             check(a, f"argument {k}")
         key = (len(args), _static_key(kwargs, self.what))
         if key not in self.cache:
-            trace = Traced(self.f, [()] * len(args), self.what, kwargs)
-            terms, assemble = self.build(trace)
-            self.cache[key] = (on_host(lambdify(trace.flat, terms[0], self.backend)), assemble)
+            with _collector_paused():
+                trace = Traced(self.f, [()] * len(args), self.what, kwargs)
+                terms, assemble = self.build(trace)
+                self.cache[key] = (on_host(lambdify(trace.flat, terms[0], self.backend)), assemble)
         compiled, _ = self.cache[key]
         return compiled(*args)
 

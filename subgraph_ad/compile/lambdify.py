@@ -116,6 +116,8 @@ def _as_list(items: Any, what: str) -> tuple[list[Term], bool]:
 
 #: Argument types that are one number: they take the one-point path directly.
 _NUMBERS = frozenset((float, int, np.float64))
+#: Arguments of these types go to the one-point code as they are.
+_FLOAT = frozenset((float,))
 
 def _numbers(value: Any, name: str) -> np.ndarray:
     """An argument as floats: a number or an array of numbers (not None, text or objects, which
@@ -228,8 +230,9 @@ class Compiled:
         if len(args) != len(self.names):
             raise TypeError(f"expected {len(self.names)} arguments ({', '.join(self.names)}), got {len(args)}")
         results: tuple[float, ...] | tuple[np.ndarray, ...]
-        if all(type(a) in _NUMBERS for a in args):  # one point: no array handling at all
-            results = self._point([float(a) for a in args])
+        types = set(map(type, args))
+        if types <= _NUMBERS:  # one point: no array handling at all
+            results = self._point(args if types == _FLOAT else list(map(float, args)))
         elif any(hasattr(a, "__dask_graph__") for a in args):
             return self._dask(args)
         else:
@@ -238,7 +241,7 @@ class Compiled:
             results = self._arrays(arrays, shape) if shape else self._point([float(a) for a in arrays])
         return results[0] if self.single else results
 
-    def _point(self, point: list[float]) -> tuple[float, ...]:
+    def _point(self, point: Sequence[float]) -> tuple[float, ...]:
         """One point: Python floats and ``math`` first; where that raises (1/0, log(0), an
         overflow), and always with ``warn=True`` (NumPy reports what it computes), the IEEE
         result from NumPy scalars."""
@@ -246,9 +249,9 @@ class Compiled:
             fast = self._fast_path()
             try:
                 if self._fast_pure:
-                    return tuple(float(r) for r in fast(*point))
+                    return tuple(map(float, fast(*point)))
                 with floating(False):
-                    return tuple(float(r) for r in fast(*point))
+                    return tuple(map(float, fast(*point)))
             except (ArithmeticError, ValueError):
                 pass
         with floating(self.warn):

@@ -56,20 +56,20 @@ def build_program(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) -
     input_index = {v.index: k for k, v in enumerate(inputs)}
     refs: dict[int, Operand] = {}
     steps = []
+    nodes = tape.nodes
     for i in dependencies(tape, [t.index for t in outputs]):
-        node = tape.nodes[i]
-        if node.op == "var":
+        op, args, payload, _ = nodes[i]  # unpacked: a NamedTuple's fields by name cost a call each
+        if op == "var":
             if i not in input_index:
                 raise ValueError(
-                    f"an output depends on var {node.payload!r}, which is not among the inputs "
-                    f"{[tape.nodes[v].payload for v in input_index]}"
+                    f"an output depends on var {payload!r}, which is not among the inputs "
+                    f"{[nodes[v].payload for v in input_index]}"
                 )
             refs[i] = ("in", input_index[i])
-        elif node.op == "const":
-            refs[i] = ("c", float(node.payload))
+        elif op == "const":
+            refs[i] = ("c", float(payload))
         else:
-            steps.append((i, node.op, tuple(refs[a] for a in node.args),
-                          node.payload if node.op == "fn" else None))
+            steps.append((i, op, tuple([refs[a] for a in args]), payload if op == "fn" else None))
             refs[i] = ("t", i)
     return Program(len(inputs), tuple(steps), tuple(refs[t.index] for t in outputs))
 

@@ -47,46 +47,110 @@ LOWERING: dict[str, _Row] = {
 }
 
 
-def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str, Any], bool]:
-    """``_f(v0, ...)`` returning the tuple of outputs, one assignment per node.
+#: The deepest a one-point statement nests the values it computes in place (``scalar_source``):
+#: far below the parser's limit of 200 nested parentheses.
+NESTING = 24
 
-    By default every function is its own ``f`` on NumPy scalars: IEEE results everywhere.
-    ``python=True`` writes the fast path for Python floats: operators, ``math.pow`` (``sqrt``
-    for a power of 0.5, as NumPy computes it) and each function's spelling on floats (the
-    elementaries' ``scalar``: ``math`` functions, which raise (ZeroDivisionError, ValueError,
-    OverflowError) exactly where the IEEE result is not a finite real of the same operation, so
-    a caller reruns such a point on the default path); a function with no spelling gets its
-    ``f`` on NumPy scalars, as on the default path.
+
+def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str, Any], bool]:
+    """``_f(v0, ...)`` returning the tuple of outputs.
+
+    By default one assignment per node, each to a name of its own (``t<node>``), and every
+    function is its own ``f`` on NumPy scalars: IEEE results everywhere. ``python=True`` writes
+    the fast path for Python floats: operators, ``math.pow`` (``sqrt`` for a power of 0.5, as
+    NumPy computes it) and each function's spelling on floats (the elementaries' ``scalar``:
+    ``math`` functions, which raise (ZeroDivisionError, ValueError, OverflowError) exactly where
+    the IEEE result is not a finite real of the same operation, so a caller reruns such a point
+    on the default path); a function with no spelling gets its ``f`` on NumPy scalars, as on
+    the default path. There, a value read once (not an output) is written into the expression
+    that reads it (up to ``NESTING`` deep: ``t9 = t7 + (v0 * v3)``), and names are reused: one
+    is free again once every statement that reads its value has run (that very statement may
+    write it), the last freed is taken first, and a new one is named after the first node it
+    holds. A dead value's float is freed at once and the working set stays in cache: a
+    127k-step gradient's point runs 2.5× faster than with one statement and name per node.
     Also returns whether that code is pure Python floats (``math`` and operators only), which
     cannot warn."""
     names = namespace()
     pure = True
+    inputs = [f"v{k}" for k in range(program.n_inputs)]
+    reads = _reads(program) if python else {}
+    where: dict[int, str] = {}
+    held: dict[int, tuple[str, list[int], int]] = {}  # a value not yet written: its text, the values it reads, depth
+    free: list[str] = []
 
     def ref(r: Operand) -> str:
         kind, v = r
-        return f"v{v}" if kind == "in" else literal(v) if kind == "c" else f"t{v}"
+        if kind == "t":
+            return where[v] if python else f"t{v}"
+        return inputs[v] if kind == "in" else literal(v)
 
-    lines = [f"def _f({', '.join(f'v{k}' for k in range(program.n_inputs))}):"]
+    lines = [f"def _f({', '.join(inputs)}):"]
     for dest, op, args, fn in program.steps:
-        a = [ref(r) for r in args]
-        if python and op == "pow":
-            half = args[1] == ("c", 0.5)
-            lines.append(f"    t{dest} = _math.sqrt({a[0]})" if half else f"    t{dest} = _math.pow({a[0]}, {a[1]})")
-            continue
-        if python and fn is not None and fn.spelling:
+        read: list[int] = []  # the named values this statement reads, once per read
+        depth = 0
+        a = []
+        for r in args:
+            kind, v = r
+            if kind != "t":
+                a.append(inputs[v] if kind == "in" else literal(v))
+            elif v in held:
+                text, inner, d = held.pop(v)
+                a.append(f"({text})")
+                read += inner
+                if d > depth:
+                    depth = d
+            else:
+                a.append(ref(r))
+                read.append(v)
+        if python and op in _INFIX:  # the most common case, written without ``format``
+            text = f"{a[0]} {_INFIX[op]} {a[1]}"
+        elif python and op == "pow":
+            text = f"_math.sqrt({a[0]})" if args[1] == ("c", 0.5) else f"_math.pow({a[0]}, {a[1]})"
+        elif python and fn is not None and fn.spelling:
             text, own = scalar_call(fn, a, names, f"_fn{dest}")
             pure = pure and own
+        else:
+            f = ""
+            if fn is not None:
+                if python:  # f as on the default path: on NumPy scalars
+                    pure = False
+                    a = [f"_np.float64({x})" for x in a]
+                f = callee(fn.f, names, f"_fn{dest}")
+            text = LOWERING[op].scalar.format(*a, f=f, a=", ".join(a))
+        if not python:
             lines.append(f"    t{dest} = {text}")
             continue
-        f = ""
-        if fn is not None:
-            if python:  # f as on the default path: on NumPy scalars
-                pure = False
-                a = [f"_np.float64({x})" for x in a]
-            f = callee(fn.f, names, f"_fn{dest}")
-        lines.append(f"    t{dest} = " + LOWERING[op].scalar.format(*a, f=f, a=", ".join(a)))
+        if reads.get(dest) == 1 and depth < NESTING:
+            held[dest] = (text, read, depth + 1)
+            continue
+        for v in read:
+            reads[v] -= 1
+            if not reads[v]:
+                free.append(where[v])
+        name = where[dest] = free.pop() if free else f"t{dest}"
+        lines.append(f"    {name} = {text}")
+        if dest not in reads:  # never read: free after this statement
+            free.append(name)
     lines.append(f"    return ({', '.join(ref(r) for r in program.outputs)},)")
     return "\n".join(lines) + "\n", names, pure
+
+
+#: The binary operators of the one-point code on Python floats.
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+
+
+def _reads(program: Program) -> dict[int, int]:
+    """Temporary -> how many times it is read, by steps and outputs (an output's count never
+    runs out, so its name is kept to the end). A temporary missing here is never read."""
+    reads: dict[int, int] = {}
+    for _, _, args, _ in program.steps:
+        for kind, v in args:
+            if kind == "t":
+                reads[v] = reads.get(v, 0) + 1
+    for kind, v in program.outputs:
+        if kind == "t":
+            reads[v] = reads.get(v, 0) + 2
+    return reads
 
 
 def block_source(program: Program, scalars: tuple[bool, ...] = (), chunk: int = CHUNK) -> tuple[str, dict[str, Any], int]:
