@@ -278,11 +278,10 @@ def last_use(program: Program) -> dict[int, int]:
     return last
 
 
-def _output_chains(program: Program) -> dict[int, int]:
-    """Node -> the output k whose buffer it can be computed in: each output node, and walking
-    back from it, one operand that is a temporary read only by that step. Such a value dies
-    exactly where the next one of its chain is written over it (elementwise operations), so
-    a chain needs no register and its values never leave the output buffer."""
+def read_counts(program: Program, output: int = 1) -> dict[int, int]:
+    """Temporary -> how many times it is read: once per step operand, ``output`` times per output
+    (a count above what the steps can use up keeps an output's value alive to the end). A
+    temporary missing here is never read."""
     reads: dict[int, int] = {}
     for _, _, args, _ in program.steps:
         for kind, v in args:
@@ -290,7 +289,16 @@ def _output_chains(program: Program) -> dict[int, int]:
                 reads[v] = reads.get(v, 0) + 1
     for kind, v in program.outputs:
         if kind == "t":
-            reads[v] = reads.get(v, 0) + 1
+            reads[v] = reads.get(v, 0) + output
+    return reads
+
+
+def _output_chains(program: Program) -> dict[int, int]:
+    """Node -> the output k whose buffer it can be computed in: each output node, and walking
+    back from it, one operand that is a temporary read only by that step. Such a value dies
+    exactly where the next one of its chain is written over it (elementwise operations), so
+    a chain needs no register and its values never leave the output buffer."""
+    reads = read_counts(program)
     step_of = {dest: args for dest, _, args, _ in program.steps}
     chain: dict[int, int] = {}
     for k, (kind, v) in enumerate(program.outputs):

@@ -20,7 +20,8 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from ...functions.elementary import steps
-from ..program import CACHE_MIN_STEPS, CHUNK, Operand, Program, allocate, callee, chunks, define, literal, namespace, scalar_call
+from ..program import (CACHE_MIN_STEPS, CHUNK, Operand, Program, allocate, callee, chunks, define, literal, namespace,
+                       read_counts, scalar_call)
 
 NAME = "NumPy"
 #: The options of ``lambdify`` this backend takes.
@@ -73,7 +74,7 @@ def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str
     names = namespace()
     pure = True
     inputs = [f"v{k}" for k in range(program.n_inputs)]
-    reads = _reads(program) if python else {}
+    reads = read_counts(program, output=2) if python else {}  # an output's name is kept to the end
     where: dict[int, str] = {}
     held: dict[int, tuple[str, list[int], int]] = {}  # a value not yet written: its text, the values it reads, depth
     free: list[str] = []
@@ -137,20 +138,6 @@ def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str
 
 #: The binary operators of the one-point code on Python floats.
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
-
-
-def _reads(program: Program) -> dict[int, int]:
-    """Temporary -> how many times it is read, by steps and outputs (an output's count never
-    runs out, so its name is kept to the end). A temporary missing here is never read."""
-    reads: dict[int, int] = {}
-    for _, _, args, _ in program.steps:
-        for kind, v in args:
-            if kind == "t":
-                reads[v] = reads.get(v, 0) + 1
-    for kind, v in program.outputs:
-        if kind == "t":
-            reads[v] = reads.get(v, 0) + 2
-    return reads
 
 
 def block_source(program: Program, scalars: tuple[bool, ...] = (), chunk: int = CHUNK) -> tuple[str, dict[str, Any], int]:
