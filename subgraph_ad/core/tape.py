@@ -454,6 +454,11 @@ class Tape(Scopes):
         found = self._intern.get(key)
         return found if found is not None else self._push(node, key)
 
+    def find(self, op: str, args: tuple[int, ...], payload: Any = None) -> int | None:
+        """The index of the node (op, args, payload) if the tape has it, else None; appends
+        nothing (an engine that may route through a node only where it exists already)."""
+        return self._intern.get(intern_key(Node(op, args, payload)))
+
     def constant(self, value: float, exact: Any = ...) -> int:
         """The index of the constant ``value``; ``exact`` is its exact form (``ops.Exact``), or
         None for a float known only as a float. Omitted, for a float an engine recomputed from

@@ -9,7 +9,8 @@ import pytest
 import sympy
 
 import subgraph_ad as sad
-from conftest import close
+from conftest import OutputTanh, close, sympy_value
+from subgraph_ad import Tape
 
 FUNCS = [sad.exp, sad.sin, sad.tanh, sad.atan, sad.sigmoid, lambda a: sad.log(1 + a * a),
          lambda a: sad.sqrt(2 + sad.cos(a)), lambda a: sad.atan2(a, 1.5)]
@@ -212,3 +213,33 @@ def test_directional_gen_graph_and_numeric_modes():
         z.derive(x, 2)
     with pytest.raises(ValueError, match="one cotangent per output"):
         sad.vjp([z, w], [1.0])
+
+
+def _repeated(fn, n):
+    tape = Tape()
+    x = tape.var("x", 0.3)
+    d = fn(fn(fn(x)))
+    for _ in range(n):
+        d = d.grad_graph(x)
+    return tape, d
+
+
+@pytest.mark.parametrize("n", [3, 10])
+def test_repeated_grad_graph_of_nested_tanh_is_no_larger_than_with_one_minus_tanh_squared(n):
+    """tanh′ is sech² (exact in the tails); its adjoint joins tanh's, so repeated reverse passes
+    close on tanh's nodes as the rule 1 − tanh² (``OutputTanh``) does, and the values are SymPy's."""
+    tape, d = _repeated(sad.tanh, n)
+    old, _ = _repeated(OutputTanh(), n)
+    assert len(tape) <= len(old)
+    X = sympy.Symbol("x")
+    exact = sympy_value(sympy.diff(sympy.tanh(sympy.tanh(sympy.tanh(X))), X, n), x=0.3)
+    assert abs(d.eval() - exact) < 1e-12 * abs(exact)
+
+
+def test_a_slope_whose_function_is_not_on_the_tape_takes_its_own_partial():
+    tape = Tape()
+    x = tape.var("x", 0.7)
+    for f, ref in ((sad.FUNCTIONS["sech2"](x), sympy.sech(sympy.Symbol("x")) ** 2),
+                   (sad.FUNCTIONS["dsigmoid"](x), sympy.exp(-sympy.Symbol("x")) / (1 + sympy.exp(-sympy.Symbol("x"))) ** 2)):
+        d2 = f.grad_graph(x).grad_graph(x)
+        assert abs(d2.eval() - sympy_value(sympy.diff(ref, sympy.Symbol("x"), 2), x=0.7)) < 1e-13
