@@ -35,7 +35,8 @@ from .ad import operators as ops
 from .compile.devices import on_host
 from .compile.lambdify import lambdify
 from .core import Tape, Term
-from .trace import Traced, _check_callable, _real_leaf
+from .pytrees import real_leaf
+from .trace import Traced, _check_callable
 
 #: Probe evaluations per compiled call of the stochastic Laplacian: x and v are broadcast to
 #: (points, probes) blocks of about this many entries, so memory stays bounded.
@@ -103,7 +104,7 @@ class _Batched:
         functools.update_wrapper(self, f)
 
     def __call__(self, points: Any) -> Any:
-        _real_leaf(self.what)(points, "the points")
+        real_leaf(self.what)(points, "the points")
         array = np.asarray(points, dtype=float)
         if array.ndim == 0:
             raise ValueError(f"{self.what}: points must be an array of shape (d,) for one point or (n, d) for a "

@@ -39,7 +39,7 @@ import functools
 import gc
 import math
 import threading
-from typing import Any, Callable, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -56,156 +56,7 @@ from .core import Tape, Term, checks, dependencies
 from .functions.kinks import Select
 from .interop.numpy_dispatch import TermArray
 from .numeric import modes
-
-
-# -- pytrees ---------------------------------------------------------------------------------------
-class Tree(NamedTuple):
-    """The structure of an argument or a result: a leaf (``meta``: its shape), None, or a tuple,
-    list, dict (``meta``: its sorted keys) or namedtuple (``meta``: its class) of subtrees."""
-
-    kind: str
-    meta: Any
-    children: tuple[Tree, ...] = ()
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-
-
-def _container(value: Any) -> tuple[str, Any, list[Any]] | None:
-    """A pytree node's kind, meta and items, or None for a leaf."""
-    if isinstance(value, dict):
-        keys = sorted(value)
-        return "dict", tuple(keys), [value[k] for k in keys]
-    if isinstance(value, tuple) and hasattr(type(value), "_fields"):
-        return "namedtuple", type(value), list(value)
-    if isinstance(value, tuple):
-        return "tuple", None, list(value)
-    if isinstance(value, list) and not (value and all(_number(v) for v in value)):
-        return "list", None, value  # a list of plain numbers is an array, as np.asarray reads it
-    return None
-
-
-def _build(tree: Tree, items: list[Any]) -> Any:
-    if tree.kind == "dict":
-        return dict(zip(tree.meta, items))
-    if tree.kind == "namedtuple":
-        return tree.meta(*items)
-    return tuple(items) if tree.kind == "tuple" else list(items)
-
-
-def flatten(value: Any, where: str = "argument",
-            leaf: Callable[[Any, str], tuple[Any, tuple[int, ...]]] | None = None) -> tuple[list[Any], Tree]:
-    """The leaves of a pytree in JAX's order and its structure; ``leaf(value, path)`` checks a
-    leaf and gives (what to keep, its shape). Iterative, as every walk in the package."""
-    leaves: list[Any] = []
-    done: list[Tree] = []
-    todo: list[tuple[bool, Any, str]] = [(False, value, where)]
-    while todo:
-        built, item, path = todo.pop()
-        if built:
-            kind, meta, n = item
-            children = tuple(done[len(done) - n:])
-            del done[len(done) - n:]
-            done.append(Tree(kind, meta, children))
-            continue
-        if item is None:
-            done.append(Tree("none", None))
-            continue
-        node = _container(item)
-        if node is None:
-            kept, shape = leaf(item, path) if leaf is not None else (item, np.shape(item))
-            leaves.append(kept)
-            done.append(Tree("leaf", tuple(shape)))
-            continue
-        kind, meta, items = node
-        todo.append((True, (kind, meta, len(items)), path))
-        labels = meta if kind == "dict" else range(len(items))
-        todo.extend((False, v, f"{path}[{k!r}]") for k, v in reversed(list(zip(labels, items))))
-    return leaves, done[0]
-
-
-def unflatten(tree: Tree, leaves: Sequence[Any]) -> Any:
-    """The pytree of ``tree``'s structure with these leaves, in order (iterative)."""
-    values = iter(leaves)
-    done: list[Any] = []
-    todo: list[tuple[Tree, bool]] = [(tree, False)]
-    while todo:
-        node, built = todo.pop()
-        if node.kind == "leaf":
-            done.append(next(values))
-        elif node.kind == "none":
-            done.append(None)
-        elif not built:
-            todo.append((node, True))
-            todo.extend((c, False) for c in reversed(node.children))
-        else:
-            n = len(node.children)
-            items = done[len(done) - n:]
-            del done[len(done) - n:]
-            done.append(_build(node, items))
-    return done[0]
-
-
-def leaf_shapes(tree: Tree) -> list[tuple[int, ...]]:
-    """The shapes of a tree's leaves, in order."""
-    shapes, todo = [], [tree]
-    while todo:
-        node = todo.pop()
-        if node.kind == "leaf":
-            shapes.append(node.meta)
-        todo.extend(reversed(node.children))
-    return shapes
-
-
-def _shown(value: Any) -> str:
-    return f"{type(value).__name__} {value!r:.80}"
-
-
-def _real_leaf(what: str) -> Callable[[Any, str], tuple[Any, tuple[int, ...]]]:
-    """The leaf check of traced arguments: a real number or an array of real numbers, refused
-    before anything is traced or cast (NumPy's cast of a complex array to float drops the
-    imaginary part with only a ComplexWarning: a real answer to a question not asked)."""
-
-    def check(value: Any, path: str) -> tuple[Any, tuple[int, ...]]:
-        dtype = getattr(value, "dtype", None)  # read, not converted: a Dask array stays lazy
-        try:
-            kind = np.dtype(dtype).kind if dtype is not None else np.asarray(value).dtype.kind
-        except (TypeError, ValueError):
-            kind = "?"
-        if kind == "c" or (kind == "O" and any(isinstance(v, (complex, np.complexfloating))
-                                               for v in np.asarray(value).ravel())):
-            raise TypeError(f"{what}: {path} is complex ({_shown(value)}); complex input is not supported; give a "
-                            "real number or an array of real numbers (a complex function is two real ones: "
-                            "pass the real and imaginary parts as separate arguments)")
-        if kind not in "biufO" or (kind == "O" and not all(_number(v) or isinstance(v, (bool, np.bool_))
-                                                          for v in np.asarray(value).ravel())):
-            raise TypeError(f"{what}: {path} must be a real number or an array of real numbers, got {_shown(value)}; "
-                            "tuples, lists, dicts and None holding them are taken apart (JAX's pytrees)")
-        return value, tuple(np.shape(value))
-
-    return check
-
-
-def _static_key(kwargs: dict[str, Any], what: str) -> tuple[Any, ...]:
-    """The keyword arguments as part of the cache key: hashable values as they are, arrays by
-    their bytes, containers by their items; anything else is refused."""
-    parts = []
-    for name in sorted(kwargs):
-        leaves, tree = flatten(kwargs[name], f"keyword argument {name!r}")
-        keys: list[Any] = []
-        for v in leaves:
-            if isinstance(v, np.ndarray):
-                keys.append(("ndarray", v.shape, v.dtype.str, v.tobytes()))
-                continue
-            try:
-                hash(v)
-            except TypeError:
-                raise TypeError(f"{what}: keyword argument {name!r} is static (part of the cache key, not "
-                                f"differentiated), so it must be hashable or an array, got {_shown(v)}") from None
-            keys.append((type(v), v))
-        parts.append((name, tree, tuple(keys)))
-    return tuple(parts)
+from .pytrees import Tree, flatten, is_number, leaf_shapes, real_leaf, shown, static_key, unflatten
 
 
 # -- the trace -------------------------------------------------------------------------------------
@@ -291,9 +142,9 @@ class Traced:
             out = out[()]
         if isinstance(out, Term):
             return out
-        if _number(out):
+        if is_number(out):
             return self.tape.const(float(out))
-        raise TypeError(f"{what} needs a function returning one number, got {_shown(out)}")
+        raise TypeError(f"{what} needs a function returning one number, got {shown(out)}")
 
     def scalar_output(self, what: str) -> Term:
         return self.scalar(self.out, what)
@@ -304,7 +155,7 @@ class Traced:
             return self.out, None
         if not (isinstance(self.out, (tuple, list)) and len(self.out) == 2):
             raise TypeError(f"{what}(..., has_aux=True) needs a function returning a pair (value, aux), got "
-                            f"{_shown(self.out)}")
+                            f"{shown(self.out)}")
         return self.out[0], self.out[1]
 
     def outputs(self, what: str, out: Any = None) -> tuple[list[Term], tuple[int, ...]]:
@@ -316,7 +167,7 @@ class Traced:
     def _term(self, item: Any, what: str) -> Term:
         if isinstance(item, Term):
             return item
-        if _number(item):
+        if is_number(item):
             return self.tape.const(float(item))
         raise TypeError(f"{what} needs a function returning numbers, got an element {item!r:.80}")
 
@@ -422,7 +273,7 @@ class _Transformed:
     def _signature(self, args: Sequence[Any], kwargs: dict[str, Any],
                    levels: Sequence[tuple[bool, ...]] | None) -> tuple[list[list[Any]], list[Tree], Any]:
         """Each argument's leaves and per-point structure (batch axes taken off), and the key."""
-        check = _real_leaf(self.what)
+        check = real_leaf(self.what)
         leaves, trees = [], []
         for k, arg in enumerate(args):
             found, tree = flatten(arg, f"argument {k}", check)
@@ -435,7 +286,7 @@ class _Transformed:
                 tree = _strip(tree, nb)
             leaves.append(found)
             trees.append(tree)
-        return leaves, trees, (tuple(trees), _static_key(kwargs, self.what))
+        return leaves, trees, (tuple(trees), static_key(kwargs, self.what))
 
     def run(self, args: Sequence[Any], kwargs: dict[str, Any], levels: Sequence[tuple[bool, ...]] | None) -> Any:
         """The transform at ``args``; ``levels``: per argument, whether each level of vmap (the
@@ -607,10 +458,10 @@ class _Derivative(_Transformed):
     trace has one var per argument whatever the shapes, and the compiled program broadcasts."""
 
     def run(self, args: Sequence[Any], kwargs: dict[str, Any], levels: Sequence[tuple[bool, ...]] | None) -> Any:
-        check = _real_leaf(self.what)
+        check = real_leaf(self.what)
         for k, a in enumerate(args):
             check(a, f"argument {k}")
-        key = (len(args), _static_key(kwargs, self.what))
+        key = (len(args), static_key(kwargs, self.what))
         if key not in self.cache:
             with _collector_paused():
                 trace = Traced(self.f, [()] * len(args), self.what, kwargs)
@@ -679,7 +530,7 @@ def _pairs(primals: Any, tangents: Any, what: str) -> tuple[tuple[Any, ...], tup
     """JAX's (primals, tangents): two tuples (or lists) of arguments of the same structure."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError(f"{what}(f, primals, tangents): primals and tangents are tuples of the arguments of f, got "
-                        f"{_shown(primals)} and {_shown(tangents)}")
+                        f"{shown(primals)} and {shown(tangents)}")
     if len(primals) != len(tangents):
         raise ValueError(f"{what}: {len(primals)} primal(s) but {len(tangents)} tangent(s); give one tangent per "
                          "argument, of the same structure")
@@ -872,7 +723,7 @@ class _Vmapped:
                 moved.append(arg)
                 continue
             nb = sum(before)
-            leaves, tree = flatten(arg, f"argument {k}", _real_leaf("vmap"))
+            leaves, tree = flatten(arg, f"argument {k}", real_leaf("vmap"))
             shifted = []
             for leaf in leaves:
                 array = np.asarray(leaf)
@@ -903,5 +754,5 @@ def vmap(fn: Callable[..., Any], in_axes: Any = 0) -> Callable[..., Any]:
     array([1., 1.])
     """
     if not callable(fn):
-        raise TypeError(f"vmap() takes a function to map, got {_shown(fn)}")
+        raise TypeError(f"vmap() takes a function to map, got {shown(fn)}")
     return _Vmapped(fn, in_axes)

@@ -163,7 +163,7 @@ def test_sad_functions_on_traced_arrays():
 def test_pytrees_of_nested_containers_round_trip_and_differentiate():
     """A container nested 300 deep (dicts, lists, None, empty tuples) comes back as it was from
     flatten/unflatten, and its one leaf is differentiated through the nesting."""
-    from subgraph_ad.trace import flatten, unflatten
+    from subgraph_ad.pytrees import flatten, unflatten
 
     deep = 2.0
     for k in range(300):

@@ -148,7 +148,7 @@ def test_containers_of_every_kind_flatten_in_jax_order():
         return f
 
     same_tree(sad.grad(make(np))(tree), jax.grad(make(jnp))(tree))
-    from subgraph_ad.trace import flatten
+    from subgraph_ad.pytrees import flatten
     leaves, _ = flatten(tree)
     assert [np.asarray(v).tolist() for v in leaves] == [np.asarray(v).tolist() for v in jax.tree_util.tree_leaves(tree)]
 
