@@ -1,7 +1,9 @@
 """Shared fixtures: a fresh tape with the seeds' vars, and a SymPy reference evaluator."""
 
 import math
+import multiprocessing
 import os
+import queue
 import shutil
 import tempfile
 
@@ -41,6 +43,27 @@ def close(ours: float, ref: float, rtol: float = 1e-9) -> bool:
     if math.isnan(ref):
         return math.isnan(ours)
     return abs(ours - ref) <= rtol * max(1.0, abs(ref))
+
+
+def in_forked_child(work, hang: str):
+    """``work()`` run in a forked child, its result sent back; ``hang`` is the failure message if
+    the child never answers. The bound (120 s on a call of milliseconds) is only ever reached by
+    a hang; the child is killed if it is still alive, and must have exited cleanly."""
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    child = context.Process(target=lambda: results.put(work()), daemon=True)
+    child.start()
+    try:
+        got = results.get(timeout=120)
+        child.join(timeout=120)
+    except queue.Empty:
+        pytest.fail(hang)
+    finally:
+        if child.is_alive():
+            child.kill()
+            child.join()
+    assert child.exitcode == 0
+    return got
 
 
 class Softplus(sad.UnaryFn):

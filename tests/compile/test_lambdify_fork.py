@@ -7,14 +7,12 @@ forever. The oracle is NumPy's closed form of the same function.
 
 from __future__ import annotations
 
-import multiprocessing
-import queue
-
 import numpy as np
 import pytest
 
 from subgraph_ad import Tape, exp, lambdify, sin
 from subgraph_ad.compile import lambdify as lambdify_module
+from conftest import in_forked_child
 
 #: More points than one block (16,384), so that a call uses the pool.
 POINTS = np.linspace(-3.0, 3.0, 40_000)
@@ -33,19 +31,6 @@ def test_a_forked_child_runs_a_compiled_function_the_parent_ran_on_many_points(m
     f = lambdify([x], sin(x) * exp(x))
     np.testing.assert_allclose(f(POINTS), closed_form(POINTS), rtol=1e-13)  # the parent's pool now exists
 
-    context = multiprocessing.get_context("fork")
-    results = context.Queue()
-    child = context.Process(target=lambda: results.put(f(POINTS)), daemon=True)
-    child.start()
-    try:
-        # A generous bound on a call of milliseconds: only a hang reaches it.
-        got = results.get(timeout=120)
-        child.join(timeout=120)
-        assert child.exitcode == 0
-    except queue.Empty:
-        pytest.fail("the forked child did not finish its compiled call: it waits on the parent's pool threads")
-    finally:
-        if child.is_alive():
-            child.kill()
-            child.join()
+    got = in_forked_child(lambda: f(POINTS), "the forked child did not finish its compiled call: "
+                                              "it waits on the parent's pool threads")
     np.testing.assert_allclose(got, closed_form(POINTS), rtol=1e-13)

@@ -13,8 +13,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
-import multiprocessing
-import queue
 import sys
 import threading
 from typing import Any, Callable, Iterator
@@ -25,6 +23,7 @@ import pytest
 import subgraph_ad as sad
 from subgraph_ad import Tape, Term
 from subgraph_ad.core import TapeThreadError
+from conftest import in_forked_child
 
 
 def closed_form(k: float, n: int, x: Any) -> Any:
@@ -264,24 +263,11 @@ def test_a_forked_child_builds_on_a_tape_whose_owner_thread_it_does_not_have():
     """A child process has only the thread that forked: a tape owned by another thread of the
     parent has no running owner there, so the child may take it."""
     tapes: list[tuple[Tape, Term, Term]] = []
-    context = multiprocessing.get_context("fork")
-    results = context.Queue()
     with held(lambda: tapes.append(setup()), "maker"):
         tape, x, f = tapes[0]
         before = snapshot(tape)
-        child = context.Process(target=lambda: results.put(f.diff(x, 6).eval()), daemon=True)
-        try:
-            with pytest.raises(TapeThreadError, match="owned by thread 'maker'"):
-                f.diff(x, 6)  # here the maker still runs
-            child.start()
-            got = results.get(timeout=120)  # a generous bound on a call of milliseconds: only a hang reaches it
-            child.join(timeout=120)
-        except queue.Empty:
-            pytest.fail("the forked child did not finish its build")
-        finally:
-            if child.is_alive():
-                child.kill()
-                child.join()
-    assert child.exitcode == 0
+        with pytest.raises(TapeThreadError, match="owned by thread 'maker'"):
+            f.diff(x, 6)  # here the maker still runs
+        got = in_forked_child(lambda: f.diff(x, 6).eval(), "the forked child did not finish its build")
     assert got == pytest.approx(closed_form(0.5, 6, 0.3), rel=1e-13)
     assert snapshot(tape) == before  # the child's build stayed in the child
