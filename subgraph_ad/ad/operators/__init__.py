@@ -21,8 +21,8 @@ has. Δ of Π sin xᵢ is then −d·Π sin xᵢ without a node.
 Directional jets (``directional_taylor``, ``JETS``) propagate the truncated Taylor coefficients
 of t ↦ u(x + t·v) with the same local partials (the ODE recurrence k·y_k = Σ j·a_j·f′_{k−j}).
 
-The package: ``algebra`` (the values), ``passes`` (what every pass shares), ``laplacian``,
-``jets``, ``tensors`` (one propagation table each), ``arguments`` (the checks).
+The package: ``algebra`` (the values), ``local`` and ``passes`` (what every pass shares),
+``laplacian``, ``jets``, ``tensors`` (one propagation table each), ``arguments`` (the checks).
 
 >>> from subgraph_ad import Tape, exp, sin
 >>> tape = Tape(); x = tape.var("x", 0.5); y = tape.var("y", 1.0)
