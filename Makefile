@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test docs fuzz bench graphviz clean
+.PHONY: demo test quick docs fuzz bench graphviz clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed, found " + sys.version.split()[0])'
@@ -22,6 +22,12 @@ demo: $(STAMP) graphviz
 
 test: $(STAMP) graphviz
 	$(PY) -m pytest
+
+# the every-few-minutes run: the suite without the tests that start a browser, JupyterLab or
+# the documentation site build
+QUICK_SKIP := tests/viz/test_browser.py tests/viz/test_jupyterlab.py tests/test_docs_site.py
+quick: $(STAMP) graphviz
+	$(PY) -m pytest $(addprefix --ignore=,$(QUICK_SKIP))
 
 # the documentation site (mkdocs.yml) into site/, warnings as errors; the API reference is
 # rendered from the docstrings (tests/test_docs_site.py builds it in `make test` too)
