@@ -59,7 +59,8 @@ from . import config
 from .backends import numba as numba_backend
 from .backends import numpy as numpy_backend
 from .devices import BackendWarning, CudaCompiled, JaxCompiled, described
-from .program import CACHE_MIN_STEPS, CHUNK, Program, build_program, define
+from .cache import CACHE_MIN_STEPS
+from .program import CHUNK, Program, build_program, define
 
 #: Points per block of the NumPy backend: 16384 float64 = 128 KiB per register (measured best).
 BLOCK = 16384
