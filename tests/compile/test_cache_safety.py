@@ -61,15 +61,18 @@ def _check(f, then=lambda z: z) -> None:
     assert f(0.3) == pytest.approx(float(then(_expected([0.3]))[0]), rel=1e-12, abs=1e-12)
 
 
-def _compile_spy(monkeypatch):
-    """Count Python's compiles of generated code (``compile``, shadowed in program's module)."""
+def _compile_spy(monkeypatch, backend="numpy"):
+    """Count the compiles of generated code: Python's (``compile``, shadowed in program's
+    module) for the NumPy backend's code objects, LLVM's for the Numba backend's object code."""
     calls = []
+    module, name = (program_module, "compile") if backend == "numpy" else (numba_backend, "_compile")
+    real = getattr(module, name, getattr(builtins, name, None))
 
     def spy(*args, **kwargs):
         calls.append(args)
-        return builtins.compile(*args, **kwargs)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(program_module, "compile", spy, raising=False)
+    monkeypatch.setattr(module, name, spy, raising=False)
     return calls
 
 
@@ -211,8 +214,6 @@ def test_an_entry_keyed_by_another_secret_is_refused(root, monkeypatch):
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
 def test_an_entry_of_another_owner_is_not_loaded(tmp_path, monkeypatch, backend):
     """A correct entry, but owned by another user (planted), is compiled again, not loaded."""
-    if backend == "numba":
-        pytest.importorskip("numba")
     folder = tmp_path / "cache"
     folder.mkdir(mode=0o700)
     monkeypatch.setenv("SUBGRAPH_AD_CACHE", str(folder))
@@ -223,10 +224,7 @@ def test_an_entry_of_another_owner_is_not_loaded(tmp_path, monkeypatch, backend)
     for entry in entries:
         os.chown(entry, OTHER_UID, OTHER_UID)
     monkeypatch.setattr(numba_backend, "_LIVE", weakref.WeakValueDictionary())
-    compiled = _compile_spy(monkeypatch) if backend == "numpy" else []
-    if backend == "numba":
-        real = numba_backend._compile
-        monkeypatch.setattr(numba_backend, "_compile", lambda *a: compiled.append(a) or real(*a))
+    compiled = _compile_spy(monkeypatch, backend)
     x, z = _chain()
     values = sad.lambdify([x], z, backend=backend)(POINTS)
     assert np.allclose(values, _expected(POINTS), rtol=1e-12, atol=1e-12)
