@@ -114,7 +114,7 @@ def cache_load(kind: str, key: str) -> bytes | None:
         secret = _read_own(folder, "key", _KEY_SIZE)
         name = f"{kind}-{key}"
         raw = _read_own(folder, name, ENTRY_LIMIT + 256, touch=True)
-        if secret is None or raw is None:
+        if secret is None or len(secret) != _KEY_SIZE or raw is None:
             return None
         header, _, data = raw.partition(b"\n\n")
         if not hmac.compare_digest(header, _header(secret, name, data)):
