@@ -24,7 +24,8 @@ hand it to other array libraries (``devices``):
 Compiled code is kept in a persistent cache (``SUBGRAPH_AD_CACHE``, a directory or ``off``;
 the user's cache directory by default; ``lambdify(..., cache=False)`` to skip), keyed by its
 generated text: a new process with the same program loads machine code and Python code objects
-instead of compiling them. A compiled function works elementwise on NumPy arrays, and on Dask
+instead of compiling them. It keeps a private folder of its own there, touches no other file,
+and refuses (``CacheWarning``) a folder that another user owns or can write (``compile.cache``). A compiled function works elementwise on NumPy arrays, and on Dask
 arrays blockwise (``dask.array.map_blocks`` under the hood; the result is a lazy Dask array).
 It pickles, so Dask's distributed workers can run it. Like ``eval``, it gives IEEE values
 without NumPy's floating-point warnings; ``lambdify(..., warn=True)`` reports them where NumPy
@@ -59,7 +60,8 @@ from . import config
 from .backends import numba as numba_backend
 from .backends import numpy as numpy_backend
 from .devices import BackendWarning, CudaCompiled, JaxCompiled, described
-from .program import CACHE_MIN_STEPS, CHUNK, Program, build_program, define
+from .cache import CACHE_MIN_STEPS
+from .program import CHUNK, Program, build_program, define
 
 #: Points per block of the NumPy backend: 16384 float64 = 128 KiB per register (measured best).
 BLOCK = 16384

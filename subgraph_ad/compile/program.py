@@ -9,20 +9,14 @@ here, so a new backend is one lowering table over this program.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import hashlib
 import heapq
-import importlib.metadata
 import importlib.util
 import marshal
 import math
-import os
 import sys
-import threading
 import types
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -30,6 +24,7 @@ import numpy as np
 from ..core import Tape, Term, dependencies
 from ..functions import Function
 from ..functions.elementary import steps
+from .cache import cache_key, cache_load, cache_store
 
 #: An operand: ``("in", k)`` the k-th input, ``("c", value)`` a constant, ``("t", node)`` a temporary.
 Operand = tuple[str, Any]
@@ -138,9 +133,9 @@ def _library(value: Any) -> bool:
 def define(source: str, names: dict[str, Any], label: str, cache: bool = False) -> Callable[..., Any]:
     """Run generated source (our own code, never user text) and return the ``_f`` it defines.
 
-    With ``cache``, the compiled code object is kept in the persistent cache (``marshal``, keyed
-    by the source and the Python version): a new process skips Python's compiler, about 15 µs a
-    line. The names it calls are looked up in ``names`` at run time, so the cached code runs
+    With ``cache``, the compiled code object is kept in the persistent cache (``compile.cache``:
+    ``marshal`` data keyed by the source and the Python version): a new process skips Python's
+    compiler, about 15 µs a line. The names it calls are looked up in ``names`` at run time, so the cached code runs
     this process's functions.
     """
     filename = f"<subgraph_ad.lambdify:{label}>"
@@ -159,108 +154,6 @@ def define(source: str, names: dict[str, Any], label: str, cache: bool = False) 
     exec(code, names)
     f: Callable[..., Any] = names["_f"]  # the generated source defines _f as a function
     return f
-
-
-# -- the persistent cache --------------------------------------------------------------------------
-#: Bumped when what an entry holds changes meaning; part of every entry's check.
-CACHE_FORMAT = b"subgraph_ad cache 1"
-#: Programs below this many steps compile in milliseconds: not worth a file.
-CACHE_MIN_STEPS = 1000
-#: The cache is pruned to 80% of this, oldest use first, when a store takes it over.
-CACHE_LIMIT = 1 << 30
-
-
-@functools.cache
-def _version() -> str:
-    try:
-        return importlib.metadata.version("subgraph_ad")
-    except importlib.metadata.PackageNotFoundError:  # run from a checkout that is not installed
-        return "unknown"
-
-
-def cache_key(*parts: str) -> str:
-    """The key of an entry: a hash of what the stored code is compiled from (its generated
-    text, the compiler's versions and target), this library's version and the cache format."""
-    digest = hashlib.sha256(CACHE_FORMAT + f" subgraph_ad {_version()}".encode())
-    for part in parts:
-        digest.update(b"\0" + part.encode())
-    return digest.hexdigest()
-
-
-def cache_directory() -> Path | None:
-    """Where compiled code is kept: ``SUBGRAPH_AD_CACHE`` (a directory, or ``off``), else the
-    user's cache directory (``~/.cache/subgraph_ad``, ``~/Library/Caches/subgraph_ad``,
-    ``%LOCALAPPDATA%\\subgraph_ad``)."""
-    chosen = os.environ.get("SUBGRAPH_AD_CACHE")
-    if chosen is not None:
-        return None if chosen.strip().lower() in ("", "off", "0", "false", "no") else Path(chosen).expanduser()
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "subgraph_ad"
-
-
-def _entry(kind: str, key: str) -> Path | None:
-    root = cache_directory()
-    return None if root is None else root / kind / key[:2] / key[2:]
-
-
-def cache_load(kind: str, key: str) -> bytes | None:
-    """The data stored under ``key``, or None. An entry is used only when its header names this
-    format and this key and its checksum matches: anything else (truncated, corrupt, from
-    another version) is deleted and reported missing, so it is rebuilt."""
-    path = _entry(kind, key)
-    if path is None:
-        return None
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        return None
-    header, _, data = raw.partition(b"\n\n")
-    if header != _header(key, data):
-        with contextlib.suppress(OSError):
-            path.unlink()
-        return None
-    with contextlib.suppress(OSError):
-        os.utime(path)  # last use, for pruning
-    return data
-
-
-def cache_store(kind: str, key: str, data: bytes) -> None:
-    """Keep ``data`` under ``key`` (written whole, then renamed: a reader never sees half a
-    file). A cache that cannot be written is no error: the code is compiled again next time."""
-    path = _entry(kind, key)
-    if path is None:
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        part = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.part")
-        part.write_bytes(_header(key, data) + b"\n\n" + data)
-        os.replace(part, path)
-        _prune(path.parents[2])
-    except OSError:
-        pass
-
-
-def _header(key: str, data: bytes) -> bytes:
-    return CACHE_FORMAT + b" " + key.encode() + b" " + hashlib.sha256(data).hexdigest().encode()
-
-
-def _prune(root: Path) -> None:
-    """Delete the least recently used entries while the cache is over ``CACHE_LIMIT``."""
-    entries = [(p.stat().st_mtime, p.stat().st_size, p) for p in root.glob("*/*/*") if p.is_file()]
-    total = sum(size for _, size, _ in entries)
-    if total <= CACHE_LIMIT:
-        return
-    for _, size, path in sorted(entries):
-        if total <= 0.8 * CACHE_LIMIT:
-            break
-        with contextlib.suppress(OSError):
-            path.unlink()
-            total -= size
 
 
 # -- analyses --------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ vectors where glibc's libmvec has them, else lane by lane, and anything else —
 Python scalar, a function with no spelling — compiled by Numba as a C callback
 (``numba.cfunc``). Calls go through a table of addresses passed at run time, as constants do,
 so the machine code depends on the program's shape only and is kept in the persistent cache
-(``program.cache_load``), keyed by the IR text, the CPU and the versions.
+(``compile.cache``), keyed by the IR text, the CPU and the versions.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ import numpy as np
 
 from ...functions import Function
 from ...functions.elementary import ELEMENTARY, Elementary, steps
-from ..program import (CACHE_MIN_STEPS, CHUNK, Chunks, Operand, Program, cache_key, cache_load, cache_store, callee,
-                       chunks, define, namespace, scalar_call)
+from ..cache import CACHE_MIN_STEPS, cache_key, cache_load, cache_store
+from ..program import CHUNK, Chunks, Operand, Program, callee, chunks, define, namespace, scalar_call
 
 NAME = "Numba"
 #: The options of ``lambdify`` this backend takes.

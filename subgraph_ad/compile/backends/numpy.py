@@ -20,8 +20,9 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from ...functions.elementary import steps
-from ..program import (CACHE_MIN_STEPS, CHUNK, Operand, Program, allocate, callee, chunks, define, literal, namespace,
-                       read_counts, scalar_call)
+from ..cache import CACHE_MIN_STEPS
+from ..program import (CHUNK, Operand, Program, allocate, callee, chunks, define, literal, namespace, read_counts,
+                       scalar_call)
 
 NAME = "NumPy"
 #: The options of ``lambdify`` this backend takes.
