@@ -203,10 +203,39 @@ def _floating(*values: Any) -> tuple[Any, ...]:
     return tuple(a if jnp.issubdtype(a.dtype, jnp.inexact) else a.astype(jnp.result_type(float)) for a in arrays)
 
 
+def wide(args: Sequence[Any]) -> bool:
+    """Whether a call asks for float64, as NumPy would compute it: an argument of a 64-bit type
+    (a float64 or integer array, a float64 JAX array), or nothing but Python numbers. A Python
+    number beside a float32 array is weak, as in NumPy and JAX (float32 + 0.5 is float32), and
+    JAX's tracers inside a user's ``jit`` are whatever JAX made them."""
+    strong = [a for a in args if type(a) not in (bool, int, float)]
+    if not strong:
+        return True
+    for a in strong:
+        dtype = np.dtype(a.dtype) if hasattr(a, "dtype") else np.asarray(a).dtype
+        if dtype.kind in "biu" or (dtype.kind == "f" and dtype.itemsize >= 8) or (dtype.kind == "c" and dtype.itemsize >= 16):
+            return True
+    return False
+
+
 def function(program: Program) -> Callable[..., tuple[Any, ...]]:
     """The program as a function of JAX arrays or numbers (broadcast like NumPy) returning a
     tuple of JAX arrays; usable inside ``jax.jit``, ``jax.vmap`` and ``jax.grad``.
 
+    A float64 call (``wide``) runs with JAX's 64-bit types on for that call only (JAX's
+    ``enable_x64`` scope, thread-local): without it JAX would read float64 NumPy input as
+    float32 and answer to 1e-7, and the user's global ``jax_enable_x64`` is theirs to set.
+    float32 in is computed and returned in float32.
+
     ImportError without JAX; NotLowerable for a function JAX cannot compute."""
+    jax, _ = _jax()
     text, names = source(program)
-    return define(text, names, "jax")
+    compute = define(text, names, "jax")
+
+    def call(*args: Any) -> tuple[Any, ...]:
+        if wide(args):
+            with jax.enable_x64(True):
+                return compute(*args)  # type: ignore[no-any-return]
+        return compute(*args)  # type: ignore[no-any-return]
+
+    return call
