@@ -23,6 +23,8 @@ when that works on JAX tracers (the polygamma family, whose ``f`` is SciPy's, is
 from __future__ import annotations
 
 import functools
+import math
+from fractions import Fraction
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -34,6 +36,8 @@ from ..program import Operand, Program, define, literal
 from .c import NotLowerable
 
 NAME = "JAX"
+#: float64's relative rounding unit
+EPS = float(np.finfo(np.float64).eps)
 
 
 def _jax() -> tuple[Any, Any]:
@@ -80,12 +84,63 @@ def _own() -> dict[str, Any]:
 SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "tgamma": "gamma", "lgamma": "gammaln"}
 
 
-def _polygamma(n: int, v: Any) -> Any:
-    """ψ⁽ⁿ⁾ in JAX; ψ(±0) is ∓inf, as SciPy's digamma (JAX's is nan there)."""
+#: Bernoulli numbers B₂, B₄, …, B₂₂: the asymptotic series of ψ⁽ⁿ⁾ keeps the first ten
+#: terms, and the eleventh bounds what it leaves out.
+BERNOULLI = (Fraction(1, 6), Fraction(-1, 30), Fraction(1, 42), Fraction(-1, 30), Fraction(5, 66),
+             Fraction(-691, 2730), Fraction(7, 6), Fraction(-3617, 510), Fraction(43867, 798),
+             Fraction(-174611, 330), Fraction(854513, 138))
+
+
+@functools.cache
+def asymptotic(n: int) -> tuple[float, tuple[float, ...]]:
+    """Where and how ψ⁽ⁿ⁾ (n >= 1) is its asymptotic series,
+    ψ⁽ⁿ⁾(x) = (−1)ⁿ⁺¹ (n−1)!/xⁿ · (1 + n/(2x) + Σₖ cₖ x⁻²ᵏ),  cₖ = B₂ₖ (2k+n−1)!/((2k)! (n−1)!):
+    the coefficients c₁…c₁₀, and the x from which the first term left out, which bounds the
+    error of the series (it alternates once x > n), is below a quarter ulp."""
+    c = [b * Fraction(math.factorial(2 * k + n - 1), math.factorial(2 * k) * math.factorial(n - 1))
+         for k, b in enumerate(BERNOULLI, 1)]
+    kept, first_left_out = c[:-1], abs(float(c[-1]))
+    start = max(float(n), (first_left_out / (EPS / 4)) ** (1.0 / (2 * len(c))))
+    return start, tuple(float(ck) for ck in kept)
+
+
+def _polygamma_tail(n: int, v: Any) -> Any:
+    """ψ⁽ⁿ⁾(v) by ``asymptotic``: (n−1)!/vⁿ as a product of the falling factors j/v, which never
+    underflows before the result does (JAX's own polygamma is 0 at 1e200 for n = 1, where the
+    value is 1e-200, and nan at inf, where it is 0)."""
+    _, coefficients = asymptotic(n)
+    t = 1.0 / v
+    y = t * t
+    series = coefficients[-1]
+    for ck in reversed(coefficients[:-1]):
+        series = series * y + ck
+    lead = t
+    for j in range(1, n):
+        lead = lead * (j * t)
+    return (1.0 if n % 2 else -1.0) * lead * (1.0 + 0.5 * n * t + series * y)
+
+
+@functools.cache
+def _polygamma() -> Callable[[int, Any], Any]:
+    """ψ⁽ⁿ⁾ in JAX: ψ(±0) is ∓inf, as SciPy's digamma (JAX's is nan there); for n >= 1 the
+    asymptotic series from where its error bound allows (``asymptotic``), JAX's polygamma below.
+    Its derivative is the next member (a ``custom_jvp``), so ``jax.grad`` has the tails too."""
     jax, jnp = _jax()
-    if n:
-        return jax.scipy.special.polygamma(n, v)
-    return jnp.where(v == 0.0, -1.0 / v, jax.scipy.special.digamma(v))
+
+    @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+    def polygamma(n: int, v: Any) -> Any:
+        if n == 0:
+            return jnp.where(v == 0.0, -1.0 / v, jax.scipy.special.digamma(v))
+        start, _ = asymptotic(n)
+        far = v >= start
+        return jnp.where(far, _polygamma_tail(n, jnp.where(far, v, start)), jax.scipy.special.polygamma(n, v))
+
+    @polygamma.defjvp
+    def slope(n: int, primals: tuple[Any], tangents: tuple[Any]) -> tuple[Any, Any]:
+        (v,), (dv,) = primals, tangents
+        return polygamma(n, v), polygamma(n + 1, v) * dv
+
+    return polygamma  # type: ignore[no-any-return]
 
 
 def _indicator(ufunc: Any) -> Callable[..., Any]:
@@ -132,7 +187,7 @@ def _call(a: Sequence[str], fn: Function, names: dict[str, Any], key: str) -> st
     no spelling, its ``f`` where that traces with JAX (checked here, on abstract values)."""
     chain = steps(fn.spelling)
     if isinstance(fn, Polygamma):
-        names["_polygamma"] = _polygamma
+        names["_polygamma"] = _polygamma()
         return f"_polygamma({fn.n}, {a[0]})"
     if not chain:
         jax, jnp = _jax()
