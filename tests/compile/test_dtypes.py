@@ -3,8 +3,7 @@ and mpmath: a float64 call computes and returns float64 (on JAX too, whatever JA
 flag says, and without changing it); NumPy and Numba compute in float64 whatever they are given;
 JAX computes float32 in float32 and stays usable under ``jax.jit``, ``jax.vmap`` and ``jax.grad``.
 
-JAX's ``jax_enable_x64`` is left as the process has it (off unless set): these tests are about
-the default a new user meets."""
+Each test runs with JAX's ``jax_enable_x64`` off, the default a new user meets."""
 
 import math
 import warnings
@@ -42,10 +41,14 @@ def truth(xs, ys):
 
 @pytest.fixture
 def x64_off():
-    """JAX as a new process has it: x64 off, and still off after each test."""
-    assert not jax.config.read("jax_enable_x64"), "this module checks JAX's default; x64 was left on"
+    """JAX as a new process has it (x64 off) for the test, and a check that the calls left it
+    off; the process's own setting is restored after."""
+    previous = jax.config.read("jax_enable_x64")
+    jax.config.update("jax_enable_x64", False)
     yield
-    assert not jax.config.read("jax_enable_x64"), "the call flipped JAX's global x64 flag"
+    flipped = jax.config.read("jax_enable_x64")
+    jax.config.update("jax_enable_x64", previous)
+    assert not flipped, "a call flipped JAX's global x64 flag"
 
 
 def compiled(backend):
