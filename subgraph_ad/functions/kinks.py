@@ -151,73 +151,19 @@ def _sympy_isnan(a: Any) -> Any:
     return sympy.S.Zero  # a real SymPy expression is never nan
 
 
-@functools.cache
-def _sympy_classes() -> dict[str, Any]:
-    """SymPy functions for the rounding functions: NumPy's rint (half to even) and trunc, which
-    SymPy lacks, and SymPy's floor, ceiling and Mod with the derivatives SymPy leaves unevaluated
-    (0, and 1 and −floor(a/b)), so a SymPy derivative of them is a number at a point, as here.
-    Integer-valued where they jump; made once, when SymPy is first needed."""
-    import sympy
-
-    class rint(sympy.Function):  # noqa: N801 - SymPy's lower-case function names
-        """Round half to even (NumPy's rint)."""
-
-        _imp_ = staticmethod(lambda v: np.rint(np.asarray(v, dtype=float))[()])  # for sympy.lambdify, any modules
-
-        @classmethod
-        def eval(cls, arg: Any) -> Any:
-            if arg.is_Number:
-                return sympy.Integer(round(sympy.Rational(arg))) if arg.is_finite else arg
-            return None
-
-        def fdiff(self, argindex: int = 1) -> Any:
-            return sympy.S.Zero
-
-    class trunc(sympy.Function):  # noqa: N801
-        """Round toward zero."""
-
-        _imp_ = staticmethod(lambda v: np.trunc(np.asarray(v, dtype=float))[()])
-
-        @classmethod
-        def eval(cls, arg: Any) -> Any:
-            if arg.is_Number:
-                return sympy.Integer(int(sympy.Rational(arg))) if arg.is_finite else arg
-            return None
-
-        def fdiff(self, argindex: int = 1) -> Any:
-            return sympy.S.Zero
-
-    class floor(sympy.floor):  # noqa: N801
-        """SymPy's floor, derivative 0."""
-
-        def fdiff(self, argindex: int = 1) -> Any:
-            return sympy.S.Zero
-
-    class ceiling(sympy.ceiling):  # noqa: N801
-        """SymPy's ceiling, derivative 0."""
-
-        def fdiff(self, argindex: int = 1) -> Any:
-            return sympy.S.Zero
-
-    class Mod(sympy.Mod):
-        """SymPy's Mod (the sign of the divisor, as NumPy's mod), partials 1 and −floor(a/b)."""
-
-        def fdiff(self, argindex: int = 1) -> Any:
-            a, b = self.args
-            return sympy.S.One if argindex == 1 else -floor(a / b)
-
-    return {"rint": rint, "trunc": trunc, "floor": floor, "ceiling": ceiling, "Mod": Mod}
-
-
 def _sympy_named(name: str) -> Callable[..., Any]:
     def convert(*args: Any) -> Any:
-        return _sympy_classes()[name](*args)
+        from .sympy_rounding import CLASSES
+
+        return CLASSES[name](*args)
 
     return convert
 
 
 def _sympy_fmod(a: Any, b: Any) -> Any:
-    return a - b * _sympy_classes()["trunc"](a / b)
+    from .sympy_rounding import fmod
+
+    return fmod(a, b)
 
 
 def _mod(a: float, b: float) -> float:

@@ -261,18 +261,18 @@ def latex(term: Term, max_lines: int | None = MAX_LINES, width: int = WIDTH) -> 
     block, so a large derivative is never expanded into one exponentially long expression."""
     import sympy
 
-    from .sympy_bridge import convert
+    from .sympy_bridge import convert, to_latex
 
     _check(max_lines, width)
     plan = layout(term, width)
     tape = term.tape
     if not plan.temps:
-        return f"$\\displaystyle {sympy.latex(convert(tape, [plan.root])[plan.root])}$"
+        return f"$\\displaystyle {to_latex(convert(tape, [plan.root])[plan.root])}$"
     symbols = {i: sympy.Symbol(f"{plan.prefix}_{k}") for k, i in enumerate(plan.temps, 1)}
     shown, cut = plan.shown(max_lines)
     exprs = convert(tape, [*shown, plan.root], symbols)
-    rows = [f"{sympy.latex(symbols[i])} &= {sympy.latex(exprs[i])}" for i in shown]
+    rows = [f"{to_latex(symbols[i])} &= {to_latex(exprs[i])}" for i in shown]
     if cut:
         rows.append(f"& \\text{{{_note(cut, plan.size)}}}".replace("_", "\\_"))
-    rows.append(f"& {sympy.latex(exprs[plan.root])}")
+    rows.append(f"& {to_latex(exprs[plan.root])}")
     return "$\\displaystyle \\begin{aligned}" + " \\\\ ".join(rows) + "\\end{aligned}$"

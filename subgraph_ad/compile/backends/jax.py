@@ -23,6 +23,8 @@ when that works on JAX tracers (the polygamma family, whose ``f`` is SciPy's, is
 from __future__ import annotations
 
 import functools
+import math
+from fractions import Fraction
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -34,6 +36,8 @@ from ..program import Operand, Program, define, literal
 from .c import NotLowerable
 
 NAME = "JAX"
+#: float64's relative rounding unit
+EPS = float(np.finfo(np.float64).eps)
 
 
 def _jax() -> tuple[Any, Any]:
@@ -80,12 +84,63 @@ def _own() -> dict[str, Any]:
 SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "tgamma": "gamma", "lgamma": "gammaln"}
 
 
-def _polygamma(n: int, v: Any) -> Any:
-    """ψ⁽ⁿ⁾ in JAX; ψ(±0) is ∓inf, as SciPy's digamma (JAX's is nan there)."""
+#: Bernoulli numbers B₂, B₄, …, B₂₂: the asymptotic series of ψ⁽ⁿ⁾ keeps the first ten
+#: terms, and the eleventh bounds what it leaves out.
+BERNOULLI = (Fraction(1, 6), Fraction(-1, 30), Fraction(1, 42), Fraction(-1, 30), Fraction(5, 66),
+             Fraction(-691, 2730), Fraction(7, 6), Fraction(-3617, 510), Fraction(43867, 798),
+             Fraction(-174611, 330), Fraction(854513, 138))
+
+
+@functools.cache
+def asymptotic(n: int) -> tuple[float, tuple[float, ...]]:
+    """Where and how ψ⁽ⁿ⁾ (n >= 1) is its asymptotic series,
+    ψ⁽ⁿ⁾(x) = (−1)ⁿ⁺¹ (n−1)!/xⁿ · (1 + n/(2x) + Σₖ cₖ x⁻²ᵏ),  cₖ = B₂ₖ (2k+n−1)!/((2k)! (n−1)!):
+    the coefficients c₁…c₁₀, and the x from which the first term left out, which bounds the
+    error of the series (it alternates once x > n), is below a quarter ulp."""
+    c = [b * Fraction(math.factorial(2 * k + n - 1), math.factorial(2 * k) * math.factorial(n - 1))
+         for k, b in enumerate(BERNOULLI, 1)]
+    kept, first_left_out = c[:-1], abs(float(c[-1]))
+    start = max(float(n), (first_left_out / (EPS / 4)) ** (1.0 / (2 * len(c))))
+    return start, tuple(float(ck) for ck in kept)
+
+
+def _polygamma_tail(n: int, v: Any) -> Any:
+    """ψ⁽ⁿ⁾(v) by ``asymptotic``: (n−1)!/vⁿ as a product of the falling factors j/v, which never
+    underflows before the result does (JAX's own polygamma is 0 at 1e200 for n = 1, where the
+    value is 1e-200, and nan at inf, where it is 0)."""
+    _, coefficients = asymptotic(n)
+    t = 1.0 / v
+    y = t * t
+    series = coefficients[-1]
+    for ck in reversed(coefficients[:-1]):
+        series = series * y + ck
+    lead = t
+    for j in range(1, n):
+        lead = lead * (j * t)
+    return (1.0 if n % 2 else -1.0) * lead * (1.0 + 0.5 * n * t + series * y)
+
+
+@functools.cache
+def _polygamma() -> Callable[[int, Any], Any]:
+    """ψ⁽ⁿ⁾ in JAX: ψ(±0) is ∓inf, as SciPy's digamma (JAX's is nan there); for n >= 1 the
+    asymptotic series from where its error bound allows (``asymptotic``), JAX's polygamma below.
+    Its derivative is the next member (a ``custom_jvp``), so ``jax.grad`` has the tails too."""
     jax, jnp = _jax()
-    if n:
-        return jax.scipy.special.polygamma(n, v)
-    return jnp.where(v == 0.0, -1.0 / v, jax.scipy.special.digamma(v))
+
+    @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+    def polygamma(n: int, v: Any) -> Any:
+        if n == 0:
+            return jnp.where(v == 0.0, -1.0 / v, jax.scipy.special.digamma(v))
+        start, _ = asymptotic(n)
+        far = v >= start
+        return jnp.where(far, _polygamma_tail(n, jnp.where(far, v, start)), jax.scipy.special.polygamma(n, v))
+
+    @polygamma.defjvp
+    def slope(n: int, primals: tuple[Any], tangents: tuple[Any]) -> tuple[Any, Any]:
+        (v,), (dv,) = primals, tangents
+        return polygamma(n, v), polygamma(n + 1, v) * dv
+
+    return polygamma  # type: ignore[no-any-return]
 
 
 def _indicator(ufunc: Any) -> Callable[..., Any]:
@@ -132,7 +187,7 @@ def _call(a: Sequence[str], fn: Function, names: dict[str, Any], key: str) -> st
     no spelling, its ``f`` where that traces with JAX (checked here, on abstract values)."""
     chain = steps(fn.spelling)
     if isinstance(fn, Polygamma):
-        names["_polygamma"] = _polygamma
+        names["_polygamma"] = _polygamma()
         return f"_polygamma({fn.n}, {a[0]})"
     if not chain:
         jax, jnp = _jax()
@@ -203,10 +258,39 @@ def _floating(*values: Any) -> tuple[Any, ...]:
     return tuple(a if jnp.issubdtype(a.dtype, jnp.inexact) else a.astype(jnp.result_type(float)) for a in arrays)
 
 
+def wide(args: Sequence[Any]) -> bool:
+    """Whether a call asks for float64, as NumPy would compute it: an argument of a 64-bit type
+    (a float64 or integer array, a float64 JAX array), or nothing but Python numbers. A Python
+    number beside a float32 array is weak, as in NumPy and JAX (float32 + 0.5 is float32), and
+    JAX's tracers inside a user's ``jit`` are whatever JAX made them."""
+    strong = [a for a in args if type(a) not in (bool, int, float)]
+    if not strong:
+        return True
+    for a in strong:
+        dtype = np.dtype(a.dtype) if hasattr(a, "dtype") else np.asarray(a).dtype
+        if dtype.kind in "biu" or (dtype.kind == "f" and dtype.itemsize >= 8) or (dtype.kind == "c" and dtype.itemsize >= 16):
+            return True
+    return False
+
+
 def function(program: Program) -> Callable[..., tuple[Any, ...]]:
     """The program as a function of JAX arrays or numbers (broadcast like NumPy) returning a
     tuple of JAX arrays; usable inside ``jax.jit``, ``jax.vmap`` and ``jax.grad``.
 
+    A float64 call (``wide``) runs with JAX's 64-bit types on for that call only (JAX's
+    ``enable_x64`` scope, thread-local): without it JAX would read float64 NumPy input as
+    float32 and answer to 1e-7, and the user's global ``jax_enable_x64`` is theirs to set.
+    float32 in is computed and returned in float32.
+
     ImportError without JAX; NotLowerable for a function JAX cannot compute."""
+    jax, _ = _jax()
     text, names = source(program)
-    return define(text, names, "jax")
+    compute = define(text, names, "jax")
+
+    def call(*args: Any) -> tuple[Any, ...]:
+        if wide(args):
+            with jax.enable_x64(True):
+                return compute(*args)  # type: ignore[no-any-return]
+        return compute(*args)  # type: ignore[no-any-return]
+
+    return call
