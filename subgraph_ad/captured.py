@@ -180,8 +180,8 @@ def _probes(value: Any, names: tuple[str, ...], where: str) -> tuple[tuple[str, 
     if isinstance(value, types.FunctionType):
         code = value.__code__
         library, names = _code(code)
-        if library:
-            return names, []
+        if library:  # not walked, but what it wraps (``functools.wraps``) may be the user's
+            return names, [(value, ATTR, "__wrapped__", where)] if hasattr(value, "__wrapped__") else []
         found: list[Probe] = [(value, ATTR, "__defaults__", where), (value, ATTR, "__kwdefaults__", where)]
         found += [(cell, CELL, None, name) for name, cell in zip(code.co_freevars, value.__closure__ or ())]
         found += [(value.__globals__, GET, name, name) for name in names]
