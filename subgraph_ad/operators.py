@@ -101,7 +101,8 @@ class _Batched:
                  stochastic: tuple[int, int] | None = None) -> None:
         _check_callable(f, what)
         self.f, self.what, self.build, self.backend, self.stochastic = f, what, build, backend, stochastic
-        self.cache: dict[int, tuple[Any, Callable[[np.ndarray], np.ndarray], Captured]] = {}
+        self.cache: dict[int, tuple[Any, Callable[[np.ndarray], np.ndarray]]] = {}
+        self.captured: dict[int, Captured] = {}  # per d: what f read beyond its argument
         functools.update_wrapper(self, f)
 
     def __call__(self, points: Any) -> Any:
@@ -111,14 +112,13 @@ class _Batched:
             raise ValueError(f"{self.what}: points must be an array of shape (d,) for one point or (n, d) for a "
                              f"batch, got a number {points!r}")
         d = array.shape[-1]
-        entry = self.cache.get(d)
-        if entry is None or entry[2].changed() is not None:
+        if d not in self.cache or self.captured[d].changed() is not None:
             trace = Traced(self.f, ((d,),), self.what)
             xs = trace.vars_of(0)
             inputs, terms, shape = self.build(trace.tape, xs, trace.scalar_output(self.what))
             compiled = on_host(lambdify(inputs, terms, backend=self.backend))
-            entry = self.cache[d] = (compiled, shape, Captured(self.f, self.what))
-        compiled, shape, _ = entry
+            self.captured[d], self.cache[d] = Captured(self.f, self.what), (compiled, shape)
+        compiled, shape = self.cache[d]
         flat = array.reshape(-1, d)
         columns = [np.ascontiguousarray(flat[:, k]) for k in range(d)]
         if self.stochastic:

@@ -265,7 +265,8 @@ class _Transformed:
     def __init__(self, f: Callable[..., Any], what: str, build: Build, backend: str | None = None) -> None:
         _check_callable(f, what)
         self.f, self.what, self.build, self.backend = f, what, build, backend
-        self.cache: dict[Any, tuple[Any, Assemble, Captured]] = {}
+        self.cache: dict[Any, tuple[Any, Assemble]] = {}
+        self.captured: dict[Any, Captured] = {}  # per signature: what f read beyond its arguments
         functools.update_wrapper(self, f, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -294,21 +295,19 @@ class _Transformed:
         outermost first) batches it along a leading axis."""
         leaves, trees, key = self._signature(args, kwargs, levels)
         entry = self.cache.get(key)
-        if entry is not None and entry[2].changed() is None:
+        if entry is not None and self.captured[key].changed() is None:
             return self._call(entry, leaves, levels)
         with _collector_paused():  # the first call too: it writes and compiles the code
             trace = Traced(self.f, trees, self.what, kwargs)
             terms, assemble = self.build(trace)
-            compiled = on_host(lambdify(trace.flat, terms or [trace.tape.zero], self.backend))
-            entry = (compiled, assemble, Captured(self.f, self.what))
-            self.cache[key] = entry
+            entry = (on_host(lambdify(trace.flat, terms or [trace.tape.zero], self.backend)), assemble)
+            self.captured[key], self.cache[key] = Captured(self.f, self.what), entry
             return self._call(entry, leaves, levels)
 
     @staticmethod
-    def _call(entry: tuple[Any, Assemble, Captured], leaves: list[list[Any]],
-              levels: Sequence[tuple[bool, ...]] | None) -> Any:
+    def _call(entry: tuple[Any, Assemble], leaves: list[list[Any]], levels: Sequence[tuple[bool, ...]] | None) -> Any:
         """The compiled program run on the arguments' leaves, its values assembled."""
-        compiled, assemble, _ = entry
+        compiled, assemble = entry
         inputs: list[Any] = []
         for k, found in enumerate(leaves):
             for leaf in found:
@@ -465,14 +464,14 @@ class _Derivative(_Transformed):
         for k, a in enumerate(args):
             check(a, f"argument {k}")
         key = (len(args), static_key(kwargs, self.what))
-        entry = self.cache.get(key)
-        if entry is None or entry[2].changed() is not None:
+        if key not in self.cache or self.captured[key].changed() is not None:
             with _collector_paused():
                 trace = Traced(self.f, [()] * len(args), self.what, kwargs)
                 terms, assemble = self.build(trace)
                 compiled = on_host(lambdify(trace.flat, terms[0], self.backend))
-                entry = self.cache[key] = (compiled, assemble, Captured(self.f, self.what))
-        return entry[0](*args)
+                self.captured[key], self.cache[key] = Captured(self.f, self.what), (compiled, assemble)
+        compiled, _ = self.cache[key]
+        return compiled(*args)
 
 
 def derivative(f: Callable[..., Any], n: int = 1, argnum: int = 0, *, backend: str | None = None) -> Callable[..., Any]:
