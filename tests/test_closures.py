@@ -224,3 +224,70 @@ def test_a_captured_value_is_read_at_every_call(kind, name):
     np.testing.assert_allclose(call(), truth(SECOND), rtol=1e-12, atol=1e-12)
     update(FIRST)
     np.testing.assert_allclose(call(), truth(FIRST), rtol=1e-12, atol=1e-12)
+
+
+def _counted(f):
+    """f, and a list that grows by one at each trace of it."""
+    traces = []
+
+    def counted(w):
+        traces.append(1)
+        return f(w)
+
+    return counted, traces
+
+
+def test_nothing_changed_means_no_trace_again():
+    """The check is what keeps the cache: state that did not change (arrays with nan and -0.0
+    included, a counter f itself bumps while traced, a cycle of containers) traces once."""
+    data = np.array([np.nan, -0.0, 2.0])
+    ring = [data]
+    ring.append(ring)  # a list that holds itself
+    model = types.SimpleNamespace(ring=ring, scale=0.5)
+    g, traces = _counted(lambda w: np.sum(w * model.ring[0][2] * model.scale))
+    grad = sad.grad(g)
+    for _ in range(3):
+        np.testing.assert_allclose(grad(W), [1.0, 1.0], rtol=1e-15)
+    assert len(traces) == 1
+    model.scale = 2.0
+    np.testing.assert_allclose(grad(W), [4.0, 4.0], rtol=1e-15)
+    data[2] = -1.0
+    np.testing.assert_allclose(grad(W), [-2.0, -2.0], rtol=1e-15)
+    assert len(traces) == 3
+
+
+def test_a_change_that_reaches_no_constant_still_gives_the_right_answer():
+    """Python control flow on captured data (a branch, a loop bound) takes the branch of the
+    current data: the trace is made again, not patched."""
+    settings = {"order": 2}
+
+    def f(w):
+        return np.sum(w ** settings["order"])
+
+    g = sad.grad(f)
+    np.testing.assert_allclose(g(W), 2 * W, rtol=1e-15)
+    settings["order"] = 3
+    np.testing.assert_allclose(g(W), 3 * W ** 2, rtol=1e-15)
+    settings["extra"] = None  # a new key: a dict that grew
+    np.testing.assert_allclose(g(W), 3 * W ** 2, rtol=1e-15)
+
+
+def test_a_rebound_helper_function_is_seen():
+    def square(v):
+        return v ** 2
+
+    helpers = types.SimpleNamespace(apply=square)
+    g = sad.grad(lambda w: np.sum(helpers.apply(w)))
+    np.testing.assert_allclose(g(W), 2 * W, rtol=1e-15)
+    helpers.apply = np.sin
+    np.testing.assert_allclose(g(W), np.cos(W), rtol=1e-15)
+
+
+def test_more_state_than_the_budget_warns_once_and_still_runs():
+    from subgraph_ad.captured import BUDGET
+
+    table = [float(k) for k in range(BUDGET + 10)]
+    g = sad.grad(lambda w: w * table[1])
+    with pytest.warns(RuntimeWarning, match="only the first are checked"):
+        assert g(1.0) == 1.0
+    assert g(2.0) == 1.0  # the warning is the trace's, not every call's
