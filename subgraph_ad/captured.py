@@ -4,11 +4,13 @@ and compared before every run of it: the transforms never freeze a closure.
 A trace calls f once and compiles the Terms it built; whatever f read besides its arguments —
 closure cells, globals (of f, of the code nested in it, of the Python functions it calls),
 default arguments, attributes, elements of lists, tuples and dicts — went into the program as
-constants. ``Captured(f)`` walks that state once, right after the trace; ``changed()`` walks it
-again and says where it differs, so the caller traces again. Arrays are compared by their
-bytes (a copy is kept), numbers and strings by value, anything else by identity. The walk is
-iterative and bounded (``DEPTH`` levels, ``BUDGET`` values); past the budget it warns, once,
-that the rest is not checked. Library code (NumPy, the standard library, this package) is
+constants. ``Captured(f)`` walks that state once, right after the trace, and keeps where each
+value was read from (a cell, a dict entry, an attribute, an item) and what it was;
+``changed()`` reads those places again — no walk, one comparison each — and says where the
+state differs, so the caller traces again. Arrays are compared by their bytes (a copy is
+kept), numbers and strings by value, anything else by identity. The walk is iterative and
+bounded (``DEPTH`` levels, ``BUDGET`` values); past the budget it warns, once, that the rest is
+not checked. Library code (NumPy, the standard library, this package) is
 taken by identity, not walked: it is not the user's data. JAX freezes closures under ``jit``
 and says so; here a closed-over array is read at every call.
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import site
 import sys
 import sysconfig
 import types
@@ -41,31 +44,35 @@ BUDGET = 4096
 
 _ABSENT = object()  # a global name f reads that is not bound (an attribute name, or a builtin)
 _SCALARS = (int, float, complex, str, bytes, bool, type(None), np.generic)
-_CONTAINERS = (list, tuple, dict, set, frozenset)
 _OWN = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _PACKAGE = __name__.split(".")[0]
 
 
 @functools.lru_cache(maxsize=None)
 def _roots() -> tuple[str, ...]:
+    """The folders of library code: the standard library's, the installed packages', this package's."""
     paths = sysconfig.get_paths()
     found = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
-    found |= {sys.prefix, sys.base_prefix, sys.exec_prefix}
-    return tuple(os.path.abspath(p) + os.sep for p in found) + (_OWN,)
+    found |= {*site.getsitepackages(), site.getusersitepackages()}
+    return tuple(sorted(os.path.abspath(p) + os.sep for p in found)) + (_OWN,)
 
 
 @functools.lru_cache(maxsize=4096)
 def _library_file(filename: str) -> bool:
     """Whether code from this file is a library's (installed, the standard library, or this
     package's own), whose state is not the user's data."""
-    return os.path.abspath(filename).startswith(_roots())
+    return not filename.startswith("<") and os.path.abspath(filename).startswith(_roots())  # "<stdin>": the user's
 
 
 @functools.lru_cache(maxsize=4096)
 def _library_module(name: str) -> bool:
+    """Whether a module is a library's: the user's is ``__main__``, one not imported (a doctest's,
+    ``exec``'d code) or one from a file outside the libraries' folders."""
     module = sys.modules.get(name)
+    if module is None or name == "__main__":
+        return False
     filename = getattr(module, "__file__", None)
-    return filename is None or _library_file(filename)
+    return filename is None or _library_file(filename)  # no file: built into Python
 
 
 @functools.lru_cache(maxsize=4096)

@@ -4,8 +4,9 @@
 Given a Term and its vars, each returns Terms on the same tape (``ad.operators``). Given a
 Python function u(x) of one array argument (as ``sad.hessian(fn)`` takes it), each returns a
 callable on a batch of points, an array of shape (..., d): the function is traced once per
-dimension d, the operator built on the trace and compiled, and every later call is ONE call of
-the compiled program on the points' columns, with no Python loop over points.
+dimension d (and again when what it read outside its argument changed: ``captured``), the
+operator built on the trace and compiled, and every later call is ONE call of the compiled
+program on the points' columns, with no Python loop over points.
 
 ``laplacian(fn, samples=S, seed=s)`` estimates Δu instead (Hutchinson): the mean of the second
 directional derivative ∂²u[v, v] = vᵀ∇²u v over S Rademacher probes v (entries ±1), each an

@@ -8,7 +8,9 @@ number argument as a Term, an array as a ``TermArray`` of vars (so NumPy code wr
 runs on Terms), and a container — tuples, lists, dicts, None, nested (JAX's pytrees) — taken
 apart into those, in JAX's order: dict entries by sorted key, then depth first. A list of plain
 numbers is an array, as ``np.asarray`` reads it. The derivative subgraph is built, compiled and
-cached; later calls with the same signature only run the compiled program. Python control flow
+cached; later calls with the same signature only run the compiled program — after checking that
+what f read outside its arguments (closed-over arrays, globals, attributes, defaults) is as it
+was at the trace, and tracing again where it is not (``captured``). Python control flow
 on the value of a traced argument cannot be recorded (the graph is traced once) and raises a
 TypeError that says so, as JAX's concretization error does.
 
