@@ -25,6 +25,7 @@ and says so; here a closed-over array is read at every call.
 
 from __future__ import annotations
 
+import dis
 import functools
 import math
 import os
@@ -75,17 +76,23 @@ def _library_module(name: str) -> bool:
     return filename is None or _library_file(filename)  # no file: built into Python
 
 
+_GLOBAL_OPS = frozenset(("LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"))
+
+
 @functools.lru_cache(maxsize=4096)
-def _names(code: types.CodeType) -> tuple[str, ...]:
-    """The global (and attribute) names a code object reads, with those of the code nested in it
+def _names(code: types.CodeType) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The global names a code object reads (by ``LOAD_GLOBAL``), and every name it reads (the
+    attributes too: of a module, those are its globals), with those of the code nested in it
     (lambdas, comprehensions, inner functions)."""
+    found: dict[str, None] = {}
     names: dict[str, None] = {}
     todo = [code]
     while todo:
         c = todo.pop()
         names.update(dict.fromkeys(c.co_names))
+        found.update(dict.fromkeys(i.argval for i in dis.get_instructions(c) if i.opname in _GLOBAL_OPS))
         todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
-    return tuple(names)
+    return tuple(found), tuple(names)
 
 
 #: How a value is read again from what holds it: a closure cell's contents, a dict's entry
@@ -166,9 +173,9 @@ def _same(kind: str, now: Any, then: Any) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
-def _code(code: types.CodeType) -> tuple[bool, tuple[str, ...]]:
-    """Whether a code object is a library's, and the names it reads."""
-    return _library_file(code.co_filename), _names(code)
+def _code(code: types.CodeType) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
+    """Whether a code object is a library's, and the names it reads (``_names``)."""
+    return (_library_file(code.co_filename), *_names(code))
 
 
 #: Where a value is read from: (what holds it, how, the key), as ``_reader`` takes them; and
@@ -186,12 +193,12 @@ def _probes(value: Any, names: tuple[str, ...], where: str) -> tuple[tuple[str, 
     reaches it (a function's: the globals and attributes its code reads)."""
     if isinstance(value, types.FunctionType):
         code = value.__code__
-        library, names = _code(code)
+        library, globals_, names = _code(code)
         if library:  # not walked, but what it wraps (``functools.wraps``) may be the user's
             return names, [(value, ATTR, "__wrapped__", where)] if hasattr(value, "__wrapped__") else []
         found: list[Probe] = [(value, ATTR, "__defaults__", where), (value, ATTR, "__kwdefaults__", where)]
         found += [(cell, CELL, None, name) for name, cell in zip(code.co_freevars, value.__closure__ or ())]
-        found += [(value.__globals__, GET, name, name) for name in names]
+        found += [(value.__globals__, GET, name, name) for name in globals_]
         return names, found
     if isinstance(value, (list, tuple)):
         items: list[Probe] = [(value, ITEM, k, f"{where}[{k}]") for k in range(len(value))]
