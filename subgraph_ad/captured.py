@@ -196,7 +196,9 @@ def _probes(value: Any, names: tuple[str, ...], where: str) -> tuple[tuple[str, 
         library, globals_, names = _code(code)
         if library:  # not walked, but what it wraps (``functools.wraps``) may be the user's
             return names, [(value, ATTR, "__wrapped__", where)] if hasattr(value, "__wrapped__") else []
-        found: list[Probe] = [(value, ATTR, "__defaults__", where), (value, ATTR, "__kwdefaults__", where)]
+        # defaults only where there are some: set on a function without, they would change nothing
+        found: list[Probe] = [(value, ATTR, k, where) for k in ("__defaults__", "__kwdefaults__")
+                              if getattr(value, k) is not None]
         found += [(cell, CELL, None, name) for name, cell in zip(code.co_freevars, value.__closure__ or ())]
         found += [(value.__globals__, GET, name, name) for name in globals_]
         return names, found

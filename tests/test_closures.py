@@ -9,6 +9,7 @@ the CURRENT c: ∇f = 3c·w², ∇²f = diag(6c·w), Δf = Σ 6cᵢwᵢ, J(c·w�
 floating point up to a few ulps, so the tolerance is 1e-12 relative.
 """
 
+import functools
 import types
 
 import numpy as np
@@ -178,8 +179,37 @@ def by_bound_method(body):
     return model.energy, update
 
 
+class Energy:
+    """A callable object: the traced function is its __call__, the data its attribute."""
+
+    def __init__(self, body):
+        self.c, self.body = FIRST.copy(), body
+
+    def __call__(self, w):
+        return self.body(self.c, w)
+
+
+def by_callable_object(body):
+    energy = Energy(body)
+
+    def update(new):
+        energy.c = new.copy()
+
+    return energy, update
+
+
+def by_partial(body):
+    c = FIRST.copy()
+
+    def update(new):
+        c[:] = new
+
+    return functools.partial(lambda w, c: body(c, w), c=c), update
+
+
 KINDS = [by_global, by_global_in_nested_code, by_helper_global, by_cell, by_array_in_place, by_attribute,
-         by_nested_attribute_in_place, by_list_element, by_rebound_scalars, by_default_argument, by_bound_method]
+         by_nested_attribute_in_place, by_list_element, by_rebound_scalars, by_default_argument, by_bound_method,
+         by_callable_object, by_partial]
 
 
 def _grad(c, w):
