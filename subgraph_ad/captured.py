@@ -9,7 +9,7 @@ value was read from (a cell, a dict entry, an attribute, an item) and what it wa
 ``changed()`` reads those places again — no walk, one comparison each — and says where the
 state differs, so the caller traces again. Arrays are compared by their bytes (a copy is
 kept), numbers and strings by value, anything else by identity. The walk is iterative and
-bounded (``DEPTH`` levels, ``BUDGET`` values); past the budget it warns, once, that the rest is
+bounded (``DEPTH`` levels, ``BUDGET`` values); past the budget the trace warns that the rest is
 not checked. Library code (NumPy, the standard library, this package) is
 taken by identity, not walked: it is not the user's data. JAX freezes closures under ``jit``
 and says so; here a closed-over array is read at every call.
@@ -154,8 +154,8 @@ def _same(kind: str, now: Any, then: Any) -> bool:
     if kind == "id":
         return now is then
     if kind == "array":
-        return (type(now) is np.ndarray or isinstance(now, np.ndarray)) and now.dtype == then[0] \
-            and now.shape == then[1] and now.tobytes() == then[2]
+        return (isinstance(now, np.ndarray) and now.dtype == then[0] and now.shape == then[1]
+                and now.tobytes() == then[2])
     if kind == "objects":
         return (isinstance(now, np.ndarray) and now.shape == then[0]
                 and all(a is b for a, b in zip(now.ravel(), then[1])))
@@ -240,7 +240,6 @@ class Captured:
     it was."""
 
     def __init__(self, f: Callable[..., Any], what: str = "the transform") -> None:
-        self.f = f
         self.probes: list[tuple[Callable[[], Any], str, Any]] = []
         self.labels: list[str] = []
         seen: set[int] = set()
