@@ -4,8 +4,9 @@
 Given a Term and its vars, each returns Terms on the same tape (``ad.operators``). Given a
 Python function u(x) of one array argument (as ``sad.hessian(fn)`` takes it), each returns a
 callable on a batch of points, an array of shape (..., d): the function is traced once per
-dimension d, the operator built on the trace and compiled, and every later call is ONE call of
-the compiled program on the points' columns, with no Python loop over points.
+dimension d (and again when what it read outside its argument changed: ``captured``), the
+operator built on the trace and compiled, and every later call is ONE call of the compiled
+program on the points' columns, with no Python loop over points.
 
 ``laplacian(fn, samples=S, seed=s)`` estimates Δu instead (Hutchinson): the mean of the second
 directional derivative ∂²u[v, v] = vᵀ∇²u v over S Rademacher probes v (entries ±1), each an
@@ -32,6 +33,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .ad import operators as ops
+from .captured import Captured
 from .compile.devices import on_host
 from .compile.lambdify import lambdify
 from .core import Tape, Term
@@ -101,6 +103,7 @@ class _Batched:
         _check_callable(f, what)
         self.f, self.what, self.build, self.backend, self.stochastic = f, what, build, backend, stochastic
         self.cache: dict[int, tuple[Any, Callable[[np.ndarray], np.ndarray]]] = {}
+        self.captured: dict[int, Captured] = {}  # per d: what f read beyond its argument
         functools.update_wrapper(self, f)
 
     def __call__(self, points: Any) -> Any:
@@ -110,11 +113,12 @@ class _Batched:
             raise ValueError(f"{self.what}: points must be an array of shape (d,) for one point or (n, d) for a "
                              f"batch, got a number {points!r}")
         d = array.shape[-1]
-        if d not in self.cache:
+        if d not in self.cache or self.captured[d].changed() is not None:
             trace = Traced(self.f, ((d,),), self.what)
             xs = trace.vars_of(0)
             inputs, terms, shape = self.build(trace.tape, xs, trace.scalar_output(self.what))
-            self.cache[d] = (on_host(lambdify(inputs, terms, backend=self.backend)), shape)
+            compiled = on_host(lambdify(inputs, terms, backend=self.backend))
+            self.captured[d], self.cache[d] = Captured(self.f, self.what), (compiled, shape)
         compiled, shape = self.cache[d]
         flat = array.reshape(-1, d)
         columns = [np.ascontiguousarray(flat[:, k]) for k in range(d)]

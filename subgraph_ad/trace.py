@@ -8,7 +8,9 @@ number argument as a Term, an array as a ``TermArray`` of vars (so NumPy code wr
 runs on Terms), and a container — tuples, lists, dicts, None, nested (JAX's pytrees) — taken
 apart into those, in JAX's order: dict entries by sorted key, then depth first. A list of plain
 numbers is an array, as ``np.asarray`` reads it. The derivative subgraph is built, compiled and
-cached; later calls with the same signature only run the compiled program. Python control flow
+cached; later calls with the same signature only run the compiled program — after checking that
+what f read outside its arguments (closed-over arrays, globals, attributes, defaults) is as it
+was at the trace, and tracing again where it is not (``captured``). Python control flow
 on the value of a traced argument cannot be recorded (the graph is traced once) and raises a
 TypeError that says so, as JAX's concretization error does.
 
@@ -50,6 +52,7 @@ from .ad.matrices import hessian as hessian_terms
 from .ad.matrices import hvp as hvp_terms
 from .ad.matrices import jacobian as jacobian_terms
 from .ad.reverse import grad_graph
+from .captured import Captured
 from .compile.devices import on_host
 from .compile.lambdify import lambdify
 from .core import Tape, Term, checks, dependencies
@@ -265,6 +268,7 @@ class _Transformed:
         _check_callable(f, what)
         self.f, self.what, self.build, self.backend = f, what, build, backend
         self.cache: dict[Any, tuple[Any, Assemble]] = {}
+        self.captured: dict[Any, Captured] = {}  # per signature: what f read beyond its arguments
         functools.update_wrapper(self, f, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -293,13 +297,13 @@ class _Transformed:
         outermost first) batches it along a leading axis."""
         leaves, trees, key = self._signature(args, kwargs, levels)
         entry = self.cache.get(key)
-        if entry is not None:
+        if entry is not None and self.captured[key].changed() is None:
             return self._call(entry, leaves, levels)
         with _collector_paused():  # the first call too: it writes and compiles the code
             trace = Traced(self.f, trees, self.what, kwargs)
             terms, assemble = self.build(trace)
             entry = (on_host(lambdify(trace.flat, terms or [trace.tape.zero], self.backend)), assemble)
-            self.cache[key] = entry
+            self.captured[key], self.cache[key] = Captured(self.f, self.what), entry
             return self._call(entry, leaves, levels)
 
     @staticmethod
@@ -462,11 +466,12 @@ class _Derivative(_Transformed):
         for k, a in enumerate(args):
             check(a, f"argument {k}")
         key = (len(args), static_key(kwargs, self.what))
-        if key not in self.cache:
+        if key not in self.cache or self.captured[key].changed() is not None:
             with _collector_paused():
                 trace = Traced(self.f, [()] * len(args), self.what, kwargs)
                 terms, assemble = self.build(trace)
-                self.cache[key] = (on_host(lambdify(trace.flat, terms[0], self.backend)), assemble)
+                compiled = on_host(lambdify(trace.flat, terms[0], self.backend))
+                self.captured[key], self.cache[key] = Captured(self.f, self.what), (compiled, assemble)
         compiled, _ = self.cache[key]
         return compiled(*args)
 
