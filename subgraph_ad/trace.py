@@ -55,8 +55,7 @@ from .ad.reverse import grad_graph
 from .captured import Captured
 from .compile.devices import on_host
 from .compile.lambdify import lambdify
-from .core import Tape, Term, checks, dependencies
-from .functions.kinks import Select
+from .core import Tape, Term, checks
 from .interop.numpy_dispatch import TermArray
 from .numeric import modes
 from .pytrees import Tree, flatten, is_number, leaf_shapes, real_leaf, shown, static_key, unflatten
@@ -450,13 +449,6 @@ def value_and_grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
     return _gradient(f, "value_and_grad", argnums, has_aux, with_value=True, backend=backend)
 
 
-def _selections(z: Term) -> bool:
-    """Whether z depends on a selection (``where``): its derivatives are then built by repeated
-    forward passes, which keep the selection's strong zero at every order."""
-    return any(z.tape.nodes[i].op == "fn" and isinstance(z.tape.nodes[i].payload, Select)
-               for i in dependencies(z.tape, [z.index]))
-
-
 class _Derivative(_Transformed):
     """``derivative(f, n)``: every argument is a number (an array of them is points), so the
     trace has one var per argument whatever the shapes, and the compiled program broadcasts."""
@@ -479,14 +471,13 @@ class _Derivative(_Transformed):
 def derivative(f: Callable[..., Any], n: int = 1, argnum: int = 0, *, backend: str | None = None) -> Callable[..., Any]:
     """The n-th derivative of a scalar function in one argument, elementwise on arrays of
     points: ``derivative(f, 4)(np.linspace(-2, 2, 9))``. Built by ``diff`` (Taylor mode from
-    the third order; repeated forward passes where f selects with ``where``) on the trace."""
+    the third order) on the trace."""
     checks.count(n, "the order n", "derivative")
 
     def build(trace: Traced) -> tuple[list[Term], Assemble]:
         (k,) = _argnums(argnum, len(trace.trees), "derivative", one=True)
         z = trace.scalar_output("derivative")
-        method = "graph" if n and _selections(z) else "auto"
-        return [diff(z, trace.vars_of(k)[0], n, method=method) if n else z], _shaped(())
+        return [diff(z, trace.vars_of(k)[0], n) if n else z], _shaped(())
 
     return _Derivative(f, "derivative", build, backend)
 

@@ -8,6 +8,13 @@ share with f and with forward results. Only operands that depend on a requested 
 adjoint: nothing is built for a branch that cannot reach one. A var z does not depend on gets
 the tape's 0.
 
+A selection (``where``) is linear in its branch, so its adjoint there is the selected adjoint
+select(c, z̄), and every row is linear in z̄, so a row applied to select(c, w) is select(c, row
+of w): the sweep keeps the selection outermost all the way down the branch (``_masks``,
+``_masked``), and contributions that meet stay one while they all are (``_join``). So the
+untaken branch's partials (1/x at x = 0 under ``where(x > 0, log(x), …)``) never multiply a
+zero adjoint into nan, at any order: the gradient is itself made of selections.
+
 >>> from subgraph_ad import Tape, sin
 >>> tape = Tape(); x = tape.var("x", 0.5); y = tape.var("y", 4.2)
 >>> gx, gy = (x * y + sin(x)).grad_graph([x, y])
@@ -20,7 +27,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence
 
 from ..core import Callback, Tape, Term, dependencies
-from ..functions import QuadraticSlope, chain, power_partial, shares
+from ..functions import QuadraticSlope, chain, is_condition, logical_or, power_partial, select, selection
 from .forward import derivative_order
 
 A = Optional[Term]  # an adjoint contribution: a Term, or None for a structural zero
@@ -42,9 +49,13 @@ def _mul_vjp(a: Term, b: Term, out: Term, bar: Term, need: tuple[bool, ...]) -> 
 
 
 def _fn_vjp(fn: Any, *args: Any) -> tuple[A, ...]:
+    """partial · bar for each argument that needs an adjoint; where f is linear in the argument
+    and the partial is a condition (select(c, a) in a), the selected adjoint select(c, bar)."""
     n = fn.arity
     inputs, out, bar, need = args[:n], args[n], args[n + 1], args[n + 2]
-    return tuple(shares(fn, inputs, out, [bar if wanted else None for wanted in need], forward=False))
+    partials = fn.partials(*inputs, out)
+    return tuple(None if not wanted else select(p, bar) if fn.is_linear(k) and is_condition(p) else chain(p, bar)
+                 for k, (p, wanted) in enumerate(zip(partials, need)))
 
 
 #: The reverse rules, one per op: (operands, output, the output's adjoint, which operands need
@@ -111,6 +122,43 @@ def _slope_adjoint(fn: QuadraticSlope, bar: Term, g: Term, u: Term) -> Term:
     return (share + share) * g
 
 
+def _masks(bar: Term) -> tuple[list[Term], Term]:
+    """An adjoint select(c₁, select(c₂, w)) as its conditions [c₁, c₂], outermost first, and w."""
+    conditions = []
+    found = selection(bar)
+    while found is not None:
+        conditions.append(found[0])
+        bar = found[1]
+        found = selection(bar)
+    return conditions, bar
+
+
+def _masked(conditions: list[Term], part: Term) -> Term:
+    """part selected by each condition, the first outermost; a constant 0 as it is."""
+    if part.node.op == "const" and part.node.payload == 0.0:
+        return part
+    for c in reversed(conditions):
+        part = select(c, part)
+    return part
+
+
+def _join(a: Term, b: Term) -> Term:
+    """a + b, a selection again while both are: 0 wherever both are, so the sum goes down to the
+    operands still masked. The conditions they share stay outside; where both have more, the
+    sum is selected by either's outermost (c₁ ∨ c₂)."""
+    ca, pa = _masks(a)
+    cb, pb = _masks(b)
+    if not ca or not cb:
+        return a + b
+    shared = 0
+    while shared < min(len(ca), len(cb)) and ca[shared].index == cb[shared].index:
+        shared += 1
+    total = _masked(ca[shared:], pa) + _masked(cb[shared:], pb)
+    if shared < len(ca) and shared < len(cb):
+        total = select(logical_or(ca[shared], cb[shared]), total)
+    return _masked(ca[:shared], total)
+
+
 def _backward(tape: Tape, root: int, wrts: list[int]) -> list[int]:
     """The sweep: the indices of ∂root/∂w (-1 for a structural zero)."""
     nodes = tape.nodes
@@ -119,15 +167,24 @@ def _backward(tape: Tape, root: int, wrts: list[int]) -> list[int]:
     adjoint: dict[int, Term] = {}
     if root in reach:
         adjoint[root] = tape.const(1.0)
+
+    def add(a: int, part: Term) -> None:
+        if a not in adjoint:
+            adjoint[a] = part
+        elif nodes[a].op == "var":  # it goes no further: its contributions are plainly summed
+            adjoint[a] = adjoint[a] + part
+        else:
+            adjoint[a] = _join(adjoint[a], part)
+
     for i in reversed(order):
-        bar = adjoint.get(i)
+        found = adjoint.get(i)
         node = nodes[i]
-        if bar is None or not node.args:
+        if found is None or not node.args:
             continue
+        conditions, bar = _masks(found)
         g = _slope_source(tape, i, node, reach)
         if g is not None:  # g′(u) (tanh′, σ′): its adjoint joins g's, as for 1 − g²
-            joined = _slope_adjoint(node.payload, bar, Term(tape, g), Term(tape, node.args[0]))
-            adjoint[g] = joined if g not in adjoint else adjoint[g] + joined
+            add(g, _masked(conditions, _slope_adjoint(node.payload, bar, Term(tape, g), Term(tape, node.args[0]))))
             continue
         operands = [Term(tape, a) for a in node.args]
         need = tuple(a in reach for a in node.args)
@@ -135,6 +192,6 @@ def _backward(tape: Tape, root: int, wrts: list[int]) -> list[int]:
         parts = VJPS[node.op](*extra, *operands, Term(tape, i), bar, need)
         for a, part, wanted in zip(node.args, parts, need):
             if wanted and part is not None:
-                adjoint[a] = part if a not in adjoint else adjoint[a] + part
+                add(a, _masked(conditions, part))
     return [adjoint[w].index if w in adjoint else -1 for w in wrts]
 

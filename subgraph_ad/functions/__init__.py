@@ -12,7 +12,7 @@ from .special import Erf, erf, erfc
 from .kinks import (Compare, Extremum, Heaviside, Relu, Remainder, Rounding, Select, StopGradient, Predicate, ceil,
                     clip, equal, fmax, fmin, fmod, floor, greater, greater_equal, heaviside, is_condition, isfinite,
                     isnan, less, less_equal, logical_and, logical_not, logical_or, maximum, minimum, mod, not_equal,
-                    relu, round_, select, stop_gradient, trunc, truth, where)
+                    relu, round_, select, selection, stop_gradient, trunc, truth, where)
 from .gamma import (Erfinv, Gamma, Lgamma, LogAddExp, Polygamma, Sinc, SincDerivative, Softplus, digamma,
                     erfinv, gamma, lgamma, logaddexp, logaddexp2, logsumexp, polygamma, sinc, softplus)
 from .trigonometric import Acos, Asin, Atan, Cot, Csc, Sec, SinFn, Tan, acos, asin, atan, cos, cot, csc, sec, sin, tan
@@ -28,7 +28,8 @@ __all__ = ["ELEMENTARY", "FUNCTIONS", "BinaryFn", "Elementary", "Function", "Una
            "Compare", "Extremum", "Heaviside", "Relu", "Remainder", "Rounding", "Select", "StopGradient", "Predicate",
            "ceil", "clip", "equal", "fmax", "fmin", "fmod", "floor", "greater", "greater_equal", "heaviside",
            "is_condition", "isfinite", "isnan", "less", "less_equal", "logical_and", "logical_not", "logical_or",
-           "maximum", "minimum", "mod", "not_equal", "relu", "round_", "select", "stop_gradient", "trunc", "truth",
+           "maximum", "minimum", "mod", "not_equal", "relu", "round_", "select", "selection", "stop_gradient", "trunc",
+           "truth",
            "where",
            "Erfinv", "Gamma", "Lgamma", "LogAddExp", "Polygamma", "Sinc", "SincDerivative", "Softplus",
            "digamma", "erfinv", "gamma", "lgamma", "logaddexp", "logaddexp2", "logsumexp", "polygamma", "sinc",

@@ -45,6 +45,10 @@ class Function:
     #: then applies f itself to the tangent, f(dp, a), which is 0 wherever dp is — the strong
     #: zero that 0·log(0) would turn into nan — and Taylor mode's coefficient k is f(p_k, a).
     linear: tuple[bool, ...] = ()
+    #: Whether f is constant to differentiation: its derivative a structural zero in every
+    #: argument (a condition such as x > 0, sign, floor). Every engine takes it as constant in
+    #: every var, Taylor mode's degree plan too, so a selection by it stays linear there.
+    constant: bool = False
 
     def f(self, *v: Any) -> Any:
         """The value; must work elementwise on floats and NumPy arrays. By default the spelling's

@@ -30,10 +30,11 @@ A comparison of Terms (``x > 0``, ``np.less(x, y)``) is a *condition*: a node wh
 or 0.0 and whose derivative is a structural zero; ``bool()`` of it is still the control-flow
 error, since the graph is traced once. ``where(c, a, b)`` is ``select(c, a) + select(not c, b)``
 with ``select(c, a)`` = a where c holds, else exactly 0 — also where a is inf or nan. ``select``
-is linear in a, so a forward derivative is ``select`` of the branch's derivative: the untaken
-branch's inf or nan never reaches a value or a forward derivative (``gen_graph``, ``diff`` by
-repeated passes). Reverse sweeps multiply the adjoint 0 by the branch's own partials, as JAX
-does (its where-nan-gradient pitfall); see docs/traced-functions.md.
+is linear in a and a condition is constant to every engine, so a forward derivative is
+``select`` of the branch's derivative, Taylor mode's coefficient k the selected coefficient k,
+and a reverse sweep's adjoint of a the selected adjoint, kept a selection as it goes down the
+branch (every rule is linear in the adjoint): the untaken branch's inf or nan never reaches a
+value or a derivative of any order, in any engine — unlike JAX's where-nan-gradient pitfall.
 
 >>> import subgraph_ad as sad
 >>> tape = sad.Tape(); x = tape.var("x", 0.0)
@@ -254,6 +255,7 @@ class Compare(Kinded, BinaryFn):
 
     kind: str = "less"
     condition = True
+    constant = True
 
     def f(self, a: Any, b: Any) -> Any:
         return super().f(a, b) + 0.0  # NumPy's bools as the floats 1.0 and 0.0
@@ -268,6 +270,7 @@ class Predicate(Kinded, UnaryFn):
 
     kind: str = "isnan"
     condition = True
+    constant = True
 
     def f(self, v: Any) -> Any:
         return super().f(v) + 0.0
@@ -338,6 +341,16 @@ class Select(BinaryFn):
 
 
 select = register(Select())
+
+
+def selection(t: Term) -> tuple[Term, Term] | None:
+    """(c, a) of a selection node select(c, a), else None: the reverse sweep keeps an adjoint
+    that is one outermost, so that no partial multiplies its zero."""
+    node = t.node
+    if node.op == "fn" and isinstance(node.payload, Select):
+        c, a = node.args
+        return Term(t.tape, c), Term(t.tape, a)
+    return None
 
 
 def _is_zero(v: Any) -> bool:
@@ -465,6 +478,7 @@ class Rounding(Kinded, UnaryFn):
     zero. ``round(x, decimals)`` rounds to that many decimals, as ``np.round``."""
 
     kind: str = "floor"
+    constant = True
 
     @property
     def spelling(self) -> tuple[Step, ...]:  # type: ignore[override]
@@ -511,6 +525,7 @@ class StopGradient(UnaryFn):
     that only steadies the numbers, such as the max in logsumexp."""
 
     name = "stop_gradient"
+    constant = True
     spelling = (Elementary("identity", 1, (np.positive,), "(+{0})", "({0})", lambda a: a),)
 
     def fdiff(self, input: Term, output: Term) -> None:

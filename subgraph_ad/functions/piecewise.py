@@ -17,6 +17,7 @@ class Sign(UnaryFn):
     """sign: −1, 0 or 1 (nan for nan); its derivative is a structural zero."""
 
     name = "sign"
+    constant = True
     spelling = ("sign",)
 
     def fdiff(self, input: Term, output: Term) -> None:

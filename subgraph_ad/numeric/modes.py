@@ -34,7 +34,7 @@ import numpy as np
 
 from ..core import checks
 from ..core import OPS, UNFED, Tape, Term, UnfedPlaceholder, dependencies
-from ..functions import power_partial
+from ..functions import Function, power_partial
 from ..tables import html_table, text_table
 
 Values = Mapping[Any, Any]
@@ -131,29 +131,33 @@ PARTIALS: dict[str, Callable[..., tuple[Any, ...]]] = {
 }
 
 
-def _partials(tape: Tape, i: int, vals: dict[int, Any]) -> tuple[tuple[Any, ...], tuple[bool, ...]]:
-    """Local partial derivatives of node i with respect to each of its operands, and for each
-    whether its product with a tangent takes the strong zero (a function linear in it)."""
+def _partials(tape: Tape, i: int, vals: dict[int, Any]) -> tuple[Any, ...]:
+    """Local partial derivatives of node i with respect to each of its operands."""
     node = tape.nodes[i]
     extra = (node.payload,) if node.op == "fn" else ()
     constant = tape.nodes[node.args[-1]].op == "const"
-    strong = tuple(node.payload.is_linear(k) for k in range(len(node.args))) if extra else (False,) * len(node.args)
-    return PARTIALS[node.op](*extra, *(vals[a] for a in node.args), vals[i], constant), strong
+    return PARTIALS[node.op](*extra, *(vals[a] for a in node.args), vals[i], constant)
 
 
-def _times(partial: Any, tangent: Any, strong: bool) -> Any:
-    """partial · tangent; with ``strong``, 0 wherever the tangent is 0 even where the partial is
-    infinite (JAX's ``_safe_mul``): the numeric twin of the graph engines' f(dp, a) for a
-    function linear in p, so xlogy's log(0) = −inf never meets a zero tangent as nan."""
+def _times(partial: Any, tangent: Any) -> Any:
+    """partial · tangent, 0 wherever the tangent (or adjoint) is 0 even where the partial is
+    infinite or nan: the strong zero. A zero tangent means the node does not move that way, so
+    its partial there has no say: sqrt(x)·b along (0, 1) at x = 0 is b′·sqrt(0), not
+    0·inf; an adjoint that a selection zeroed (``where``) stops at the untaken branch's
+    log(0). The graph engines get the same from structural zeros and selections."""
     product = partial * tangent
-    return np.where(tangent == 0.0, 0.0, product)[()] if strong else product
+    if np.ndim(product) == 0:
+        return product if tangent != 0.0 else np.float64(0.0)
+    return np.where(tangent == 0.0, 0.0, product)
 
 
 def _tangents(tape: Tape, roots: list[int], seeds: dict[int, Any], values: Values | None,
               warn: bool) -> dict[int, Any]:
     """One forward tangent sweep over what the roots need, seeded with var tangents. A node
     that depends on no seeded var has no tangent at all, so a singular value elsewhere cannot
-    leak in as 0 * inf."""
+    leak in as 0 * inf; a function linear in an argument applies itself to that argument's
+    tangent, as the graph engines do (``Function.linear``), so a selection passes on the
+    taken branch's tangent and 0, never 0 · the untaken branch's inf."""
     vals = values_of(tape, roots, values, warn=warn)
     tangent: dict[int, Any] = {}
     with floating(warn):
@@ -165,11 +169,15 @@ def _tangents(tape: Tape, roots: list[int], seeds: dict[int, Any], values: Value
             if not any(a in tangent for a in args):
                 continue
             total = None
-            partials, strong = _partials(tape, i, vals)
-            for a, p, s in zip(args, partials, strong):
-                if a in tangent and p is not None:
-                    contribution = _times(p, tangent[a], s)
-                    total = contribution if total is None else total + contribution
+            fn = tape.nodes[i].payload
+            for k, (a, p) in enumerate(zip(args, _partials(tape, i, vals))):
+                if a not in tangent or p is None:
+                    continue
+                if isinstance(fn, Function) and fn.is_linear(k):  # f(…, da, …): select(c, inf) is 0
+                    contribution = fn.f(*(tangent[a] if j == k else vals[b] for j, b in enumerate(args)))
+                else:
+                    contribution = _times(p, tangent[a])
+                total = contribution if total is None else total + contribution
             if total is not None:
                 tangent[i] = total
     return tangent
@@ -299,11 +307,10 @@ def vjp(outputs: Term | Sequence[Term], cotangents: Sequence[Any], values: Value
         for i in reversed(list(vals)):
             if i not in adjoint or not tape.nodes[i].args:
                 continue
-            partials, strong = _partials(tape, i, vals)
-            for a, p, s in zip(tape.nodes[i].args, partials, strong):
+            for a, p in zip(tape.nodes[i].args, _partials(tape, i, vals)):
                 if p is None:
                     continue
-                contribution = _times(p, adjoint[i], s)
+                contribution = _times(p, adjoint[i])
                 adjoint[a] = contribution if a not in adjoint else adjoint[a] + contribution
     return Grad(tape, adjoint)
 

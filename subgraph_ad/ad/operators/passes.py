@@ -57,6 +57,8 @@ class Pass:
                 if node.op == "var":
                     k = position.get(j)
                     m = 0 if k is None else 1 << k
+                elif node.op == "fn" and node.payload.constant:  # a condition does not move
+                    m = 0
                 else:
                     for a in node.args:
                         m |= masks[a]

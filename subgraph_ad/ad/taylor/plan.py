@@ -2,7 +2,11 @@
 
 Each node has a degree bound (0 free of x, 1 for x, sums for products, unbounded past a
 function or a division by x): coefficients above it are zero and never planned, and a product
-visits only the pairs of coefficients that can both be non-zero.
+visits only the pairs of coefficients that can both be non-zero. A function that is constant
+to differentiation (a condition: ``Function.constant``) has degree 0 whatever its operands, as
+in every other engine, so a selection by it is linear in its branch (``Function.linear``) and
+has the branch's degree: its coefficients are the selected coefficients of the branch taken,
+and the untaken branch's inf or nan never meets a product.
 """
 
 from __future__ import annotations
@@ -26,34 +30,49 @@ def whole(node: Node) -> bool:
     return node.op == "const" and float(node.payload).is_integer() and 0 <= node.payload < UNBOUNDED
 
 
-def _sum_degree(nodes: list[Node], args: tuple[int, ...], deg: list[int]) -> int:
-    return max(deg[a] for a in args)
+def _sum_degree(nodes: list[Node], node: Node, deg: list[int]) -> int:
+    return max(deg[a] for a in node.args)
 
 
-def _mul_degree(nodes: list[Node], args: tuple[int, ...], deg: list[int]) -> int:
-    return min(deg[args[0]] + deg[args[1]], UNBOUNDED)
+def _mul_degree(nodes: list[Node], node: Node, deg: list[int]) -> int:
+    a, b = node.args
+    return min(deg[a] + deg[b], UNBOUNDED)
 
 
-def _div_degree(nodes: list[Node], args: tuple[int, ...], deg: list[int]) -> int:
-    return deg[args[0]] if deg[args[1]] == 0 else UNBOUNDED
+def _div_degree(nodes: list[Node], node: Node, deg: list[int]) -> int:
+    a, b = node.args
+    return deg[a] if deg[b] == 0 else UNBOUNDED
 
 
-def _pow_degree(nodes: list[Node], args: tuple[int, ...], deg: list[int]) -> int:
-    if deg[args[1]] == 0 and whole(nodes[args[1]]):
-        return min(deg[args[0]] * int(nodes[args[1]].payload), UNBOUNDED)
+def _pow_degree(nodes: list[Node], node: Node, deg: list[int]) -> int:
+    a, b = node.args
+    if deg[b] == 0 and whole(nodes[b]):
+        return min(deg[a] * int(nodes[b].payload), UNBOUNDED)
     return UNBOUNDED
 
 
-#: The degree bound of a node that depends on wrt, by op, from its operands' bounds (a
-#: function's Taylor series does not end).
-DEGREES: dict[str, Callable[[list[Node], tuple[int, ...], list[int]], int]] = {
+def _fn_degree(nodes: list[Node], node: Node, deg: list[int]) -> int:
+    """0 for a function constant to differentiation; the moving argument's bound for one linear
+    in it whose other arguments are free of wrt (select(c, a), xlogy(p, a)): coefficient k is
+    then f of that argument's coefficient k (``recurrences``); else unbounded."""
+    fn = node.payload
+    if fn.constant:
+        return 0
+    moving = [k for k, a in enumerate(node.args) if deg[a]]
+    if len(moving) == 1 and fn.is_linear(moving[0]):
+        return deg[node.args[moving[0]]]
+    return UNBOUNDED
+
+
+#: The degree bound of a node that depends on wrt, by op, from its operands' bounds.
+DEGREES: dict[str, Callable[[list[Node], Node, list[int]], int]] = {
     "add": _sum_degree,
     "sub": _sum_degree,
     "neg": _sum_degree,
     "mul": _mul_degree,
     "div": _div_degree,
     "pow": _pow_degree,
-    "fn": lambda nodes, args, deg: UNBOUNDED,
+    "fn": _fn_degree,
 }
 
 
@@ -79,7 +98,7 @@ class Degrees:
             elif max(deg[a] for a in node.args) == 0:
                 d = 0
             else:
-                d = DEGREES[node.op](nodes, node.args, deg)
+                d = DEGREES[node.op](nodes, node, deg)
             deg.append(d)
         return deg[i]
 
