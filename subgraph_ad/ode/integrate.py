@@ -9,7 +9,7 @@ import numpy as np
 
 from .dense import OdeSolution
 from .events import Event, events_of, zeros_in_step
-from .kernel import kernel
+from .kernel import evaluator, kernel
 from .result import OdeResult
 from .stepper import advance, horner, order_for, step_sizes
 from .system import System
@@ -138,7 +138,7 @@ class _Run:
         self.system, self.events, self.p = system, events, p
         self.rtol, self.atol, self.t0, self.t1 = rtol, atol, t0, t1
         self.times, self.dense, self.max_steps = times, dense, max_steps
-        self.fill = kernel(backend)
+        self.fill, self.evaluate = kernel(backend), evaluator(backend)
         self.sign = 1.0 if t1 >= t0 else -1.0
         self.resolution = 4.0 * _EPS * max(abs(t0), abs(t1))
 
@@ -172,11 +172,13 @@ class _Run:
     def _coefficients(self, idx: np.ndarray) -> np.ndarray:
         s = self.system
         inputs = ([self.hi[idx] + self.lo[idx]] if s.timed else []) + list(self.y[:, idx])
+        c = np.zeros((s.rows, self.p + 1, len(idx)))
         with np.errstate(all="ignore"):
-            values = s.values(*inputs)
-            c = np.zeros((s.rows, self.p + 1, len(idx)))
-            for r, value in enumerate(values):
-                c[r, 0] = value
+            if len(idx) == 1:  # one point: lambdify's Python-float path, no array machinery
+                c[:, 0, 0] = s.values(*(float(v[0]) for v in inputs))
+            else:
+                for r, value in enumerate(s.values(*inputs)):
+                    c[r, 0] = value
             if s.time >= 0:
                 c[s.time, 1] = 1.0
             self.fill(s.code, s.scalars, c, self.p)
@@ -206,7 +208,8 @@ class _Run:
         if self.events:
             for j in np.flatnonzero(go):
                 h[j], stop[j] = self._events(idx[j], c[:, :, j], coefficients[:, :, j], float(h[j]))
-        y_new = horner(coefficients, h)
+        y_new = np.empty((coefficients.shape[0], len(idx)))
+        self.evaluate(coefficients, h, y_new)
         for j in np.flatnonzero(go):
             b = idx[j]
             self._record(b, coefficients[:, :, j], float(h[j]), y_new[:, j], bool(last[j] and not stop[j]))

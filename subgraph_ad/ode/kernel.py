@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .stepper import horner
 from .system import ADD, CHAIN, DIV, LINEAR, MUL, NEG, QUADRATIC, ROOT, SQUARE, STATE, SUB
 
 Kernel = Callable[[np.ndarray, np.ndarray, np.ndarray, int], None]
@@ -99,19 +100,48 @@ def _fill_loops(code: np.ndarray, scalars: np.ndarray, c: np.ndarray, order: int
                     c[i, k, q] = s * acc + (c[a, k, q] if op == QUADRATIC else 0.0)
 
 
-_COMPILED: dict[str, Kernel] = {}
+def _horner_loops(coefficients: np.ndarray, tau: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - Numba
+    """out[i, b] = Σ_k coefficients[i, k, b]·tau[b]^k by Horner's rule (``stepper.horner``)."""
+    for i in range(coefficients.shape[0]):
+        for b in range(coefficients.shape[2]):
+            acc = coefficients[i, coefficients.shape[1] - 1, b]
+            for k in range(coefficients.shape[1] - 2, -1, -1):
+                acc = acc * tau[b] + coefficients[i, k, b]
+            out[i, b] = acc
+
+
+def _horner_numpy(coefficients: np.ndarray, tau: np.ndarray, out: np.ndarray) -> None:
+    out[...] = horner(coefficients, tau)
+
+
+_COMPILED: dict[str, Any] = {}
+
+
+def _numba() -> Any:
+    """Numba's ``njit`` where Numba imports, else None."""
+    try:
+        import numba
+    except ImportError:
+        return None
+    return numba.njit(cache=True, nogil=True)
 
 
 def kernel(backend: str) -> Kernel:
     """The kernel for a backend: ``"numba"`` (compiled once, cached on disk) where Numba imports,
     else the NumPy one."""
-    if backend != "numba":
+    jit = _numba() if backend == "numba" else None
+    if jit is None:
         return fill_numpy
-    if "numba" not in _COMPILED:
-        try:
-            import numba
-        except ImportError:
-            return fill_numpy
-        compiled: Any = numba.njit(cache=True, nogil=True)(_fill_loops)
-        _COMPILED["numba"] = compiled
-    return _COMPILED["numba"]
+    if "fill" not in _COMPILED:
+        _COMPILED["fill"] = jit(_fill_loops)
+    return _COMPILED["fill"]  # type: ignore[no-any-return]
+
+
+def evaluator(backend: str) -> Callable[[np.ndarray, np.ndarray, np.ndarray], None]:
+    """Horner's rule over a step for every member at once, compiled like ``kernel``."""
+    jit = _numba() if backend == "numba" else None
+    if jit is None:
+        return _horner_numpy
+    if "horner" not in _COMPILED:
+        _COMPILED["horner"] = jit(_horner_loops)
+    return _COMPILED["horner"]  # type: ignore[no-any-return]

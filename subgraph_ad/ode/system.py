@@ -100,7 +100,7 @@ def _build(tape: Tape, time: Optional[Term], states: Sequence[Term], rhs: Sequen
     series.degree = _Moving(tape, set(state_of), time_index)
     forms: dict[int, tuple] = {}
     extra: dict[int, int] = {}  # a linear form's node -> its f(…, 1, …) node
-    stack = sorted({t.index for t in (*rhs, *events)}, reverse=True)
+    stack = sorted({t.index for t in (*states, *rhs, *events)}, reverse=True)
     while stack:  # every node whose coefficients are read, and its form
         i = stack.pop()
         if i in forms:
