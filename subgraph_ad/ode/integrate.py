@@ -118,8 +118,8 @@ def taylor_integrate(fun: Any, t_span: Any, y0: Any, rtol: Optional[float] = Non
     specs = events_of(events)
     name = _backend(backend)
     n = y.shape[0]
-    system = system_of(fun, n, specs, args, bool(variational), name)
     p = int(order) if order is not None else order_for(min(rtol_, atol_))
+    system = system_of(fun, n, specs, args, bool(variational), p, name)
     ensemble = y.ndim == 2
     members = y if ensemble else y[:, None]
     if variational:  # Φ(t0) = I for each member

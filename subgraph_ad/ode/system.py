@@ -70,12 +70,17 @@ class System:
     timed: bool
 
 
-def _operands(form: tuple) -> list[int]:
-    """Every node a form reads a coefficient of (None: a chain with a zero derivative)."""
-    kind = form[0]
-    if kind in ("unary", "binary"):
-        return [x for at in range(1, len(form), 3) for x in form[at:at + 2] if x is not None]
-    return [x for x in form[1:1 + len(_SAME_ORDER.get(kind, ()))]]
+def _reads(form: tuple, k: int) -> list[tuple[int, int]]:
+    """The nodes a form's coefficients up to k read, each with the highest order read (a chain's
+    g below k; None: a chain with a zero derivative)."""
+    if form[0] in ("unary", "binary"):
+        out = []
+        for at in range(1, len(form), 3):
+            out.append((form[at], k))
+            if form[at + 1] is not None:
+                out.append((form[at + 1], k - 1))
+        return out
+    return [(form[at], k) for at in _SAME_ORDER.get(form[0], ())]
 
 
 def _same_order(form: tuple) -> list[int]:
@@ -85,42 +90,47 @@ def _same_order(form: tuple) -> list[int]:
 
 
 def build(tape: Tape, time: Optional[Term], states: Sequence[Term], rhs: Sequence[Term], events: Sequence[Term],
-          backend: str) -> System:
-    """The program of y′ = rhs over the vars ``states`` (and ``time``), with the events' g as extra
-    rows; appends the local derivatives it needs to ``tape`` (all or nothing)."""
+          order: int, backend: str) -> System:
+    """The program of y′ = rhs over the vars ``states`` (and ``time``) to Taylor order ``order``,
+    with the events' g as extra rows; appends the local derivatives it needs to ``tape`` (all or nothing)."""
     with tape.transaction():
-        return _build(tape, time, states, rhs, events, backend)
+        return _build(tape, time, states, rhs, events, order, backend)
 
 
 def _build(tape: Tape, time: Optional[Term], states: Sequence[Term], rhs: Sequence[Term], events: Sequence[Term],
-           backend: str) -> System:
+           order: int, backend: str) -> System:
     state_of = {v.index: k for k, v in enumerate(states)}
     time_index = None if time is None else time.index
     series = Series(tape, -1 if time_index is None else time_index)
     series.degree = _Moving(tape, set(state_of), time_index)
     forms: dict[int, tuple] = {}
     extra: dict[int, int] = {}  # a linear form's node -> its f(…, 1, …) node
-    stack = sorted({t.index for t in (*states, *rhs, *events)}, reverse=True)
-    while stack:  # every node whose coefficients are read, and its form
-        i = stack.pop()
-        if i in forms:
+    need: dict[int, int] = {}  # the highest order of each node that is read
+    # A chain's g is read one order below its node, so a chain of ever new derivatives (digamma′ =
+    # polygamma(1, ·), …) ends after p links; a node read at order 0 only is a value.
+    stack = [(i, order) for i in sorted({t.index for t in (*states, *events)}, reverse=True)]
+    while stack:
+        i, k = stack.pop()
+        if need.get(i, -1) >= k:
             continue
+        need[i] = k
         node = tape.nodes[i]
         if i in state_of:
-            form: tuple = ("state", rhs[state_of[i]].index)
+            forms[i] = ("state", rhs[state_of[i]].index)
         elif i == time_index:
-            form = ("time",)
-        elif node.op in LEAVES:
-            form = ("zero",)
-        else:
-            form = series.form(i)
-        forms[i] = form
-        reads = [form[1]] if form[0] == "state" else _operands(form)
+            forms[i] = ("time",)
+        elif node.op in LEAVES or k == 0:
+            forms.setdefault(i, ("zero",))
+        elif i not in forms or forms[i] == ("zero",):
+            forms[i] = series.form(i)
+        form = forms[i]
+        reads = [(form[1], k - 1)] if form[0] == "state" else _reads(form, k)
         if form[0] == "linear":
-            args = [tape.const(1.0) if a == form[1] else Term(tape, a) for a in node.args]
-            extra[i] = node.payload(*args).index
-            reads.append(extra[i])
-        stack += [x for x in reversed(reads) if x not in forms]
+            if i not in extra:
+                args = [tape.const(1.0) if a == form[1] else Term(tape, a) for a in node.args]
+                extra[i] = node.payload(*args).index
+            reads.append((extra[i], 0))
+        stack += [(x, j) for x, j in reversed(reads) if j >= 0 and need.get(x, -1) < j]
     order = _topological(forms)
     row = {i: r for r, i in enumerate(order)}
     code: list[tuple[int, int, int, int]] = []
