@@ -194,7 +194,7 @@ class _Run:
         h = np.where(last, remaining, self.sign * size)
         finite = np.all(np.isfinite(coefficients), axis=(0, 1)) & np.isfinite(h)
         go = np.ones(len(idx), dtype=bool)
-        for j, b in enumerate(idx):
+        for j, b in enumerate(map(int, idx)):
             t = self.hi[b] + self.lo[b]
             if not finite[j]:
                 self._fail(b, f"the Taylor coefficients are not finite at t = {float(t)!r} (a singularity, or fun is not "
@@ -206,12 +206,12 @@ class _Run:
                 go[j] = False
         stop = np.zeros(len(idx), dtype=bool)
         if self.events:
-            for j in np.flatnonzero(go):
-                h[j], stop[j] = self._events(idx[j], c[:, :, j], coefficients[:, :, j], float(h[j]))
+            for j in map(int, np.flatnonzero(go)):
+                h[j], stop[j] = self._events(int(idx[j]), c[:, :, j], coefficients[:, :, j], float(h[j]))
         y_new = np.empty((coefficients.shape[0], len(idx)))
         self.evaluate(coefficients, h, y_new)
-        for j in np.flatnonzero(go):
-            b = idx[j]
+        for j in map(int, np.flatnonzero(go)):
+            b = int(idx[j])
             self._record(b, coefficients[:, :, j], float(h[j]), y_new[:, j], bool(last[j] and not stop[j]))
             if stop[j]:
                 self.status[b], self.messages[b] = 1, _TERMINAL
@@ -293,12 +293,12 @@ class _Run:
                         np.array([s[2] for s in steps]).reshape(len(steps), self.y.shape[0], self.p + 1))
                        for steps in self.steps]
             sol = OdeSolution(members, n, self.sign > 0, ensemble)
-        t_events = y_events = None
+        t_events: Optional[list[Any]] = None
+        y_events: Optional[list[Any]] = None
         if self.events:
-            t_events = [[np.array(found) for found in per] for per in self.found_t]
-            y_events = [[np.array(found).reshape(-1, self.y.shape[0])[:, :n] for found in per] for per in self.found_y]
-            if not ensemble:
-                t_events, y_events = [per[0] for per in t_events], [per[0] for per in y_events]
+            times = [[np.array(found) for found in per] for per in self.found_t]
+            states = [[np.array(found).reshape(-1, self.y.shape[0])[:, :n] for found in per] for per in self.found_y]
+            t_events, y_events = (times, states) if ensemble else ([per[0] for per in times], [per[0] for per in states])
         failed = self.status < 0
         message = self.messages[0] if not ensemble else (
             _DONE if not failed.any() else f"{int(failed.sum())} of {width} members stopped early; first: "

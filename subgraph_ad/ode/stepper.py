@@ -56,4 +56,4 @@ def horner(coefficients: np.ndarray, tau: np.ndarray) -> np.ndarray:
     acc = coefficients[:, -1].copy()
     for k in range(coefficients.shape[1] - 2, -1, -1):
         acc = acc * tau + coefficients[:, k]
-    return acc
+    return np.asarray(acc)

@@ -131,19 +131,19 @@ def _build(tape: Tape, time: Optional[Term], states: Sequence[Term], rhs: Sequen
                 extra[i] = node.payload(*args).index
             reads.append((extra[i], 0))
         stack += [(x, j) for x, j in reversed(reads) if j >= 0 and need.get(x, -1) < j]
-    order = _topological(forms)
-    row = {i: r for r, i in enumerate(order)}
+    laid = _topological(forms)
+    row = {i: r for r, i in enumerate(laid)}
     code: list[tuple[int, int, int, int]] = []
     scalars: list[float] = []
-    for i in order:  # the states first: they read f at order k − 1
+    for i in laid:  # the states first: they read f at order k − 1
         if forms[i][0] == "state":
             code.append((STATE, row[i], row[forms[i][1]], 0))
             scalars.append(0.0)
-    for i in order:
+    for i in laid:
         _lay_out(forms[i], row[i], row, extra.get(i), code, scalars)
     inputs = ([] if time is None else [time]) + list(states)
-    values = lambdify(inputs, [Term(tape, i) for i in order], backend=backend)
-    return System(n=len(states), rows=len(order), states=np.array([row[v.index] for v in states]),
+    values = lambdify(inputs, [Term(tape, i) for i in laid], backend=backend)
+    return System(n=len(states), rows=len(laid), states=np.array([row[v.index] for v in states]),
                   rhs=np.array([row[t.index] for t in rhs]), events=np.array([row[t.index] for t in events], dtype=int),
                   time=row.get(time_index, -1) if time_index is not None else -1,
                   code=np.array(code, dtype=np.int64).reshape(-1, 4), scalars=np.array(scalars, dtype=float),
