@@ -29,6 +29,7 @@ from .functions.gamma import (digamma, erfinv, gamma, lgamma, logaddexp, logadde
                               softplus)
 from .interop.numpy_dispatch import TermArray
 from .operators import biharmonic, derivative_tensor, laplacian
+from .ode import taylor_integrate
 from .viz.animate import Animation, animate
 from .viz.render import GraphTooLarge, GraphvizError, GraphvizNotFound
 
@@ -154,6 +155,7 @@ __all__ = [
     "tan",
     "tanh",
     "taylor_graph",
+    "taylor_integrate",
     "testing",
     "vjp",
 ]
