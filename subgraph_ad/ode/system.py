@@ -48,7 +48,7 @@ class _Moving(Degrees):
             elif max(deg[a] for a in node.args) == 0:
                 d = 0
             else:
-                d = DEGREES[node.op](nodes, node.args, deg)
+                d = DEGREES[node.op](nodes, node, deg)
             deg.append(d)
         return deg[i]
 
