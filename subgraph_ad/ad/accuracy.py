@@ -193,8 +193,10 @@ class GraphRun:
     every: bool
 
     def settle(self, found: list[Term]) -> None:
-        """Warn if the derivatives ``found`` (this run, built) measure above ``TOLERANCE``."""
-        settle(worst(shadow(self.term.tape, [t.index for t in found], self.wrt.index)),
+        """Warn if the derivatives ``found`` (this run, built) measure above ``TOLERANCE``; each
+        node once (a run that closes a cycle returns its few nodes again and again)."""
+        roots = list(dict.fromkeys(t.index for t in found))
+        settle(worst(shadow(self.term.tape, roots, self.wrt.index)),
                f"{_orders(self.count, self.every)} in {self.wrt.name} by repeated gen_graph")
 
     def error(self, budget: int) -> float:
