@@ -41,7 +41,7 @@ import numpy as np
 
 from ..core import OPS, LimitError, Tape, Term
 from ..numeric.modes import values_of
-from .closed_form import MIN_FINITE, PROBES, probe_values
+from .closed_form import MIN_FINITE, PROBES, derivative, probe_values
 from .forward import gen_graph
 
 #: A derivative whose estimated relative error (``typical``) is above this is returned with an
@@ -193,8 +193,10 @@ class GraphRun:
     every: bool
 
     def settle(self, found: list[Term]) -> None:
-        """Warn if the derivatives ``found`` (this run, built) measure above ``TOLERANCE``."""
-        settle(worst(shadow(self.term.tape, [t.index for t in found], self.wrt.index)),
+        """Warn if the derivatives ``found`` (this run, built) measure above ``TOLERANCE``; each
+        node once (a run that closes a cycle returns its few nodes again and again)."""
+        roots = list(dict.fromkeys(t.index for t in found))
+        settle(worst(shadow(self.term.tape, roots, self.wrt.index)),
                f"{_orders(self.count, self.every)} in {self.wrt.name} by repeated gen_graph")
 
     def error(self, budget: int) -> float:
@@ -213,6 +215,28 @@ class GraphRun:
             except LimitError:
                 return math.inf
             return worst(shadow(tape, found if self.every else found[-1:], self.wrt.index)) or 0.0
+
+    def exact_error(self) -> float:
+        """The measured error (``shadow``) of the last order as ``closed_form.derivative`` builds
+        it, exactly but for its coefficients' one rounding each, on trial and rolled back;
+        infinite where it has no such form, or where every order counts."""
+        tape = self.term.tape
+        if self.every:
+            return math.inf
+        with tape.trial():
+            try:
+                found = derivative(tape, self.term.index, self.wrt.index, self.count)
+            except LimitError:
+                return math.inf
+            return math.inf if found is None else worst(shadow(tape, [found], self.wrt.index)) or 0.0
+
+    def build_exact(self, callback: Any) -> Term:
+        """The last order by ``closed_form.derivative`` (``exact_error`` found it), kept: only
+        the nodes it needs stay, tagged with its order."""
+        tape, term = self.term.tape, self.term
+        with tape.transaction(callback, order=tape.orders[term.index] + self.count):
+            (index,) = tape.pruned(lambda: [derivative(tape, term.index, self.wrt.index, self.count) or 0])
+            return Term(tape, index)
 
 
 #: Whether Taylor builds measure themselves (not in auto mode's size trials), and the gen_graph
@@ -244,18 +268,23 @@ class Replaced(Exception):
     """Raised inside a Taylor build that auto mode replaces by a more accurate gen_graph run
     (the build rolls back); ``error`` is the run's measured error."""
 
-    def __init__(self, error: float) -> None:
+    def __init__(self, error: float, exact: bool = False) -> None:
         super().__init__(error)
         self.error = error
+        self.exact = exact
 
 
 def replace(error: float, size: int) -> None:
     """Inside an inaccurate Taylor build (``error`` above ``TOLERANCE``, ``size`` nodes): raise
-    ``Replaced`` if auto mode offered a gen_graph run that measures better within its budget."""
+    ``Replaced`` if auto mode offered a run whose exact expansion (``GraphRun.exact_error``)
+    or, failing that, whose gen_graph passes measure better within their budget."""
     run = _ALTERNATIVE.get()
     if run is None:
         return
     with _setting(_ALTERNATIVE, None):  # the run's own builds are no Taylor builds to replace
+        exact = run.exact_error()
+        if exact < error:
+            raise Replaced(exact, exact=True)
         found = run.error(max(GRAPH_NODES, GRAPH_TIMES * size))
     if found < error:
         raise Replaced(found)
@@ -264,13 +293,18 @@ def replace(error: float, size: int) -> None:
 def taylor_or_graph(taylor: Callable[[Any], Any], graph: Callable[[Any], Any], run: GraphRun,
                     callback: Any) -> tuple[bool, Any]:
     """Auto mode's Taylor build, ``taylor(callback)``, unless it estimates itself inaccurate and
-    ``run`` measures better: then ``graph(callback)``, warned about if it too is above
-    ``TOLERANCE``. (Taylor mode?, what the build returned)."""
+    ``run`` measures better: then the run's exact expansion (``GraphRun.build_exact``) or
+    ``graph(callback)``, warned about if it too is above ``TOLERANCE``. (Taylor mode?, what the
+    build returned)."""
     try:
         with _setting(_ALTERNATIVE, run):
             return True, taylor(callback)
     except Replaced as replaced:
-        error = replaced.error
+        error, exact = replaced.error, replaced.exact
+    if exact:
+        built: Any = run.build_exact(callback)
+        settle(error, f"{_orders(run.count, run.every)} in {run.wrt.name} by exact expansion")
+        return False, built
     built = graph(callback)
     settle(error, f"{_orders(run.count, run.every)} in {run.wrt.name} by repeated gen_graph")
     return False, built

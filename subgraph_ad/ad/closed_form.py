@@ -21,12 +21,14 @@ has far more terms than the graph it would replace has nodes, so where nothing c
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any, Optional
 
 import numpy as np
 
 from ..numeric.modes import values_of
 from ..core import Tape, Term, appended, dependencies
+from .forward import gen_graph
 
 #: a monomial: (atom index, non-zero exponent) pairs, by atom index
 Monomial = tuple[tuple[int, int], ...]
@@ -310,3 +312,74 @@ def closed_form(tape: Tape, root: int, mark: int, wrt: int) -> int:
         return root
     new = _emit(tape, poly)
     return new if appended(tape, new, mark) < size and _agrees(tape, root, new, wrt) else root
+
+
+#: ``derivative``: the most terms its expansion may have at any order (e^{2x}·cos 3x has two at
+#: every order, a polynomial of degree n at most n + 1); more, and there is no short closed form.
+DERIVATIVE_TERMS = 64
+
+
+def _exact(tape: Tape, root: int) -> Optional[dict[Monomial, Fraction]]:
+    """root expanded over its atoms (``_Expansion``, within a ``DERIVATIVE_TERMS`` budget), its
+    coefficients as Fractions (exactly the floats they were); None if it outgrows that. An atom
+    f(u) with f = −g (−sin: ``negative_of``) is −g(u), so that sin(u) and −sin(u) are one atom
+    and their terms cancel exactly, not in the floats of a later rounding."""
+    poly = _Expansion(tape, 4 * DERIVATIVE_TERMS).expand(root)
+    if poly is None or not all(math.isfinite(c) for c in poly.values()):
+        return None
+    out: dict[Monomial, Fraction] = {}
+    for m, c in poly.items():
+        key: Monomial = ()
+        exact = Fraction(c)
+        for atom, e in m:
+            node = tape.nodes[atom]
+            g = node.payload.negative_of if node.op == "fn" and node.payload.arity == 1 else None
+            if g is not None:
+                atom, exact = g(Term(tape, node.args[0])).index, exact * (-1) ** (e % 2)
+            key = _times(key, ((atom, e),))
+        out[key] = out.get(key, Fraction(0)) + exact
+    return {m: c for m, c in out.items() if c}
+
+
+def _rounded(c: Fraction) -> float:
+    """An exact coefficient as the float of its constant node: ±inf past the floats."""
+    try:
+        return float(c)
+    except OverflowError:
+        return math.inf if c > 0 else -math.inf
+
+
+def derivative(tape: Tape, root: int, wrt: int, n: int) -> Optional[int]:
+    """The n-th derivative of root in wrt in Horner form, differentiated n times as a polynomial
+    over root's atoms with exact (Fraction) coefficients, each rounded once at the end; None
+    where an atom's derivative (one gen_graph pass, expanded) leaves the polynomials or a sum
+    passes ``DERIVATIVE_TERMS`` terms.
+
+    Why: the n-th derivative of e^{2x}·cos 3x is Re((2 + 3i)ⁿ·e^{(2+3i)x}), two terms whose
+    integer coefficients Taylor mode's float recurrences (and repeated gen_graph's sums) reach
+    only through binomial sums of far larger terms, losing n/2 bits; exactly, nothing is lost
+    but the final rounding. Appends the atoms' derivatives and the form; the caller prunes.
+    """
+    poly = _exact(tape, root)
+    slopes: dict[int, Optional[dict[Monomial, Fraction]]] = {}
+    for _ in range(n):
+        if poly is None:
+            return None
+        out: dict[Monomial, Fraction] = {}
+        for m, c in poly.items():
+            for atom, e in m:  # d(c·a^e·rest) = c·e·a^(e−1)·a′·rest
+                if atom not in slopes:
+                    slopes[atom] = _exact(tape, gen_graph(Term(tape, atom), Term(tape, wrt)).index)
+                slope = slopes[atom]
+                if slope is None:
+                    return None
+                rest = tuple((a, x - 1 if a == atom else x) for a, x in m if a != atom or x != 1)
+                for sm, sc in slope.items():
+                    key = _times(rest, sm)
+                    out[key] = out.get(key, Fraction(0)) + c * e * sc
+        poly = {m: c for m, c in out.items() if c}
+        if len(poly) > DERIVATIVE_TERMS:
+            return None
+    if poly is None:
+        return None
+    return _emit(tape, {m: _rounded(c) for m, c in poly.items()})

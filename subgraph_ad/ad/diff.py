@@ -45,11 +45,48 @@ def _size(tape: Tape, build: Callable[[], Any]) -> float:
     return trial.appended
 
 
+#: A run of three or more orders that comes back within this many appended nodes to a
+#: derivative it built before (sin → cos → −sin → −cos → sin, e^{−x} → −e^{−x} → e^{−x}, a
+#: polynomial → … → 0: ``_closes``) is built by gen_graph in ``method="auto"`` too, whatever its
+#: order: its answer is a node of the cycle, so sin(x).diff(x, 100_000) holds a few nodes where
+#: Taylor mode would hold 10 GB of exact scalars.
+CYCLE_NODES = 64
+
+
 def _graph_run(z: Term, w: Term, count: int, callback: Callback | None = None) -> Iterator[Term]:
-    """``count`` gen_graph passes by w, yielding each derivative as soon as it is built."""
-    for _ in range(count):
+    """``count`` gen_graph passes by w, yielding each derivative as soon as it is built. A pass
+    that returns a derivative the run built before has closed a cycle: the orders after it are
+    the cycle's nodes again, yielded without passes (memory and time independent of ``count``)."""
+    run, seen = [z], {z.index: 0}
+    for k in range(1, count + 1):
         z = gen_graph(z, w, callback)
+        first = seen.setdefault(z.index, k)
+        if first < k:
+            period = k - first
+            yield from (run[first + (j - first) % period] for j in range(k, count + 1))
+            return
+        run.append(z)
         yield z
+
+
+def _closes(z: Term, w: Term, count: int) -> bool:
+    """Whether ``count`` gen_graph passes come back to a derivative built before, appending at
+    most ``CYCLE_NODES`` nodes on the way: measured on trial (rolled back)."""
+    tape = z.tape
+    seen = {z.index}
+    with tape.trial(), accuracy.unchecked():
+        mark = len(tape)
+        try:
+            for _ in range(count):
+                z = gen_graph(z, w)
+                if z.index in seen:
+                    return True
+                if len(tape) - mark > CYCLE_NODES:
+                    return False
+                seen.add(z.index)
+        except LimitError:
+            return False
+    return False
 
 
 def _build_run(tape: Tape, method: str, count: int, taylor: Callable[[Callback | None], Any],
@@ -59,13 +96,18 @@ def _build_run(tape: Tape, method: str, count: int, taylor: Callable[[Callback |
     gen_graph passes (``graph(callback)``) as ``method`` says: (Taylor mode?, what it returned).
 
     ``"auto"`` at 3–7 repeats measures both on trial and builds the one that appends fewer nodes
-    (Taylor mode on a tie). The callback sees only the nodes kept. A Taylor build in auto mode
+    (Taylor mode on a tie), and from 3 repeats on a run that closes a cycle (``_closes``) is
+    built by gen_graph. The callback sees only the nodes kept. A Taylor build in auto mode
     that estimates itself inaccurate gives way to the gen_graph ``run`` where that measures
     better (``accuracy.taylor_or_graph``); a gen_graph run of ``AUTO_TAYLOR_SURE`` orders or
     more is measured too, and warned about if inaccurate.
     """
-    if method != "auto" or not AUTO_TAYLOR_FROM <= count < AUTO_TAYLOR_SURE:
-        in_taylor = method == "taylor" or (method == "auto" and count >= AUTO_TAYLOR_SURE)
+    if method != "auto" or count < AUTO_TAYLOR_FROM:
+        in_taylor = method == "taylor"
+    elif _closes(run.term, run.wrt, count):
+        in_taylor = False
+    elif count >= AUTO_TAYLOR_SURE:
+        in_taylor = True
     else:
         in_taylor = _size(tape, lambda: taylor(None)) <= _size(tape, lambda: graph(None))
     if in_taylor and method == "auto":
@@ -102,7 +144,9 @@ def diff(z: Term, *args: Any, method: str = "auto", closed_form: bool = True,
     ``method`` is ``"graph"`` (repeated gen_graph), ``"taylor"`` (each run of one var in Taylor
     mode, see taylor.py) or ``"auto"``: per run of one var, gen_graph below
     ``AUTO_TAYLOR_FROM`` repeats, Taylor mode from ``AUTO_TAYLOR_SURE`` on, and in between
-    whichever appends fewer nodes (``_build_run``). All give the same values up to rounding,
+    whichever appends fewer nodes (``_build_run``); gen_graph at any order where the run comes
+    back to a derivative it built (sin⁽ⁿ⁾, ``CYCLE_NODES``), so that the answer costs the
+    cycle's few nodes, not memory that grows with n. All give the same values up to rounding,
     which at high order can cost Taylor mode (and gen_graph) digits: see ``accuracy``. Then, with
     ``closed_form`` (the default), each run of three or more orders is replaced by its closed form
     where that is smaller and as accurate (``closed_form.py``). The whole call is one

@@ -218,16 +218,24 @@ def test_the_report_repeated_gen_graph_is_exact() -> None:
 
 
 def test_a_replaced_taylor_build_leaves_nothing_behind() -> None:
-    """Auto mode builds Taylor mode, measures it, tries gen_graph on trial and rolls both back
-    before building gen_graph: the tape ends as method="graph" leaves it."""
+    """Auto mode builds Taylor mode, measures it, tries the alternatives on trial and rolls all
+    back before building the one it keeps: ``derivatives`` ends as method="graph" leaves it, and
+    ``diff`` (its exact expansion) keeps only nodes its result needs, each heard once."""
     ends = []
     for method in ("auto", "graph"):
         tape = Tape()
         x = tape.var("x", 0.4)
         heard: list[int] = []
-        d = (sad.exp(x) * sad.sin(x)).diff(x, 100, method=method, callback=lambda t: heard.append(t.index))
-        ends.append((len(tape), d.index, heard, tape.nodes[:]))
+        steps = sad.derivatives(sad.exp(x) * sad.sin(x), x, 100, method=method, callback=lambda t: heard.append(t.index))
+        ends.append((len(tape), steps[-1].term.index, heard, tape.nodes[:]))
     assert ends[0] == ends[1]
+    tape = Tape()
+    x = tape.var("x", 0.4)
+    f = sad.exp(x) * sad.sin(x)
+    mark, heard = len(tape), []
+    d = f.diff(x, 100, callback=lambda t: heard.append(t.index))
+    assert heard == list(range(mark, len(tape)))
+    assert set(range(mark, len(tape))) <= set(sad.core.dependencies(tape, [d.index]))
 
 
 def test_the_warning_names_the_derivative_and_the_estimate() -> None:

@@ -52,17 +52,19 @@ def run(code: str) -> dict:
 
 
 def test_exact_scalars_of_a_very_high_order_stop_at_the_budget():
-    """sin(x).diff(x, 100_000) keeps exact scalars near 1/k! for every order k: about
-    k·log2(k)/8 bytes each, 10 GB in all. With 200,000 nodes of budget (80 MB) it must stop with
-    LimitError long before a 400 MB cap; an order whose scalars fit still works."""
+    """sin(x).diff(x, 100_000) in Taylor mode keeps exact scalars near 1/k! for every order k:
+    about k·log2(k)/8 bytes each, 10 GB in all (auto mode builds it by gen_graph, which closes
+    on sin → cos → −sin → −cos: tests/ad/test_extreme_orders.py). With 200,000 nodes of budget
+    (80 MB) it must stop with LimitError long before a 400 MB cap; an order whose scalars fit
+    still works."""
     out = run("""
         tape = sad.Tape(max_nodes=200_000); x = tape.var("x", 0.7); f = sad.sin(x)
         cap(400)
-        d = f.diff(x, 3001)
+        d = f.diff(x, 3001, method="taylor")
         fine = d.eval() == math.cos(0.7) and len(tape) <= 4  # sin⁽³⁰⁰¹⁾ = cos
         before = snapshot(tape)
         try:
-            f.diff(x, 100_000)
+            f.diff(x, 100_000, method="taylor")
             report(raised=None)
         except sad.LimitError as error:
             report(raised="LimitError", message=str(error), unchanged=snapshot(tape) == before, fine=fine)
