@@ -358,6 +358,44 @@ def test_the_reported_cases(name, f):
         assert agrees(ours, theirs, SYMPY_RTOL), (name, label, ours, theirs)
 
 
+#: where() whose untaken branch is singular at the point (nan or inf, and so are its derivatives),
+#: with the branch taken there in SymPy.
+UNTAKEN = [
+    ("where(x > 0, sqrt x, x)·e^y", lambda x, y: sad.where(x > 0, sad.sqrt(x), x) * sad.exp(y),
+     lambda X, Y: X * sympy.exp(Y)),
+    ("where(x > 0, log x, x²)·y", lambda x, y: sad.where(x > 0, sad.log(x), x * x) * y, lambda X, Y: X**2 * Y),
+    ("where(x > 0, x log x, 0) + sin(x·y)", lambda x, y: sad.where(x > 0, x * sad.log(x), 0.0) + sad.sin(x * y),
+     lambda X, Y: sympy.sin(X * Y)),
+]
+
+
+@pytest.mark.parametrize("name, f, taken", UNTAKEN, ids=[name for name, _, _ in UNTAKEN])
+@pytest.mark.parametrize("x0", [-1.0, 0.0])
+def test_the_branch_not_taken_leaves_no_nan(name, f, taken, x0):
+    """A condition is constant: the operators of where(c, a, b) are those of the branch taken, even
+    where the other is nan with its derivatives (a condition's vars once counted as moving it, so
+    select's partial c multiplied the nan: Laplacian and jets nan, where SymPy's are finite; and a
+    pairing carried an adjoint 0 through select into the nan branch)."""
+    tape = sad.Tape()
+    x, y = tape.var("x", x0), tape.var("y", 0.5)
+    X, Y, T = sym("x"), sym("y"), sym("t")
+    U = taken(X, Y)
+    lap = sympy.diff(U, X, 2) + sympy.diff(U, Y, 2)
+    moved = U.xreplace({X: X + T, Y: Y + 2 * T})
+    exprs = [lap, 2 * sympy.diff(U, X, 2) + sympy.diff(U, X, Y) + sympy.diff(U, Y, 2),
+             sympy.diff(lap, X, 2) + sympy.diff(lap, Y, 2)]
+    exprs += [sympy.diff(moved, T, k).xreplace({T: 0}) for k in (1, 2, 3)]
+    want = at_digits(exprs, ["x", "y"], {"x": x0, "y": 0.5})
+    u = f(x, y)
+    got = [sad.laplacian(u, [x, y]), sad.laplacian(u, [x, y], weights=[[2, 0.5], [0.5, 1]]),
+           sad.biharmonic(u, [x, y], method="nested")]
+    got += sad.taylor_graph(u, {x: 1.0, y: 2.0}, 3)
+    for label, ours, theirs in zip(["laplacian", "weighted", "biharmonic", "jet 1", "jet 2", "jet 3"],
+                                   [t.eval() for t in got], want):
+        assert agrees(ours, theirs, SYMPY_RTOL), (name, label, ours, theirs)
+    assert agrees(sad.biharmonic(u, [x, y], method="direct").eval(), want[2], SYMPY_RTOL), (name, "direct")
+
+
 def test_the_cli_laplacian_of_x_minus_x(capsys):
     """``subgraph-ad laplacian`` goes through the same pass: exp(x·y)·exp(x − x) is (x² + y²)·e^{xy}."""
     assert main(["laplacian", "exp(x*y)*exp(x-x)", "--at", "x=0.3,y=-0.7", "--biharmonic", "--json"]) == 0

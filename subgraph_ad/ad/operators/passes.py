@@ -57,6 +57,8 @@ class Pass:
                 if node.op == "var":
                     k = position.get(j)
                     m = 0 if k is None else 1 << k
+                elif node.op == "fn" and getattr(node.payload, "condition", False):
+                    m = 0  # a condition is 0 or 1: constant wherever it has a derivative, as select's c
                 else:
                     for a in node.args:
                         m |= masks[a]
@@ -136,10 +138,30 @@ class Pass:
     def gradient(self, root: int, wanted: int) -> dict[int, Lin]:
         """The entries ∂root/∂x_p (p a position in ``xs``) for the positions in ``wanted`` that
         reach root, built by one reverse sweep from root that stops at nodes whose entries are
-        built already; memoised. Missing entries are structural zeros."""
+        built already; memoised. Missing entries are structural zeros.
+
+        A function linear in its one moving operand a (select(c, a) of ``where``) has the entries
+        f(…, ∂a/∂x_p, …), built first, in tape order, and the sweep stops there: an adjoint
+        carried through it would be 0·∂a/∂x_p, nan where the branch not taken is."""
         missing = wanted & self.mask(root) & ~self.known.get(root, 0)
         if missing:
-            self._sweep(root, missing)
+            nodes = self.tape.nodes
+            stop = lambda i: nodes[i].op == "var" or not self.mask(i) & missing  # noqa: E731
+            for i in dependencies(self.tape, [root], stop=stop):
+                moving = self.moving(i) if nodes[i].op == "fn" else []
+                if len(moving) == 1 and linear_slot(self, i, moving[0]):
+                    a = moving[0]
+                    need = missing & self.mask(i) & ~self.known.get(i, 0)
+                    if need:
+                        inner = self.gradient(a, need)  # its own linear nodes are built: no deeper call
+                        grads = self.grads.setdefault(i, {})
+                        for q in bits(need):
+                            found = linear_share(self, i, a, inner.get(q))
+                            if found is not None:
+                                grads[q] = found
+                        self.known[i] = self.known.get(i, 0) | need
+            if missing & ~self.known.get(root, 0):
+                self._sweep(root, missing & ~self.known.get(root, 0))
         return self.grads[root]
 
     def _stops(self, i: int, missing: int) -> bool:
