@@ -153,7 +153,7 @@ class _Direct:
                 total = alg.add(total, alg.scale(bih.get(a), sign))
             return total
         ops = p.moving(i)
-        if len(ops) == 1 and linear_slot(p, i, ops[0]):  # select(c, u): Δ²c = select(c, Δ²u), a strong zero
+        if len(ops) == 1 and linear_slot(p, i, ops[0]):  # f(…, a, …) linear in a: Δ²f = f(…, Δ²a, …)
             return linear_share(p, i, ops[0], bih.get(ops[0]))
         r = range(len(ops))
         f = lambda *index: alg.of(p.derivative(i, index))  # noqa: E731

@@ -138,10 +138,30 @@ class Pass:
     def gradient(self, root: int, wanted: int) -> dict[int, Lin]:
         """The entries ∂root/∂x_p (p a position in ``xs``) for the positions in ``wanted`` that
         reach root, built by one reverse sweep from root that stops at nodes whose entries are
-        built already; memoised. Missing entries are structural zeros."""
+        built already; memoised. Missing entries are structural zeros.
+
+        A function linear in its one moving operand a (select(c, a) of ``where``) has the entries
+        f(…, ∂a/∂x_p, …), built first, in tape order, and the sweep stops there: an adjoint
+        carried through it would be 0·∂a/∂x_p, nan where the branch not taken is."""
         missing = wanted & self.mask(root) & ~self.known.get(root, 0)
         if missing:
-            self._sweep(root, missing)
+            nodes = self.tape.nodes
+            stop = lambda i: nodes[i].op == "var" or not self.mask(i) & missing  # noqa: E731
+            for i in dependencies(self.tape, [root], stop=stop):
+                moving = self.moving(i) if nodes[i].op == "fn" else []
+                if len(moving) == 1 and linear_slot(self, i, moving[0]):
+                    a = moving[0]
+                    need = missing & self.mask(i) & ~self.known.get(i, 0)
+                    if need:
+                        inner = self.gradient(a, need)  # its own linear nodes are built: no deeper call
+                        grads = self.grads.setdefault(i, {})
+                        for q in bits(need):
+                            found = linear_share(self, i, a, inner.get(q))
+                            if found is not None:
+                                grads[q] = found
+                        self.known[i] = self.known.get(i, 0) | need
+            if missing & ~self.known.get(root, 0):
+                self._sweep(root, missing & ~self.known.get(root, 0))
         return self.grads[root]
 
     def _stops(self, i: int, missing: int) -> bool:
@@ -190,29 +210,23 @@ class Pass:
 
     def scaling(self, i: int) -> Optional[tuple[int, Callable[[Lin], Lin]]]:
         """For a node with one moving operand a, whose gradient is s·∇a: (a, value ↦ value·s);
-        else None. Then ∇i·∇j = s·(∇a·∇j), and the entries of ∇i are never built."""
-        node = self.tape.nodes[i]
-        moving = [a for a in dict.fromkeys(node.args) if self.mask(a)]
-        if len(moving) != 1 or not node.args:
+        else None. Then ∇i·∇j = s·(∇a·∇j), and the entries of ∇i are never built. s is the sum
+        of the node's partials over every slot a fills (the reverse rule's shares summed): x − x
+        has s = 0, x/x has 1/x − (x/x)/x, not the first slot's alone."""
+        moving = self.moving(i)
+        if len(moving) != 1:
             return None
         (a,) = moving
-        alg, op = self.alg, node.op
-        if op in ("add", "neg") or (op == "sub" and a == node.args[0]):
-            sign = -1 if op == "neg" else 1
-            return a, lambda value: alg.scale(value, sign)
-        if op == "sub":
-            return a, lambda value: alg.scale(value, -1)
-        if op == "mul":
-            other = alg.of(node.args[1] if a == node.args[0] else node.args[0])
-            factor = alg.scale(alg.of(a), 2) if node.args[0] == node.args[1] else other
-            return a, lambda value: alg.mul(value, factor)
-        if op == "div":
-            b = node.args[1]
-            if a == node.args[0]:
-                return a, lambda value: alg.div(value, b)
-            return a, lambda value: alg.scale(alg.div(alg.mul(value, alg.of(i)), b), -1)
-        ((_, f),) = self.partials(i)
-        return a, lambda value: self.times(value, f)
+        node = self.tape.nodes[i]
+
+        def apply(value: Lin) -> Lin:
+            total: Lin = None
+            for operand, share in ADJOINTS[node.op](self, i, node, value):
+                if operand == a:
+                    total = self.alg.add(total, share)
+            return total
+
+        return a, apply
 
     def pair(self, a: int, b: int) -> Lin:
         """∇a·∇b (∇aᵀA∇b with a metric): a structural zero when no var pairs them. Through a
@@ -331,7 +345,8 @@ def linear_slot(p: Pass, i: int, operand: int) -> bool:
     node = p.tape.nodes[i]
     if node.op != "fn":
         return False
-    return any(a == operand and node.payload.is_linear(k) for k, a in enumerate(node.args)) and \
+    slots = [k for k, a in enumerate(node.args) if a == operand]  # xlogy(a, a) = a·log a is not linear in a
+    return len(slots) == 1 and node.payload.is_linear(slots[0]) and \
         all(a == operand or not p.mask(a) for a in node.args)
 
 
@@ -340,7 +355,7 @@ def _mul_adjoint(p: Pass, i: int, node: Any, bar: Lin) -> list[tuple[int, Lin]]:
     a, b = node.args
     if a == b:
         return [(a, p.alg.scale(p.alg.mul(bar, p.alg.of(a)), 2))]
-    return [(a, p.alg.mul(bar, p.alg.of(b))), (b, p.alg.mul(bar, p.alg.of(a)))]
+    return [(x, p.alg.mul(bar, p.alg.of(other))) for x, other in ((a, b), (b, a)) if p.mask(x)]
 
 
 def _div_adjoint(p: Pass, i: int, node: Any, bar: Lin) -> list[tuple[int, Lin]]:
