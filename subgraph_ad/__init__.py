@@ -3,7 +3,7 @@
 from . import methods  # noqa: F401  (Term and Tape methods of the layers above the core)
 from .ad.diff import Step, derivatives, diff
 from .ad.forward import gen_graph
-from .ad.matrices import Sparse, hutchinson_trace
+from .ad.matrices import Dense, Sparse, hutchinson_trace
 from .ad.reverse import grad_graph
 from .ad.taylor import taylor_graph
 from .ad.accuracy import AccuracyWarning
@@ -52,6 +52,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Animation",
     "BinaryFn",
+    "Dense",
     "Elementary",
     "Checkpointed",
     "FUNCTIONS",

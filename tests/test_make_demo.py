@@ -37,7 +37,7 @@ def test_make_demo_in_a_fresh_clone(tmp_path):
     venv = clone / ".venv"
     python = venv / "bin" / "python"
     # its own virtualenv: the package comes from the clone, and nothing of the test kit is there
-    where = subprocess.run([str(python), "-c", "import subgraph_ad; print(subgraph_ad.__file__)"],
+    where = subprocess.run([str(python), "-c", "import subgraph_ad; print(subgraph_ad.__file__)"], cwd=tmp_path,
                            capture_output=True, text=True, check=True).stdout.strip()
     assert Path(where).resolve().is_relative_to(clone.resolve())
     listed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True,
