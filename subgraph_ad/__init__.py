@@ -27,7 +27,7 @@ from .functions.kinks import (ceil, clip, floor, fmax, fmin, fmod, heaviside, ma
 from .functions.kinks import round_ as round  # noqa: A001  (sad.round, like np.round)
 from .functions.gamma import (digamma, erfinv, gamma, lgamma, logaddexp, logaddexp2, logsumexp, polygamma, sinc,
                               softplus)
-from .interop.numpy_dispatch import TermArray
+from .interop.numpy_dispatch import TermArray, stack
 from .operators import biharmonic, derivative_tensor, laplacian
 from .viz.animate import Animation, animate
 from .viz.render import GraphTooLarge, GraphvizError, GraphvizNotFound
@@ -71,6 +71,7 @@ __all__ = [
     "Tape",
     "Term",
     "TermArray",
+    "stack",
     "UnaryFn",
     "UnfedPlaceholder",
     "abs",
