@@ -28,6 +28,7 @@ from .functions.kinks import round_ as round  # noqa: A001  (sad.round, like np.
 from .functions.gamma import (digamma, erfinv, gamma, lgamma, logaddexp, logaddexp2, logsumexp, polygamma, sinc,
                               softplus)
 from .interop.numpy_dispatch import TermArray, stack
+from .interop.var_names import from_sympy
 from .operators import biharmonic, derivative_tensor, laplacian
 from .viz.animate import Animation, animate
 from .viz.render import GraphTooLarge, GraphvizError, GraphvizNotFound
@@ -72,6 +73,7 @@ __all__ = [
     "Term",
     "TermArray",
     "stack",
+    "from_sympy",
     "UnaryFn",
     "UnfedPlaceholder",
     "abs",
