@@ -3,7 +3,7 @@
 from . import methods  # noqa: F401  (Term and Tape methods of the layers above the core)
 from .ad.diff import Step, derivatives, diff
 from .ad.forward import gen_graph
-from .ad.matrices import Sparse, hutchinson_trace
+from .ad.matrices import Dense, Sparse, hutchinson_trace
 from .ad.reverse import grad_graph
 from .ad.taylor import taylor_graph
 from .ad.accuracy import AccuracyWarning
@@ -27,7 +27,8 @@ from .functions.kinks import (ceil, clip, floor, fmax, fmin, fmod, heaviside, ma
 from .functions.kinks import round_ as round  # noqa: A001  (sad.round, like np.round)
 from .functions.gamma import (digamma, erfinv, gamma, lgamma, logaddexp, logaddexp2, logsumexp, polygamma, sinc,
                               softplus)
-from .interop.numpy_dispatch import TermArray
+from .interop.numpy_dispatch import TermArray, stack
+from .interop.var_names import from_sympy
 from .operators import biharmonic, derivative_tensor, laplacian
 from .ode import taylor_integrate
 from .viz.animate import Animation, animate
@@ -53,6 +54,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Animation",
     "BinaryFn",
+    "Dense",
     "Elementary",
     "Checkpointed",
     "FUNCTIONS",
@@ -71,6 +73,8 @@ __all__ = [
     "Tape",
     "Term",
     "TermArray",
+    "stack",
+    "from_sympy",
     "UnaryFn",
     "UnfedPlaceholder",
     "abs",

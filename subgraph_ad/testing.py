@@ -350,7 +350,7 @@ def check_against_sympy(term: Term, *wrt_args: Any, points: int = 5, seed: int =
     """
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
         raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
-    wrts = diff_spec(wrt_args, "check_against_sympy")
+    wrts = diff_spec(wrt_args, "check_against_sympy", term.tape if isinstance(term, Term) else None)
     ours = term.diff(*wrt_args, method=method) if derivative is None else derivative
     tape = term.tape
     var_names = sorted({tape.nodes[i].payload for i in dependencies(tape, [term.index])

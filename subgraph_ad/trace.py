@@ -59,6 +59,7 @@ from .core import Tape, Term, checks
 from .interop.numpy_dispatch import TermArray
 from .numeric import modes
 from .pytrees import Tree, flatten, is_number, leaf_shapes, real_leaf, shown, static_key, unflatten
+from .trace_errors import in_user_code
 
 
 # -- the trace -------------------------------------------------------------------------------------
@@ -120,8 +121,8 @@ class Traced:
         self.flat: list[Term] = [v for vars_ in self.vars for v in vars_]
         try:
             self.out = f(*args, **(kwargs or {}))
-        except TypeError as error:
-            raise TypeError(f"{what}: tracing {getattr(f, '__name__', f)!r} failed: {error}") from error
+        except Exception as error:  # shown ending in the user's own line: see trace_errors
+            raise in_user_code(error, what, f) from None
 
     def vars_of(self, k: int) -> list[Term]:
         """The vars of argument k, as created (whatever ``f`` wrote into its array)."""

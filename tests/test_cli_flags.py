@@ -46,7 +46,7 @@ def test_no_parser_accepts_abbreviations():
     parser = build_parser()
     subparsers = next(a for a in parser._actions if a.dest == "command").choices
     assert parser.allow_abbrev is False
-    assert sorted(subparsers) == ["diff", "grad", "laplacian", "render", "verify"]
+    assert sorted(subparsers) == ["animate", "diff", "grad", "laplacian", "render", "verify"]
     assert all(p.allow_abbrev is False for p in subparsers.values())
 
 

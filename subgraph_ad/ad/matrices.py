@@ -9,6 +9,7 @@ Hessian-vector products and Hutchinson's estimate of the trace.
 - ``hessian(z, inputs)``: forward over reverse. g = ∇z in one reverse sweep, then H[i][j] =
   ∂g_i/∂x_j for j ≥ i only, and H[j][i] is the same node: a symmetric matrix costs one triangle.
   Entries that are zero by structure are the tape's 0 (Rosenbrock: 3N − 2 nonzeros).
+- Dense results are ``Dense``: rows of Terms that print and show in a notebook as a matrix.
 - ``sparse=True`` (either matrix): a ``Sparse`` of the structural nonzeros (indices and Terms);
   ``Sparse.compile`` evaluates them as one array for a batch of points, or as a
   ``scipy.sparse`` matrix for one point.
@@ -34,6 +35,7 @@ import numpy as np
 
 from ..core import checks
 from ..core import Term, dependencies
+from . import matrix_display as display
 from .forward import directional, gen_graph_many
 from .reverse import grad_graph
 
@@ -112,7 +114,7 @@ def _assemble(entries: dict[tuple[int, int], Term], shape: tuple[int, int], zero
     if symmetric:
         entries = {**entries, **{(j, i): t for (i, j), t in entries.items()}}
     if not sparse:
-        return [[entries.get((i, j), zero) for j in range(shape[1])] for i in range(shape[0])]
+        return Dense([entries.get((i, j), zero) for j in range(shape[1])] for i in range(shape[0]))
     found = sorted((key, t) for key, t in entries.items() if t != zero)
     return Sparse(tuple(i for (i, _), _ in found), tuple(j for (_, j), _ in found), tuple(t for _, t in found), shape)
 
@@ -136,14 +138,43 @@ def _var_sets(tape: Any, roots: list[int], wrts: list[int]) -> dict[int, frozens
     return sets
 
 
-#: The most rows and columns a Sparse shows (the rest is elided), and the characters of one entry.
-SHOW, CELL_CHARS = 12, 40
+class Dense(list[list[Term]]):
+    """A dense matrix of Terms, as ``hessian`` and ``jacobian`` return it: a list of rows (plain
+    lists of Terms, so ``H[i][j]`` and every list idiom work), zeros by structure the tape's 0.
+    It prints as the matrix of formulas and shows in a notebook as a table or in LaTeX, headed
+    "n×m Dense".
 
+    >>> from subgraph_ad import Tape
+    >>> tape = Tape(); x = tape.var("x", 1.0); y = tape.var("y", 2.0)
+    >>> hessian(x**2 * y + y**3, [x, y])
+    [2*y  2*x]
+    [2*x  6*y]
+    """
 
-def _one_line(term: Term) -> str:
-    """An entry's formula on one line (temporaries joined with ``;``), cut with an ellipsis."""
-    text = "; ".join(str(term).splitlines())
-    return text if len(text) <= CELL_CHARS else text[:CELL_CHARS - 1] + "…"
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self), len(self[0]) if self else 0)
+
+    def _entries(self) -> list[tuple[int, int, Term]]:
+        return [(i, j, t) for i, row in enumerate(self) for j, t in enumerate(row)
+                if not (t.node.op == "const" and t.node.payload == 0.0)]
+
+    def __str__(self) -> str:
+        entries = self._entries()
+        return display.text(display.corner(entries, self.shape), self.shape, len(entries))
+
+    __repr__ = __str__
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+    def _repr_html_(self) -> str:
+        entries = self._entries()
+        heading = f"{self.shape[0]}×{self.shape[1]} Dense"
+        return display.table(display.corner(entries, self.shape), self.shape, heading, len(entries))
+
+    def _repr_latex_(self) -> str:
+        return display.latex(display.corner(self._entries(), self.shape), self.shape)
 
 
 class Sparse(NamedTuple):
@@ -153,7 +184,8 @@ class Sparse(NamedTuple):
     ``compile(inputs)`` turns it into numbers: the nonzeros as one array indexed by ``rows`` and
     ``cols`` (a batch of points at once), or a ``scipy.sparse`` matrix for a point. It prints
     as the matrix of formulas, columns aligned (at most ``SHOW`` rows and columns, entries cut
-    at ``CELL_CHARS``), and a notebook shows it as a table (``_repr_html_``) or in LaTeX.
+    at ``CELL_CHARS``: see ``matrix_display``), and a notebook shows it as a table
+    (``_repr_html_``, headed "n×m Sparse, k nonzeros") or in LaTeX.
 
     >>> from subgraph_ad import Tape
     >>> tape = Tape(); x = tape.var("x", 1.0); y = tape.var("y", 2.0)
@@ -167,63 +199,24 @@ class Sparse(NamedTuple):
     terms: tuple[Term, ...]
     shape: tuple[int, int]
 
-    def _shown(self) -> list[list[Term | None]]:
-        """The top-left corner that is shown: the Term of each entry, None where zero by structure."""
-        grid: list[list[Term | None]] = [[None] * min(self.shape[1], SHOW) for _ in range(min(self.shape[0], SHOW))]
-        for i, j, t in zip(self.rows, self.cols, self.terms):
-            if i < SHOW and j < SHOW:
-                grid[i][j] = t
-        return grid
-
-    def _cut(self) -> str:
-        """What is left out, said under the matrix; empty when all of it is shown."""
-        if self.shape[0] <= SHOW and self.shape[1] <= SHOW:
-            return ""
-        return (f"({self.shape[0]}×{self.shape[1]}, {len(self.terms)} nonzeros; showing the first "
-                f"{min(self.shape[0], SHOW)}×{min(self.shape[1], SHOW)})")
+    def _grid(self) -> display.Grid:
+        return display.corner(zip(self.rows, self.cols, self.terms), self.shape)
 
     def __str__(self) -> str:
-        grid = self._shown()
-        texts = [["0" if t is None else _one_line(t) for t in row] for row in grid]
-        widths = [max((len(row[j]) for row in texts), default=1) for j in range(len(grid[0]) if grid else 0)]
-        more = "  …" if self.shape[1] > SHOW else ""
-        lines = ["[" + "  ".join(text.ljust(w) for text, w in zip(row, widths)) + more + "]" for row in texts]
-        if self.shape[0] > SHOW:
-            lines.append(" ⋮")
-        return "\n".join(lines + ([self._cut()] if self._cut() else [])) if lines else f"(empty {self.shape[0]}×{self.shape[1]} matrix)"
+        return display.text(self._grid(), self.shape, len(self.terms))
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
 
     def _repr_html_(self) -> str:
-        import html
-
-        grid = self._shown()
-        more = '<td style="color:#777">…</td>' if self.shape[1] > SHOW else ""
-        rows = ["<tr>" + "".join('<td style="color:#777">0</td>' if t is None else
-                                 f'<td title="node {t.index}"><code>{html.escape(_one_line(t))}</code></td>'
-                                 for t in row) + more + "</tr>" for row in grid]
-        if self.shape[0] > SHOW:
-            rows.append('<tr><td style="color:#777">⋮</td></tr>')
-        note = f"<div>{html.escape(self._cut())}</div>" if self._cut() else ""
-        return (f'<div class="sad-matrix"><div>{self.shape[0]}×{self.shape[1]} Sparse, {len(self.terms)} nonzeros'
-                f'</div><table style="border-collapse:collapse">{"".join(rows)}</table>{note}</div>')
+        heading = f"{self.shape[0]}×{self.shape[1]} Sparse, {len(self.terms)} nonzeros"
+        return display.table(self._grid(), self.shape, heading, len(self.terms))
 
     def _repr_latex_(self) -> str:
-        """The shown corner as a LaTeX matrix; an entry too long for one cell is named by its node."""
-        done: dict[int, str] = {}
-
-        def cell(t: Term | None) -> str:
-            if t is None:
-                return "0"
-            if t.index not in done:
-                text = "; ".join(str(t).splitlines())
-                latex = t._repr_latex_().removeprefix("$").removesuffix("$").removeprefix("\\displaystyle ")
-                done[t.index] = latex if len(text) <= CELL_CHARS else f"\\text{{node {t.index}}}"
-            return done[t.index]
-
-        grid = self._shown()
-        lines = [" & ".join([cell(t) for t in row] + (["\\cdots"] if self.shape[1] > SHOW else [])) for row in grid]
-        if self.shape[0] > SHOW:
-            lines.append("\\vdots")
-        return "$\\left[\\begin{matrix}" + " \\\\ ".join(lines) + "\\end{matrix}\\right]$"
+        return display.latex(self._grid(), self.shape)
 
     def compile(self, inputs: Term | Sequence[Term], backend: str | None = None, **options: Any) -> CompiledSparse:
         """Compile the nonzeros as functions of the vars ``inputs`` (``lambdify``'s backend and

@@ -31,10 +31,10 @@ from subgraph_ad import progress
 from subgraph_ad.ad.diff import METHODS
 from subgraph_ad.functions import FUNCTIONS
 
-from .commands import DRAW_FORMATS, cmd_diff, cmd_grad, cmd_render, cmd_verify, one_expression
+from .commands import DRAW_FORMATS, cmd_animate, cmd_diff, cmd_grad, cmd_render, cmd_verify, one_expression
 from .operators import cmd_laplacian
 from .common import (MAX_FRAMES, MAX_LENGTH, MAX_ORDER, MAX_POINTS, MAX_SYMPY_CHARS, MAX_TAPE_NODES, PROG,
-                     SYMPY_TIMEOUT, CliError, UsageError, _LoadFunction, _Parser, count, limit, limit_message, points,
+                     SYMPY_TIMEOUT, CliError, UsageError, _AllFunctions, _LoadFunction, _Parser, count, limit, limit_message, points,
                      seconds, stdin_expression, stdin_lines)
 
 # -- the parser ------------------------------------------------------------------------------------
@@ -43,8 +43,8 @@ Higher-order derivatives as derivative subgraphs: differentiate a text expressio
 draw its graph, animate how the graph grows, and check it against SymPy.
 
 Expressions use numbers, variable names, + - * / ^ ** and the known functions (sin, exp, atan2,
-...: 'subgraph-ad diff --help' lists them all; --fn module:name adds yours), with the constants
-e and pi. They are parsed safely."""
+...: 'subgraph-ad diff --help' lists them, --all-functions the internal ones too; --fn
+module:name adds yours), with the constants e and pi. They are parsed safely."""
 
 EXAMPLES = {
     "main": """\
@@ -54,6 +54,7 @@ examples:
   subgraph-ad diff "-x^2*y" --wrt x:2,y --at x=1,y=2
   subgraph-ad diff "exp(-x^2/2)" --wrt x --order 3 --at x=0.5 --svg d3.svg --animate d3.html
   echo "sin(x)^2" | subgraph-ad diff - --wrt x --at x=1
+  subgraph-ad animate "exp(-x^2/2)" --wrt x --order 3 -o d3.gif
   subgraph-ad render "exp(-x^2/2) * sin(y)" -o f.svg
   subgraph-ad verify "tanh(x)^2" --wrt x --order 5
   subgraph-ad grad "x*y + sin(x)" --at x=0.5,y=4.2 --hessian
@@ -88,6 +89,13 @@ examples:
   subgraph-ad laplacian "x*y*z" --at x=1,y=2,z=3 --wrt x,y --json
 
 Exit status 1 if --sympy finds a mismatch.""",
+    "animate": """\
+examples:
+  subgraph-ad animate "exp(-x^2/2)" --wrt x --order 3 -o d3.html
+  subgraph-ad animate "sin(x)*x" --wrt x --order 2 -o d2.gif --per pass
+  subgraph-ad animate "x*y + sin(x)" --wrt x,y -o dxy.svg -o dxy.html
+
+The format comes from the suffix of each -o: .html (a player), .svg (CSS-animated) or .gif.""",
     "render": """\
 examples:
   subgraph-ad render "exp(-x^2/2) * sin(y)" -o f.svg
@@ -113,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {sad.__version__}")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress on stderr (there is none anyway when stderr is not a terminal)")
+    parser.add_argument("--all-functions", action=_AllFunctions)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     def common(p: argparse.ArgumentParser, help: str) -> None:
@@ -127,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--fn", action=_LoadFunction, metavar="MODULE:NAME",
                        help="register the UnaryFn/BinaryFn instance NAME of MODULE (a .py file in the current "
                             "directory, or any importable module) so EXPR can use it; repeatable")
+        p.add_argument("--all-functions", action=_AllFunctions)
 
     def method(p: argparse.ArgumentParser) -> None:
         p.add_argument("--method", choices=METHODS, default="auto",
@@ -192,6 +202,24 @@ def build_parser() -> argparse.ArgumentParser:
     checked(d, "print the SymPy form (repeated parts as temporaries) and check against sympy.diff")
     drawing(d)
     d.set_defaults(run=cmd_diff)
+
+    a = sub.add_parser("animate", help="animate the graph growing, into .html, .svg or .gif", description=(
+        "Differentiate EXPR (by each --wrt in turn, or --order times by one var) and write an animation "
+        "of the derivative graph being built to each -o file, in the format of its suffix."),
+        epilog=EXAMPLES["animate"], formatter_class=formatter)
+    common(a, 'the expression, e.g. "exp(-x^2/2)"')
+    orders(a, "differentiate")
+    a.add_argument("-o", "--output", action="append", required=True, metavar="FILE",
+                   help="the animation (.html, .svg or .gif); repeat for several formats of one recording")
+    point(a)
+    a.add_argument("--default", type=float, metavar="V", help="the value of every var --at does not name")
+    method(a)
+    a.add_argument("--per", choices=["node", "pass"], default="node",
+                   help="one frame per new node (default) or per derivative order")
+    a.add_argument("--max-frames", type=limit, default=MAX_FRAMES, metavar="N",
+                   help=f"refuse a GIF of more than N frames (default {MAX_FRAMES}; 0 = no cap)")
+    drawing(a)
+    a.set_defaults(run=cmd_animate)
 
     r = sub.add_parser("render", help="draw the graph of an expression", description=(
         "Draw the graph of EXPR; the file type comes from the suffix of -o (svg, png, pdf, dot), "

@@ -1,4 +1,4 @@
-"""The subcommands: diff, render, verify and grad. Each takes the parsed arguments and returns
+"""The subcommands: diff, animate, render, verify and grad. Each takes the parsed arguments and returns
 the exit status; problems are CliErrors, reported by ``main``. Rows go to standard output as
 soon as they are known; progress goes to standard error, on a terminal only."""
 
@@ -68,6 +68,8 @@ def one_expression(args: argparse.Namespace) -> str | None:
         return f"render draws one graph, to {'standard output' if args.output == '-' else args.output}"
     if args.command == "diff" and (args.svg or args.animate):
         return "--svg and --animate write one file each"
+    if args.command == "animate":
+        return "animate writes one animation"
     return None
 
 
@@ -156,6 +158,24 @@ def cmd_diff(args: argparse.Namespace) -> int:
         for a in animations:
             progress.write(f"wrote {a.path} ({a.frames} frames, {a.nodes} nodes)")
     return 1 if check is not None and check.status == "fail" else 0
+
+
+def cmd_animate(args: argparse.Namespace) -> int:
+    """The graph of EXPR growing as it is differentiated, written to each -o file in the format
+    of its suffix (.html, .svg, .gif): ``diff --animate`` without the table of values."""
+    names = wrt_sequence(args.wrt, args.order, args.max_order)
+    point = parse_point(args.at)
+    distinct_outputs([("-o", p) for p in args.output])
+    for path in args.output:
+        check_output(path, (".html", ".svg", ".gif"), "-o")
+    text, f, _ = _expression(args)
+    known = bind_point(f, point, extra=names, default=args.default)
+    made = sad.animate(f, *[known[n] for n in names], path=args.output, per=args.per, rankdir=args.rankdir,
+                       precision=args.precision, title=f"{notation(names)} of {text}", max_nodes=args.max_nodes,
+                       max_frames=args.max_frames, progress=say, method=args.method)
+    for a in made if isinstance(made, list) else [made]:
+        progress.write(f"wrote {a.path} ({a.frames} frames, {a.nodes} nodes)")
+    return 0
 
 
 #: What ``render --format`` takes; the binary ones are bytes that a terminal would show as noise.

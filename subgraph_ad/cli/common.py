@@ -129,8 +129,18 @@ def unrecognized(extras: Sequence[str], options: Iterable[str], expr: str | None
     return "unrecognized arguments " + ", ".join(f"{flag} ({note})" for flag, note in zip(flags, notes))
 
 
-def known_names(width: int = 88) -> str:
-    """The functions, other names and constants an expression may use, read from the registry now."""
+def internal(name: str) -> bool:
+    """A built-in function the package uses to build derivatives and conditions (``dsigmoid``,
+    ``sech2``, ``select``, ``greater``, ...): registered by subgraph_ad, not in its public API.
+    An expression may still use one; ``--help`` leaves them out, ``--all-functions`` lists them."""
+    fn = FUNCTIONS[name]
+    return type(fn).__module__.startswith("subgraph_ad.") and name not in sad.__all__
+
+
+def known_names(width: int = 88, all_functions: bool = False) -> str:
+    """The functions, other names and constants an expression may use, read from the registry now:
+    the user-facing functions (the package's public ones and those --fn added); with
+    ``all_functions``, the internal ones too."""
     def block(title: str, words: list[str]) -> str:
         return f"{title}:\n" + textwrap.fill(" ".join(words), width, initial_indent="  ", subsequent_indent="  ",
                                              break_on_hyphens=False) + "\n" if words else ""
@@ -140,11 +150,28 @@ def known_names(width: int = 88) -> str:
         by_value.setdefault(value, []).append(name)
     constants = [f"{names[0]}{' (also ' + ', '.join(names[1:]) + ')' if names[1:] else ''} = {value!r}"
                  for value, names in by_value.items()]
+    hidden = sorted(name for name in FUNCTIONS if internal(name))
+    shown_names = [name for name in FUNCTIONS if not internal(name)]
+    rest = (block("internal functions (what derivatives and conditions are built from; usable too)", hidden)
+            if all_functions else f"({len(hidden)} internal functions: --all-functions lists them)\n" if hidden else "")
     return (block("functions of one argument (add your own with --fn module:name)",
-                  sorted(name for name, fn in FUNCTIONS.items() if fn.arity == 1))
-            + block("functions of two arguments", sorted(name for name, fn in FUNCTIONS.items() if fn.arity == 2))
+                  sorted(name for name in shown_names if FUNCTIONS[name].arity == 1))
+            + block("functions of two arguments", sorted(name for name in shown_names if FUNCTIONS[name].arity == 2))
             + block("other names", [f"{alias}={name}" for alias, name in sorted(ALIASES.items()) if name in FUNCTIONS])
-            + "constants:\n" + "".join(f"  {c}\n" for c in constants)).rstrip("\n")
+            + "constants:\n" + "".join(f"  {c}\n" for c in constants) + rest).rstrip("\n")
+
+
+class _AllFunctions(argparse.Action):
+    """``--all-functions``: print every function an expression may use, internal ones included, and exit."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="list every function an expression may use, the internal ones too, and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any,
+                 option: str | None = None) -> None:
+        print(known_names(all_functions=True))
+        parser.exit()
 
 
 # -- flag values -----------------------------------------------------------------------------------

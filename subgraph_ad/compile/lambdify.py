@@ -55,6 +55,7 @@ from typing import Any, Callable, Protocol, Sequence, cast
 import numpy as np
 
 from ..core import Term
+from ..interop.var_names import vars_of
 from ..numeric.modes import floating
 from . import config
 from .backends import numba as numba_backend
@@ -399,8 +400,8 @@ def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], back
         raise ValueError(f"lambdify backend must be {' or '.join(map(repr, NAMES))}, got {backend!r}")
     if dtype is not None and backend != "cuda" and dtype != "float64":
         raise ValueError(f"lambdify dtype={dtype!r} is for backend 'cuda'; backend {backend!r} computes in float64")
-    ins, _ = _as_list(inputs, "inputs")
     outs, single = _as_list(outputs, "outputs")
+    ins, _ = _as_list(vars_of(outs[0].tape, inputs, "lambdify"), "inputs")  # names and Symbols: vars
     tape = ins[0].tape
     for v in ins:
         tape.check_var(v, "lambdify input")

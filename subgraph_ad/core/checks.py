@@ -29,8 +29,8 @@ def count(value: Any, what: str, caller: str, low: int = 0) -> int:
 
 def diff_spec(args: Sequence[Any], caller: str = "diff", tape: Any = None) -> list[Term]:
     """SymPy-style ``(x, 3, y)`` -> ``[x, x, x, y]``: vars of one tape, each optionally followed
-    by how many times (a count of 0 drops it). With the ``tape``, a SymPy Symbol stands for the
-    var of its name (``sympy.diff(term, X)`` calls ``term.diff(X)``)."""
+    by how many times (a count of 0 drops it). With the ``tape``, a SymPy Symbol or a name stands
+    for the var of that name (``sympy.diff(term, X)`` calls ``term.diff(X)``)."""
     if tape is not None:
         args = [_by_name(a, tape, caller) for a in args]
     if not args:
@@ -53,13 +53,15 @@ def diff_spec(args: Sequence[Any], caller: str = "diff", tape: Any = None) -> li
 
 
 def _by_name(arg: Any, tape: Any, caller: str) -> Any:
-    """A SymPy Symbol as the var of its name on ``tape`` (anything else as it is)."""
-    if getattr(arg, "is_Symbol", False) is not True:
+    """A SymPy Symbol or a name as the var of that name on ``tape`` (anything else as it is)."""
+    symbol = getattr(arg, "is_Symbol", False) is True
+    if not (symbol or isinstance(arg, str)):
         return arg
-    var = tape.find_var(arg.name)
+    name = arg.name if symbol else arg
+    var = tape.find_var(name)
     if var is None:
-        raise ValueError(f"{caller}(): the SymPy symbol {arg.name!r} names no var of this tape; vars are "
-                         f"{list(tape.vars)}")
+        given = f"the SymPy symbol {name!r}" if symbol else f"the name {name!r}"
+        raise ValueError(f"{caller}(): {given} names no var of this tape; vars are {list(tape.vars)}")
     return var
 
 

@@ -25,7 +25,8 @@ Operand = Union["Term", int, float, Fraction]
 
 _NOT_A_NUMBER = (
     "a Term is a node of a graph, not a number: {self!r} has no value until it is evaluated; use "
-    "sad.sin(x) or np.sin(x) instead of math functions, and term.eval() for its value"
+    "sad.sin(x) or np.sin(x) instead of math functions, and term.eval() for its value; to store Terms in "
+    "an array, use an object array or `sad.stack` (a NumPy array of floats holds numbers only)"
 )
 
 

@@ -138,6 +138,9 @@ def _program(source: Text, known: Mapping[str, Function]) -> list[tuple[str, obj
                 program.append(("const", token.value))
                 operand, last_start = False, token.start
             elif token.kind == NAME:
+                if token.text.startswith("_"):
+                    raise source.error(token.start, f"{shown(token.text)}: names starting with `_` are not "
+                                                    "allowed; start a variable's name with a letter")
                 following = next(tokens)
                 if following.kind == OP and following.text == "(":
                     push(_call(source, token, following.start, known))

@@ -21,21 +21,26 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..core import Term, dependencies
+from ..interop.var_names import var_of
 from .modes import evaluate
 
 
-def subs(term: Term, mapping: Mapping[Any, Any]) -> Any:
-    """``term`` with the vars in ``mapping`` (var Terms or names) replaced: a value when every var
-    it depends on gets a number, else a new Term. Transactional: the tape is left as it was if
-    anything raises."""
+#: subs(mapping) with no second argument (None is a value one could pass, so a marker of its own).
+_ONE: Any = object()
+
+
+def subs(term: Term, mapping: Any, value: Any = _ONE) -> Any:
+    """``term`` with the vars in ``mapping`` (var Terms, SymPy Symbols or names) replaced: a value
+    when every var it depends on gets a number, else a new Term. ``subs(x, v)`` is
+    ``subs({x: v})``, as in SymPy. Transactional: the tape is left as it was if anything raises."""
+    if value is not _ONE:
+        mapping = {mapping: value}
     if not isinstance(mapping, Mapping):
         raise TypeError(f"subs() takes a dict {{var: number or Term}}, got {type(mapping).__name__} {mapping!r:.80}")
     tape = term.tape
     replaced: dict[int, Any] = {}
     for key, value in mapping.items():
-        var = tape.find_var(key) if isinstance(key, str) else key
-        if var is None:
-            raise KeyError(f"subs(): no var named {key!r} on this tape; vars are {list(tape.vars)}")
+        var = var_of(tape, key, "subs")
         replaced[tape.check_var(var, "subs key").index] = value
     order = dependencies(tape, [term.index])
     needed = [i for i in order if tape.nodes[i].op == "var"]

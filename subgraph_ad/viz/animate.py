@@ -265,7 +265,7 @@ def animate(
     find_program("dot")
     if "gif" in fmts:
         if importlib.util.find_spec("PIL") is None:
-            raise ImportError("GIF animations need Pillow: pip install 'subgraph_ad[gif]' "
+            raise ImportError("GIF animations need Pillow: pip install pillow "
                               "(or write .html or .svg, which do not)")
     say = progress or (lambda message: None)
     seconds = interval if interval is not None else INTERVALS[per]

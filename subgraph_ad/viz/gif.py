@@ -2,7 +2,8 @@
 
 Positions come from one ``dot -Tjson0`` run and are pinned with ``pos="x,y!"`` for
 ``neato -n2``; nodes that do not exist yet stay in the drawing as invisible, so every frame has
-the same canvas. Pillow is optional (``subgraph_ad[gif]``) and imported only when writing.
+the same canvas. Captions wrap to the frame's width (a strip on top as tall as the longest
+needs). Pillow is optional (``pip install pillow``) and imported only when writing.
 """
 
 from __future__ import annotations
@@ -22,6 +23,33 @@ MAX_GIF_FRAMES = 200
 
 # ASCII for the captions' symbols, which Pillow's default fonts may not have.
 _PLAIN = str.maketrans({"×": "*", "−": "-", "…": "...", "·": "|"})
+
+
+#: Pixels between a caption and the frame's edges, and between its lines.
+MARGIN, LEADING = 6, 4
+
+
+def wrap(caption: str, fits: Callable[[str], bool]) -> list[str]:
+    """``caption`` in lines that each ``fits``: broken at spaces, and inside a word only where
+    the word alone is too wide. Joined with spaces (or nothing, inside a word), the lines are
+    the caption."""
+    lines: list[str] = []
+    line = ""
+    for word in caption.split(" "):
+        candidate = f"{line} {word}" if line else word
+        if fits(candidate) or not line and len(word) <= 1:
+            line = candidate
+            continue
+        if line:
+            lines.append(line)
+        line = word
+        while len(line) > 1 and not fits(line):  # one word wider than the frame: cut it
+            cut = len(line) - 1
+            while cut > 1 and not fits(line[:cut]):
+                cut -= 1
+            lines.append(line[:cut])
+            line = line[cut:]
+    return lines + [line]
 
 
 def check_frames(count: int, max_frames: int | None) -> None:
@@ -121,15 +149,25 @@ def write_gif(rec: Recording, options: dict[str, Any], interval: float, path: st
         font: Any = ImageFont.load_default(size=14)
     except TypeError:  # Pillow < 10.1 has only the small bitmap font
         font = ImageFont.load_default()
-    strip = 28
     names = [w.name or "?" for w in rec.wrts]
+    pictures = [Image.open(BytesIO(png)).convert("RGB") for png in pngs]
+    width = pictures[0].width
+    measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+    line_height = int(measure.textbbox((0, 0), "Ag", font=font)[3]) + LEADING
+
+    def fits(text: str) -> bool:
+        return measure.textbbox((MARGIN, MARGIN), text, font=font)[2] <= width - MARGIN
+
+    captions = [wrap(frame.caption.replace(notation(names[:frame.pass_no]), notation(names[:frame.pass_no], True))
+                     .translate(_PLAIN), fits) for frame in rec.frames]
+    strip = 2 * MARGIN + line_height * max(len(lines) for lines in captions)  # one canvas for every frame
     images = []
-    for frame, png in track(list(zip(rec.frames, pngs)), desc="GIF frames", unit="frame"):
-        picture = Image.open(BytesIO(png)).convert("RGB")
+    for lines, picture in track(list(zip(captions, pictures)), desc="GIF frames", unit="frame"):
         canvas = Image.new("RGB", (picture.width, picture.height + strip), "white")
         canvas.paste(picture, (0, strip))
-        caption = frame.caption.replace(notation(names[:frame.pass_no]), notation(names[:frame.pass_no], True))
-        ImageDraw.Draw(canvas).text((6, 6), caption.translate(_PLAIN), fill="black", font=font)
+        draw = ImageDraw.Draw(canvas)
+        for k, line in enumerate(lines):
+            draw.text((MARGIN, MARGIN + k * line_height), line, fill="black", font=font)
         images.append(canvas)
     # One palette for every frame, taken from the last (it shows every colour): quick and small.
     palette = images[-1].quantize(colors=128, method=Image.Quantize.FASTOCTREE)

@@ -1,6 +1,6 @@
-"""Showing a matrix of Terms, as ``hessian`` and ``jacobian`` return it: rows of Terms (a list,
-which cannot get display methods of its own) become a ``Sparse``, which prints as the matrix of
-formulas and shows as a table or in LaTeX in a notebook.
+"""Showing rows of Terms as a matrix: ``hessian`` and ``jacobian`` already return a ``Dense`` (or
+a ``Sparse``), which prints as the matrix of formulas and shows as a table or in LaTeX in a
+notebook; ``matrix`` gives rows of Terms built by hand the same display.
 
 >>> from subgraph_ad import Tape, hessian
 >>> tape = Tape(); x = tape.var("x", 1.0); y = tape.var("y", 2.0)
@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ad.matrices import Sparse
+from ..ad.matrices import Dense, Sparse
 from ..core import Term
 
 
-def matrix(rows: Any) -> Sparse:
-    """``rows`` (a list of equal-length lists of Terms on one tape) as a ``Sparse`` of its
-    entries that are not the constant 0; reads the tape and never changes it."""
-    if isinstance(rows, Sparse):
+def matrix(rows: Any) -> Dense | Sparse:
+    """``rows`` (a list of equal-length lists of Terms on one tape) as a ``Dense`` matrix, the
+    same Terms; a ``Sparse`` or ``Dense`` as it is. Reads the tape and never changes it."""
+    if isinstance(rows, (Sparse, Dense)):
         return rows
     if not isinstance(rows, (list, tuple)) or not rows or not all(isinstance(r, (list, tuple)) for r in rows):
         raise TypeError(f"matrix() takes rows of Terms (a non-empty list of lists, as hessian returns), "
@@ -34,7 +34,4 @@ def matrix(rows: Any) -> Sparse:
                 raise TypeError(f"matrix() takes Terms, got {type(t).__name__} {t!r:.80} in row {k}")
             if t.tape is not rows[0][0].tape:
                 raise ValueError(f"matrix() needs Terms of one tape, got {t!r} of another tape in row {k}")
-    found = [(i, j, t) for i, row in enumerate(rows) for j, t in enumerate(row)
-             if not (t.node.op == "const" and t.node.payload == 0.0)]
-    return Sparse(tuple(i for i, _, _ in found), tuple(j for _, j, _ in found), tuple(t for _, _, t in found),
-                  (len(rows), width))
+    return Dense(list(row) for row in rows)

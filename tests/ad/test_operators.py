@@ -553,8 +553,10 @@ def test_bad_input_gets_a_specific_error_and_leaves_the_tape_unchanged():
     unchanged(tape, lambda: ops.directional_taylor(u, [1.0, 2.0], 2), TypeError, "dict")
     unchanged(tape, lambda: ops.directional_taylor(u, {x: 1.0}, -1), ValueError, "order n")
     T = ops.derivative_tensor(u, [x, y], 2)
-    with pytest.raises(IndexError, match="takes 2 int indices"):
-        T[0]
+    with pytest.raises(IndexError, match="takes up to 2 int indices or `:`, got \\(0, 0, 0\\)"):
+        T[0, 0, 0]
+    with pytest.raises(IndexError, match="takes up to 2 int indices or `:`, got \\(0, slice\\(1, None, None\\)\\)"):
+        T[0, 1:]
     with pytest.raises(IndexError, match="out of range"):
         T[0, 2]
 

@@ -71,8 +71,8 @@ def test_names_are_read_as_python_reads_identifiers():
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("__import__('os').system('echo hacked')", "column 1: a call of __import__ is not allowed"),
-        ("__import__('os')", "a call of __import__ is not allowed"),
+        ("__import__('os').system('echo hacked')", "column 1: __import__: names starting with `_` are not allowed"),
+        ("__import__('os')", "names starting with `_` are not allowed"),
         ("x.__class__", "column 1: attribute access is not allowed"),
         ("(lambda: 1)()", "column 2: a lambda is not allowed"),
         ("lambda: 1", "a lambda is not allowed"),

@@ -9,7 +9,7 @@ import pytest
 import sympy
 
 import subgraph_ad as sad
-from subgraph_ad.ad.matrices import CELL_CHARS, SHOW
+from subgraph_ad.ad.matrix_display import CELL_CHARS, SHOW
 
 
 def cells(text: str) -> list[list[str]]:

@@ -8,6 +8,7 @@ import numpy as np
 
 from ...core import Callback, Term
 from ..forward import gen_graph_many
+from ..matrices import Dense
 from ..reverse import grad_graph
 from .arguments import check_vars
 from .passes import Pass
@@ -24,6 +25,9 @@ class DerivativeTensor:
     >>> T = derivative_tensor(x**3 * y, [x, y], 3)
     >>> T[1, 0, 0].to_sympy(), T[0, 1, 0] is T[0, 0, 1], sorted(T.entries)
     (6*x, True, [(0, 0, 0), (0, 0, 1)])
+    >>> T[0]                        # a slice: the matrix of ∂/∂x ∂²u/∂xᵢ∂xⱼ
+    [6*y  6*x]
+    [6*x  0  ]
     """
 
     def __init__(self, vars: list[Term], order: int, entries: dict[tuple[int, ...], Term]) -> None:
@@ -36,18 +40,45 @@ class DerivativeTensor:
     def shape(self) -> tuple[int, ...]:
         return (len(self.vars),) * self.order
 
-    def __getitem__(self, index: Any) -> Term:
+    def __getitem__(self, index: Any) -> Any:
+        """An entry (``order`` ints), or a slice: fewer ints than the order, or ``:`` for an axis,
+        leave axes free; two free axes are a ``Dense`` matrix (``T[i]`` of an order-3 tensor),
+        one a list of Terms, more nested lists of them."""
         key = index if isinstance(index, tuple) else (index,)
         d = len(self.vars)
-        if len(key) != self.order or not all(isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in key):
-            raise IndexError(f"a derivative tensor of order {self.order} takes {self.order} int indices, got {index!r}")
-        if not all(-d <= k < d for k in key):
+        full = slice(None)
+        if len(key) > self.order or not all(
+                k == full if isinstance(k, slice) else isinstance(k, (int, np.integer)) and not isinstance(k, bool)
+                for k in key):
+            raise IndexError(f"a derivative tensor of order {self.order} takes up to {self.order} int indices "
+                             f"or `:`, got {index!r}")
+        if not all(isinstance(k, slice) or -d <= k < d for k in key):
             raise IndexError(f"index {index!r} is out of range for {d} vars")
-        return self.entries.get(tuple(sorted(int(k) % d for k in key)), self.zero)
+        key = key + (full,) * (self.order - len(key))
+        free = [a for a, k in enumerate(key) if isinstance(k, slice)]
+        if not free:
+            return self.entries.get(tuple(sorted(int(k) % d for k in key)), self.zero)
+        grid = np.empty((d,) * len(free), dtype=object)
+        for spot in np.ndindex(grid.shape):
+            chosen = list(key)
+            for a, k in zip(free, spot):
+                chosen[a] = k
+            grid[spot] = self.entries.get(tuple(sorted(int(k) % d for k in chosen)), self.zero)
+        if len(free) == 1:
+            return list(grid)
+        return _nested(grid)
 
     def __repr__(self) -> str:
         return (f"DerivativeTensor(order {self.order} over {[x.name for x in self.vars]}, "
                 f"{len(self.entries)} distinct nonzero entries)")
+
+
+def _nested(grid: np.ndarray) -> Any:
+    """An object array of two or more axes as nested lists whose innermost two axes are ``Dense``."""
+    nested: list[Any] = [Dense([list(row) for row in m]) for m in grid.reshape((-1,) + grid.shape[-2:])]
+    for size in reversed(grid.shape[:-2]):
+        nested = [nested[k:k + size] for k in range(0, len(nested), size)]
+    return nested[0]
 
 
 def derivative_tensor(u: Term, xs: Any, k: int, callback: Callback | None = None) -> DerivativeTensor:
