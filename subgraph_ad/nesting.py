@@ -2,7 +2,7 @@
 compile a program of its own; it appends its derivative subgraph to the outer trace's tape.
 
 ``grad(grad(f))(0.3)``: the outer grad traces ``grad(f)`` on a var a0; the inner grad is then
-called on a Term (``traced``), so it traces ``f`` on a fresh var of the same tape, builds
+called on a Term (``outer_tape``), so it traces ``f`` on a fresh var of the same tape, builds
 ∂f/∂fresh with the ordinary Term machinery (``grad_graph``, ``hessian_terms``,
 ``ad.operators``), and ``substitute`` puts a0 in place of the fresh var. The result is Terms of
 the outer tape, which the outer grad differentiates again: every rule builds Terms, so the
@@ -15,7 +15,7 @@ A transform called inside a trace on plain numbers nests too (``running``): f ma
 the outer trace's Terms (a PINN's residual closes over the network's parameters), and numbers
 become constants of the outer tape, which is what they are to the outer derivative.
 
-Each tape a trace makes is named by where it came from (``name``, ``origin``), so that a
+Each tape a trace makes is named by where it came from (``name_tape``, ``origin``), so that a
 message about Terms of two tapes says which traces they belong to.
 
 >>> import subgraph_ad as sad
@@ -62,7 +62,7 @@ def running() -> Tape | None:
     return stack[-1] if stack else None
 
 
-def name(tape: Tape, origin: str) -> None:
+def name_tape(tape: Tape, origin: str) -> None:
     """Record where a tape came from (``the trace of grad of 'f'``)."""
     _origins[tape] = origin
 
@@ -79,7 +79,7 @@ def terms_in(value: Any) -> Iterator[Term]:
         yield from (v for v in value.ravel() if isinstance(v, Term))
 
 
-def traced(leaves: Iterable[Any], what: str) -> Tape | None:
+def outer_tape(leaves: Iterable[Any], what: str) -> Tape | None:
     """The tape the Terms among ``leaves`` live on; else the running trace's (None outside any).
     Terms of two tapes are an error that names the traces they came from."""
     found: Tape | None = None
@@ -131,4 +131,4 @@ def lifted(tape: Tape, value: Any) -> Term:
     return tape.const(float(value))
 
 
-__all__ = ["lifted", "name", "origin", "running", "substitute", "terms_in", "traced", "tracing"]
+__all__ = ["fresh_prefix", "lifted", "name_tape", "origin", "outer_tape", "running", "substitute", "terms_in", "tracing"]

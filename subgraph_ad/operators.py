@@ -37,8 +37,8 @@ from .captured import Captured
 from .compile.devices import on_host
 from .compile.lambdify import lambdify
 from .core import Tape, Term
-from . import nesting
 from .interop.numpy_dispatch import TermArray
+from .nesting import outer_tape, terms_in
 from .pytrees import real_leaf
 from .trace import Traced, _argnums, _check_callable, _Transformed, vmap
 
@@ -109,7 +109,7 @@ class _Batched:
         functools.update_wrapper(self, f)
 
     def __call__(self, points: Any) -> Any:
-        if nesting.traced(list(nesting.terms_in(points)), self.what) is not None:
+        if outer_tape(list(terms_in(points)), self.what) is not None:
             raise TypeError(f"{self.what}(fn, samples=...) cannot nest inside another transform: its estimate draws "
                             "random probes and averages numbers; inside a trace use the exact operator (samples=None)")
         real_leaf(self.what)(points, "the points")

@@ -45,7 +45,6 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from . import nesting
 from .ad.diff import diff
 from .ad.forward import directional
 from .ad.matrices import Sparse, sparse_matrix
@@ -59,6 +58,7 @@ from .compile.lambdify import lambdify
 from .core import Tape, Term, checks, dependencies
 from .functions.kinks import Select
 from .interop.numpy_dispatch import TermArray
+from .nesting import fresh_prefix, lifted, name_tape, outer_tape, substitute, terms_in, tracing
 from .numeric import modes
 from .pytrees import Tree, flatten, is_number, leaf_shapes, real_leaf, shown, static_key, unflatten
 
@@ -99,8 +99,8 @@ class Traced:
                  kwargs: dict[str, Any] | None = None, tape: Tape | None = None) -> None:
         self.tape = Tape() if tape is None else tape  # a given tape: a trace nested in the one that made it
         if tape is None:
-            nesting.name(self.tape, f"the trace of {what} of {getattr(f, '__name__', f)!r}")
-        prefix = "" if tape is None else nesting.fresh_prefix(tape, what)
+            name_tape(self.tape, f"the trace of {what} of {getattr(f, '__name__', f)!r}")
+        prefix = "" if tape is None else fresh_prefix(tape, what)
         self.trees = [_as_tree(s) for s in signature]
         self.vars: list[list[Term]] = []
         self.leaf_vars: list[list[list[Term]]] = []
@@ -124,7 +124,7 @@ class Traced:
             args.append(unflatten(tree, leaves))
         self.flat: list[Term] = [v for vars_ in self.vars for v in vars_]
         try:
-            with nesting.tracing(self.tape):
+            with tracing(self.tape):
                 self.out = f(*args, **(kwargs or {}))
         except TypeError as error:
             raise TypeError(f"{what}: tracing {getattr(f, '__name__', f)!r} failed: {error}") from error
@@ -220,7 +220,7 @@ def _traced_leaf(what: str) -> Callable[[Any, str], tuple[Any, tuple[int, ...]]]
     def leaf(value: Any, path: str) -> tuple[Any, tuple[int, ...]]:
         if isinstance(value, Term):
             return value, ()
-        if isinstance(value, np.ndarray) and value.dtype == object and next(nesting.terms_in(value), None) is not None:
+        if isinstance(value, np.ndarray) and value.dtype == object and next(terms_in(value), None) is not None:
             return value, value.shape
         return check(value, path)
 
@@ -378,9 +378,9 @@ class _Transformed:
         terms, assemble = self.build(trace)
         mapping = {}
         for vars_, found in zip(trace.vars, leaves):
-            values = [nesting.lifted(tape, v) for leaf in found for v in _elements(leaf)]
+            values = [lifted(tape, v) for leaf in found for v in _elements(leaf)]
             mapping.update({v.index: value for v, value in zip(vars_, values)})
-        return assemble(nesting.substitute(tape, terms, mapping), ())
+        return assemble(substitute(tape, terms, mapping), ())
 
     @staticmethod
     def _call(entry: tuple[Any, Assemble], leaves: list[list[Any]], levels: Sequence[tuple[bool, ...]] | None) -> Any:
@@ -403,7 +403,7 @@ def _outer(args: Sequence[Any], what: str) -> Tape | None:
     found: list[Any] = []
     for arg in args:
         found += flatten(arg, "argument", lambda value, path: (value, ()))[0]
-    return nesting.traced(found, what)
+    return outer_tape(found, what)
 
 
 def _batch_shape(inputs: list[Any]) -> tuple[int, ...]:
@@ -577,7 +577,7 @@ class _Derivative(_Transformed):
         points = np.broadcast_arrays(*(np.asarray(a, dtype=object) for a in args))
         trace = Traced(self.f, [()] * len(args), self.what, kwargs, tape)
         terms, _ = self.build(trace)
-        found = [nesting.substitute(tape, terms, {v.index: nesting.lifted(tape, p[i]) for v, p in
+        found = [substitute(tape, terms, {v.index: lifted(tape, p[i]) for v, p in
                                                    zip(trace.flat, points)})[0] for i in np.ndindex(*points[0].shape)]
         return found[0] if not points[0].shape else _term_array(found, points[0].shape)
 
@@ -961,7 +961,7 @@ class _Vmapped:
     def _unrolled(self, tape: Tape, moved: list[Any], axes: list[int | None], kwargs: dict[str, Any]) -> Any:
         """vmap inside a trace: fn on one point of fresh vars (the unmapped arguments as they
         are), then each point's values substituted for them; results stacked along axis 0."""
-        prefix = nesting.fresh_prefix(tape, "vmap")
+        prefix = fresh_prefix(tape, "vmap")
         point_args, fresh, columns = [], [], []
         sizes = set()
         for k, (arg, axis) in enumerate(zip(moved, axes)):
@@ -979,14 +979,14 @@ class _Vmapped:
             point_args.append(unflatten(tree, made))
         if len(sizes) != 1:
             raise ValueError(f"vmap: the batched arguments have different batch sizes {sorted(sizes)}")
-        with nesting.tracing(tape):
+        with tracing(tape):
             out = self.fn(*point_args, **kwargs)
         leaves, tree = flatten(out, "result", lambda value, path: (value, np.shape(value)))
-        flat = [nesting.lifted(tape, v) for leaf in leaves for v in _elements(leaf)]
+        flat = [lifted(tape, v) for leaf in leaves for v in _elements(leaf)]
         points = []
         for i in range(sizes.pop()):
-            values = [nesting.lifted(tape, v) for column in columns for v in column[i]]
-            points.append(nesting.substitute(tape, flat, {v.index: t for v, t in zip(fresh, values)}))
+            values = [lifted(tape, v) for column in columns for v in column[i]]
+            points.append(substitute(tape, flat, {v.index: t for v, t in zip(fresh, values)}))
         stacked, at = [], 0
         for leaf in leaves:
             shape = np.shape(leaf)
