@@ -2,11 +2,13 @@
 ``derivative_tensor``.
 
 Given a Term and its vars, each returns Terms on the same tape (``ad.operators``). Given a
-Python function u(x) of one array argument (as ``sad.hessian(fn)`` takes it), each returns a
-callable on a batch of points, an array of shape (..., d): the function is traced once per
-dimension d (and again when what it read outside its argument changed: ``captured``), the
-operator built on the trace and compiled, and every later call is ONE call of the compiled
-program on the points' columns, with no Python loop over points.
+Python function u(x) of one array argument (as ``sad.hessian(fn)`` takes it), or u(x, t, θ)
+with ``argnums`` naming x, each returns a callable on one point of shape (d,) or a batch
+(..., d), the other arguments passed through: the function is traced once per signature (and
+again when what it read outside its arguments changed: ``captured``), the operator built on the
+trace and compiled, and every later call is ONE call of the compiled program on the points'
+columns, with no Python loop over points. Called inside another transform's trace, the
+operator appends to that trace instead (``nesting``), so a loss that calls it differentiates.
 
 ``laplacian(fn, samples=S, seed=s)`` estimates Δu instead (Hutchinson): the mean of the second
 directional derivative ∂²u[v, v] = vᵀ∇²u v over S Rademacher probes v (entries ±1), each an
@@ -96,7 +98,7 @@ Build = Callable[[Tape, list[Term], Term], tuple[list[Term], list[Term], Callabl
 
 
 class _Batched:
-    """The operator of a traced function u(x), x of shape (d,): built and compiled once per d by
+    """The stochastic operator of a traced function u(x), x of shape (d,): built and compiled once per d by
     ``build(tape, xs, u)`` -> (the program's inputs, its Terms, how to shape their values), then
     evaluated on the points' columns (and, ``stochastic`` = (samples, seed), on the probes)."""
 
@@ -213,8 +215,8 @@ def laplacian(u: Any, xs: Any = None, weights: Any = None, *, samples: int | Non
     """Δu = Σᵢ ∂²u/∂xᵢ² (with ``weights`` A: Σᵢⱼ aᵢⱼ ∂²u/∂xᵢ∂xⱼ, A symmetric).
 
     ``laplacian(u, xs)`` for a Term u: a Term, by one forward pass (``ad.operators``).
-    ``laplacian(fn)``: a callable on points (shape (d,) or (..., d)), compiled once per d with
-    ``backend``. ``samples=S``: Hutchinson's estimate from S Rademacher probes (seeded by
+    ``laplacian(fn, argnums=k)``: a callable on points (argument k, shape (d,) or (..., d); the
+    other arguments passed through), compiled once per signature with ``backend``. ``samples=S``: Hutchinson's estimate from S Rademacher probes (seeded by
     ``seed``) of the second directional derivative instead — a float at the vars' current
     values for a Term (the tape is left as it was), an array on points for a function.
     """
