@@ -239,11 +239,68 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def pinn_step(n: int = 1_000) -> dict[str, Any]:
+    """One training step of examples/pinn_poisson.py's network (loss and gradient, n collocation
+    and n // 4 boundary points): ours (``value_and_grad`` of a loss calling ``laplacian``) — the
+    first call (trace, build, compile) and later calls (median) — against ``jax.jit`` of
+    ``jax.value_and_grad`` with the trace of ``jax.hessian`` inside (compiled first)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    import pinn_poisson as pinn
+
+    rng = np.random.default_rng(0)
+    inside, boundary = rng.random((n, 2)), rng.random((n // 4, 2)).round()
+    f = pinn.source(inside)
+    params = pinn.initial()
+    step = sad.value_and_grad(pinn.loss)
+    start = time.perf_counter()
+    ours_value, _ = step(params, inside, boundary, f)
+    first = time.perf_counter() - start
+    later, _ = timed(lambda: step(params, inside, boundary, f))
+    row: dict[str, Any] = {"points": n, "first": first, "step": later, "jax": None}
+    try:
+        import jax
+    except ImportError:
+        return row
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+
+    def net(x: Any, p: Any) -> Any:
+        return p["v"] @ jnp.tanh(p["W"] @ x + p["b"]) + p["c"]
+
+    def loss(p: Any) -> Any:
+        lap = jax.vmap(lambda x: jnp.trace(jax.hessian(net)(x, p)))(inside)
+        edge = jax.vmap(net, in_axes=(0, None))(boundary, p)
+        return jnp.mean((lap + f) ** 2) + pinn.WEIGHT * jnp.mean(edge**2)
+
+    jstep = jax.jit(jax.value_and_grad(loss))
+    jax.block_until_ready(jstep(params))
+    row["jax"], found = timed(lambda: jax.block_until_ready(jstep(params)))
+    row["agree"] = abs(float(found[0]) - ours_value) <= 1e-9 * abs(ours_value)
+    return row
+
+
+def pinn_table(row: dict[str, Any]) -> str:
+    jax_time = "–" if row["jax"] is None else f"{row['jax'] * 1e3:.2f} ms"
+    ratio = "–" if row["jax"] is None else f"{row['step'] / row['jax']:.2f}"
+    return ("| PINN training step (2-16-1 tanh, Poisson) | points | first step (trace, build, compile) | step | "
+            "JAX jit(value_and_grad) with trace∘hessian | ours ÷ JAX |\n| --- | ---: | ---: | ---: | ---: | ---: |\n"
+            f"| pinn_poisson | {row['points']} | {row['first']:.2f} s | {row['step'] * 1e3:.2f} ms | {jax_time} | "
+            f"{ratio} |\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="gauss_sin-4 and rosenbrock-100 on 10³ points, no JAX")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--pinn", action="store_true", help="only the PINN training step (10³ collocation points)")
     args = parser.parse_args()
+    if args.pinn or not args.quick:
+        row = pinn_step()
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "pinn.json").write_text(json.dumps(row, indent=2))
+        print(pinn_table(row), flush=True)
+        if args.pinn:
+            return
     names = ["gauss_sin-4", "rosenbrock-100"] if args.quick else list(CASES)
     n = 1_000 if args.quick else POINTS
     results: dict[str, Any] = {}

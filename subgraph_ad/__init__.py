@@ -20,7 +20,7 @@ from .core.ops import PI as pi
 from .interop.parse import ParseError, parse
 from .numeric.modes import Grad
 from .checkpoint import Checkpointed, checkpointed_grad
-from .trace import derivative, grad, hessian, jacobian
+from .trace import derivative, grad, hessian, jacfwd, jacobian, jacrev, jit
 from .trace import hvp, jvp, value_and_grad, vjp, vmap  # the function forms; on Terms they call the Term forms
 from .functions.kinks import (ceil, clip, floor, fmax, fmin, fmod, heaviside, maximum, minimum, mod, relu, trunc,
                               where)
@@ -133,7 +133,10 @@ __all__ = [
     "hessian",
     "hutchinson_trace",
     "hvp",
+    "jacfwd",
     "jacobian",
+    "jacrev",
+    "jit",
     "jvp",
     "laplacian",
     "hypot",

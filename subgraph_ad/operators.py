@@ -2,11 +2,13 @@
 ``derivative_tensor``.
 
 Given a Term and its vars, each returns Terms on the same tape (``ad.operators``). Given a
-Python function u(x) of one array argument (as ``sad.hessian(fn)`` takes it), each returns a
-callable on a batch of points, an array of shape (..., d): the function is traced once per
-dimension d (and again when what it read outside its argument changed: ``captured``), the
-operator built on the trace and compiled, and every later call is ONE call of the compiled
-program on the points' columns, with no Python loop over points.
+Python function u(x) of one array argument (as ``sad.hessian(fn)`` takes it), or u(x, t, θ)
+with ``argnums`` naming x, each returns a callable on one point of shape (d,) or a batch
+(..., d), the other arguments passed through: the function is traced once per signature (and
+again when what it read outside its arguments changed: ``captured``), the operator built on the
+trace and compiled, and every later call is ONE call of the compiled program on the points'
+columns, with no Python loop over points. Called inside another transform's trace, the
+operator appends to that trace instead (``nesting``), so a loss that calls it differentiates.
 
 ``laplacian(fn, samples=S, seed=s)`` estimates Δu instead (Hutchinson): the mean of the second
 directional derivative ∂²u[v, v] = vᵀ∇²u v over S Rademacher probes v (entries ±1), each an
@@ -37,8 +39,10 @@ from .captured import Captured
 from .compile.devices import on_host
 from .compile.lambdify import lambdify
 from .core import Tape, Term
+from .interop.numpy_dispatch import TermArray
+from .nesting import outer_tape, terms_in
 from .pytrees import real_leaf
-from .trace import Traced, _check_callable
+from .trace import Traced, _argnums, _check_callable, _Transformed, vmap
 
 #: Probe evaluations per compiled call of the stochastic Laplacian: x and v are broadcast to
 #: (points, probes) blocks of about this many entries, so memory stays bounded.
@@ -94,7 +98,7 @@ Build = Callable[[Tape, list[Term], Term], tuple[list[Term], list[Term], Callabl
 
 
 class _Batched:
-    """The operator of a traced function u(x), x of shape (d,): built and compiled once per d by
+    """The stochastic operator of a traced function u(x), x of shape (d,): built and compiled once per d by
     ``build(tape, xs, u)`` -> (the program's inputs, its Terms, how to shape their values), then
     evaluated on the points' columns (and, ``stochastic`` = (samples, seed), on the probes)."""
 
@@ -107,6 +111,9 @@ class _Batched:
         functools.update_wrapper(self, f)
 
     def __call__(self, points: Any) -> Any:
+        if outer_tape(list(terms_in(points)), self.what) is not None:
+            raise TypeError(f"{self.what}(fn, samples=...) cannot nest inside another transform: its estimate draws "
+                            "random probes and averages numbers; inside a trace use the exact operator (samples=None)")
         real_leaf(self.what)(points, "the points")
         array = np.asarray(points, dtype=float)
         if array.ndim == 0:
@@ -136,6 +143,54 @@ class _Batched:
         return f"<{self.what} of {getattr(self.f, '__name__', self.f)!r}>"
 
 
+class _Operator(_Transformed):
+    """The operator of u with respect to its argument ``argnums``, one point x of shape (d,): a
+    transform like ``grad`` (traced and compiled per signature, nested inside another trace); a
+    batch of points (..., d) runs it under ``vmap``, the other arguments the same at every
+    point (vmap it with in_axes to batch them too)."""
+
+    def __init__(self, f: Callable[..., Any], what: str, build: Build, argnums: int, backend: str | None) -> None:
+        if isinstance(argnums, bool) or not isinstance(argnums, int):
+            raise TypeError(f"{what}: argnums must be an int (the argument the operator acts on), got {argnums!r}")
+        self.argnums = argnums
+
+        def traced(trace: Traced) -> tuple[list[Term], Any]:
+            (k,) = _argnums(argnums, len(trace.trees), what, one=True)
+            if len(trace.array_argument(k, what)) != 1:
+                raise ValueError(f"{what}: argument {k} is the point, an array of shape (d,), got the shape "
+                                 f"{trace.trees[k].meta}")
+            _, terms, shaped = build(trace.tape, trace.vars_of(k), trace.scalar_output(what))
+
+            def assemble(values: list[Any], batch: tuple[int, ...]) -> Any:
+                if values and isinstance(values[0], Term):  # nested: Terms of the outer trace
+                    found = shaped(np.array(values + [values[0]], dtype=object)[:-1, None])[0]
+                    return found.view(TermArray) if isinstance(found, np.ndarray) else found
+                out = shaped(np.array([np.broadcast_to(v, batch) for v in values]).reshape(len(values), -1))
+                out = out.reshape(batch + out.shape[1:])
+                return float(out) if out.ndim == 0 else out
+
+            return terms, assemble
+
+        super().__init__(f, what, traced, backend)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        (k,) = _argnums(self.argnums, len(args), self.what, one=True)
+        points = args[k]
+        traced_points = isinstance(points, (Term, TermArray))
+        if not traced_points:
+            real_leaf(self.what)(points, "the points")
+        shape = np.shape(points)
+        if not shape:
+            raise ValueError(f"{self.what}: points must be an array of shape (d,) for one point or (n, d) for a "
+                             f"batch, got a number {points!r}")
+        if len(shape) == 1:
+            return self.run(args, kwargs, None)
+        flat = points.reshape(-1, shape[-1]) if traced_points else np.asarray(points, dtype=float).reshape(-1, shape[-1])
+        axes = tuple(0 if j == k else None for j in range(len(args)))
+        out = vmap(self, in_axes=axes)(*args[:k], flat, *args[k + 1:], **kwargs)
+        return out.reshape(shape[:-1] + out.shape[1:])
+
+
 def _scalar_values(values: np.ndarray) -> np.ndarray:
     row: np.ndarray = values[0]  # values is 2-D, (outputs, points): a row is an array
     return row
@@ -156,18 +211,21 @@ def _no_xs(xs: Any, what: str) -> None:
 
 
 def laplacian(u: Any, xs: Any = None, weights: Any = None, *, samples: int | None = None, seed: int = 0,
-              backend: str | None = None) -> Any:
+              argnums: int = 0, backend: str | None = None) -> Any:
     """Δu = Σᵢ ∂²u/∂xᵢ² (with ``weights`` A: Σᵢⱼ aᵢⱼ ∂²u/∂xᵢ∂xⱼ, A symmetric).
 
     ``laplacian(u, xs)`` for a Term u: a Term, by one forward pass (``ad.operators``).
-    ``laplacian(fn)``: a callable on points (shape (d,) or (..., d)), compiled once per d with
-    ``backend``. ``samples=S``: Hutchinson's estimate from S Rademacher probes (seeded by
+    ``laplacian(fn, argnums=k)``: a callable on points (argument k, shape (d,) or (..., d); the
+    other arguments passed through), compiled once per signature with ``backend``. ``samples=S``: Hutchinson's estimate from S Rademacher probes (seeded by
     ``seed``) of the second directional derivative instead — a float at the vars' current
     values for a Term (the tape is left as it was), an array on points for a function.
     """
     if _is_function(u, "laplacian"):
         _no_xs(xs, "laplacian")
         if samples is not None:
+            if argnums != 0:
+                raise ValueError("laplacian: samples= estimates the Laplacian of a function of one argument; for "
+                                 f"argnums={argnums!r} build it exactly (samples=None)")
             if weights is not None:
                 raise ValueError("laplacian: samples= estimates the plain Laplacian; with weights, build it exactly "
                                  "(samples=None)")
@@ -182,7 +240,7 @@ def laplacian(u: Any, xs: Any = None, weights: Any = None, *, samples: int | Non
         def build(tape: Tape, xs_: list[Term], out: Term) -> Any:
             return xs_, [ops.laplacian(out, xs_, weights)], _scalar_values
 
-        return _Batched(u, "laplacian", build, backend)
+        return _Operator(u, "laplacian", build, argnums, backend)
     if samples is None:
         if xs is None:
             raise TypeError("laplacian(u, xs) needs the vars xs of the Term u")
@@ -200,7 +258,7 @@ def laplacian(u: Any, xs: Any = None, weights: Any = None, *, samples: int | Non
     return float(_estimate(compiled, at, _probes(len(vars_), count, seeded))[0])
 
 
-def biharmonic(u: Any, xs: Any = None, *, method: str = "auto", backend: str | None = None) -> Any:
+def biharmonic(u: Any, xs: Any = None, *, method: str = "auto", argnums: int = 0, backend: str | None = None) -> Any:
     """Δ²u = Σᵢⱼ ∂⁴u/∂xᵢ²∂xⱼ²: a Term for a Term u and its vars xs; for a Python function, a
     callable on points like ``laplacian(fn)``. ``method``: see ``ad.operators.biharmonic``."""
     if _is_function(u, "biharmonic"):
@@ -209,13 +267,13 @@ def biharmonic(u: Any, xs: Any = None, *, method: str = "auto", backend: str | N
         def build(tape: Tape, xs_: list[Term], out: Term) -> Any:
             return xs_, [ops.biharmonic(out, xs_, method=method)], _scalar_values
 
-        return _Batched(u, "biharmonic", build, backend)
+        return _Operator(u, "biharmonic", build, argnums, backend)
     if xs is None:
         raise TypeError("biharmonic(u, xs) needs the vars xs of the Term u")
     return ops.biharmonic(u, xs, method=method)
 
 
-def derivative_tensor(u: Any, xs: Any = None, k: Any = None, *, backend: str | None = None) -> Any:
+def derivative_tensor(u: Any, xs: Any = None, k: Any = None, *, argnums: int = 0, backend: str | None = None) -> Any:
     """The tensor of k-th partial derivatives (1 <= k <= 4). For a Term u: a
     ``DerivativeTensor`` over xs, T[i, j, …] in any order of indices (``ad.operators``).
     ``derivative_tensor(fn, k)``: a callable on points returning arrays of shape
@@ -238,14 +296,14 @@ def derivative_tensor(u: Any, xs: Any = None, k: Any = None, *, backend: str | N
                                          (d,) * order) for key in keys]
 
             def shape(values: np.ndarray) -> np.ndarray:
-                out_ = np.zeros((values.shape[1], d ** order))
+                out_ = np.zeros((values.shape[1], d ** order), dtype=values.dtype)
                 for row, places in enumerate(flat):
                     out_[:, places] = values[row][:, None]
                 return out_.reshape((values.shape[1],) + (d,) * order)
 
             return xs_, terms, shape
 
-        return _Batched(u, "derivative_tensor", build, backend)
+        return _Operator(u, "derivative_tensor", build, argnums, backend)
     if xs is None or k is None:
         raise TypeError("derivative_tensor(u, xs, k) needs the vars xs and the order k for a Term u")
     return ops.derivative_tensor(u, xs, k)

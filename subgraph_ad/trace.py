@@ -57,6 +57,7 @@ from .compile.devices import on_host
 from .compile.lambdify import lambdify
 from .core import Tape, Term, checks
 from .interop.numpy_dispatch import TermArray
+from .nesting import fresh_prefix, lifted, name_tape, outer_tape, substitute, terms_in, tracing
 from .numeric import modes
 from .pytrees import Tree, flatten, is_number, leaf_shapes, real_leaf, shown, static_key, unflatten
 from .trace_errors import in_user_code
@@ -95,8 +96,11 @@ class Traced:
     differentiate by whatever was written there, permuting the result without a word."""
 
     def __init__(self, f: Callable[..., Any], signature: Sequence[Any], what: str,
-                 kwargs: dict[str, Any] | None = None) -> None:
-        self.tape = Tape()
+                 kwargs: dict[str, Any] | None = None, tape: Tape | None = None) -> None:
+        self.tape = Tape() if tape is None else tape  # a given tape: a trace nested in the one that made it
+        if tape is None:
+            name_tape(self.tape, f"the trace of {what} of {getattr(f, '__name__', f)!r}")
+        prefix = "" if tape is None else fresh_prefix(tape, what)
         self.trees = [_as_tree(s) for s in signature]
         self.vars: list[list[Term]] = []
         self.leaf_vars: list[list[list[Term]]] = []
@@ -107,7 +111,7 @@ class Traced:
             leaves: list[Any] = []
             per_leaf: list[list[Term]] = []
             for j, shape in enumerate(shapes):
-                stem = f"a{k}" if single else f"a{k}_l{j}"
+                stem = f"{prefix}a{k}" if single else f"{prefix}a{k}_l{j}"
                 if shape:
                     vs = [self.tape.var(f"{stem}_{'_'.join(map(str, i))}") for i in np.ndindex(*shape)]
                     leaves.append(np.array(vs, dtype=object).reshape(shape).view(TermArray))
@@ -120,7 +124,8 @@ class Traced:
             args.append(unflatten(tree, leaves))
         self.flat: list[Term] = [v for vars_ in self.vars for v in vars_]
         try:
-            self.out = f(*args, **(kwargs or {}))
+            with tracing(self.tape):
+                self.out = f(*args, **(kwargs or {}))
         except Exception as error:  # shown ending in the user's own line: see trace_errors
             raise in_user_code(error, what, f) from None
 
@@ -192,12 +197,61 @@ def _block(values: list[Any], start: int, shape: tuple[int, ...], batch: tuple[i
     point."""
     size = math.prod(shape)
     part = values[start:start + size]
+    if part and isinstance(part[0], Term):  # nested: Terms of the outer trace
+        return part[0] if not shape else _term_array(part, shape)
     if not batch:
         return float(part[0]) if not shape else np.array(part, dtype=float).reshape(shape)
     out = np.empty(batch + (size,))
     for k, v in enumerate(part):
         out[..., k] = v
     return out.reshape(batch + shape)
+
+
+def _term_array(terms: Sequence[Any], shape: tuple[int, ...]) -> Any:
+    array = np.empty(len(terms), dtype=object)
+    array[:] = list(terms)
+    return array.reshape(shape).view(TermArray)
+
+
+def _traced_leaf(what: str) -> Callable[[Any, str], tuple[Any, tuple[int, ...]]]:
+    """The leaf check of a nested call: Terms and arrays of them besides real numbers."""
+    check = real_leaf(what)
+
+    def leaf(value: Any, path: str) -> tuple[Any, tuple[int, ...]]:
+        if isinstance(value, Term):
+            return value, ()
+        if isinstance(value, np.ndarray) and value.dtype == object and next(terms_in(value), None) is not None:
+            return value, value.shape
+        return check(value, path)
+
+    return leaf
+
+
+def _elements(leaf: Any) -> list[Any]:
+    """A leaf's numbers or Terms, flat in C order."""
+    if isinstance(leaf, Term):
+        return [leaf]
+    return list(np.asarray(leaf, dtype=object).ravel())
+
+
+def _dtype(leaves: list[list[Any]]) -> Any:
+    """The float dtype a result keeps: float32 (or float16) where every floating array among the
+    arguments has it, None (float64) otherwise — as JAX keeps float32, Python numbers weak."""
+    kinds = {np.asarray(leaf).dtype for found in leaves for leaf in found
+             if isinstance(leaf, (np.ndarray, np.floating)) and np.asarray(leaf).dtype.kind == "f"}
+    if not kinds:
+        return None
+    kept = np.result_type(*kinds)
+    return kept if kept.itemsize < 8 else None
+
+
+def _cast(result: Any, dtype: Any) -> Any:
+    """Every float leaf of a result as ``dtype``."""
+    if dtype is None:
+        return result
+    leaves, tree = flatten(result, "result")
+    return unflatten(tree, [dtype.type(v) if isinstance(v, float) else np.asarray(v, dtype=dtype)
+                            if isinstance(v, np.ndarray) and v.dtype.kind == "f" else v for v in leaves])
 
 
 def _tree_values(tree: Tree, values: list[Any], start: int, batch: tuple[int, ...]) -> tuple[Any, int]:
@@ -294,17 +348,39 @@ class _Transformed:
 
     def run(self, args: Sequence[Any], kwargs: dict[str, Any], levels: Sequence[tuple[bool, ...]] | None) -> Any:
         """The transform at ``args``; ``levels``: per argument, whether each level of vmap (the
-        outermost first) batches it along a leading axis."""
+        outermost first) batches it along a leading axis. Inside another trace, the transform's
+        Terms on that trace's tape (``inline``)."""
+        tape = _outer(args, self.what) if levels is None else None
+        if tape is not None:
+            return self.inline(tape, args, kwargs)
         leaves, trees, key = self._signature(args, kwargs, levels)
+        dtype = _dtype(leaves)
         entry = self.cache.get(key)
         if entry is not None and self.captured[key].changed() is None:
-            return self._call(entry, leaves, levels)
+            return _cast(self._call(entry, leaves, levels), dtype)
         with _collector_paused():  # the first call too: it writes and compiles the code
             trace = Traced(self.f, trees, self.what, kwargs)
             terms, assemble = self.build(trace)
             entry = (on_host(lambdify(trace.flat, terms or [trace.tape.zero], self.backend)), assemble)
             self.captured[key], self.cache[key] = Captured(self.f, self.what), entry
-            return self._call(entry, leaves, levels)
+            return _cast(self._call(entry, leaves, levels), dtype)
+
+    def inline(self, tape: Tape, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        """The transform inside the trace of ``tape``: f traced on fresh vars of that tape, the
+        transform built on them, and the arguments (Terms of the outer trace, or numbers as its
+        constants) substituted for the fresh vars (``nesting``). Nothing is compiled."""
+        leaves, trees = [], []
+        for k, arg in enumerate(args):
+            found, tree = flatten(arg, f"argument {k}", _traced_leaf(self.what))
+            leaves.append(found)
+            trees.append(tree)
+        trace = Traced(self.f, trees, self.what, kwargs, tape)
+        terms, assemble = self.build(trace)
+        mapping = {}
+        for vars_, found in zip(trace.vars, leaves):
+            values = [lifted(tape, v) for leaf in found for v in _elements(leaf)]
+            mapping.update({v.index: value for v, value in zip(vars_, values)})
+        return assemble(substitute(tape, terms, mapping), ())
 
     @staticmethod
     def _call(entry: tuple[Any, Assemble], leaves: list[list[Any]], levels: Sequence[tuple[bool, ...]] | None) -> Any:
@@ -319,6 +395,15 @@ class _Transformed:
 
     def __repr__(self) -> str:
         return f"<{self.what} of {getattr(self.f, '__name__', self.f)!r}>"
+
+
+def _outer(args: Sequence[Any], what: str) -> Tape | None:
+    """The tape of the trace a call is nested in: of the Terms among the arguments, or of the
+    trace running; None for a call from plain Python."""
+    found: list[Any] = []
+    for arg in args:
+        found += flatten(arg, "argument", lambda value, path: (value, ()))[0]
+    return outer_tape(found, what)
 
 
 def _batch_shape(inputs: list[Any]) -> tuple[int, ...]:
@@ -363,6 +448,9 @@ def _sparse(matrix: Sparse, tape: Tape) -> tuple[list[Term], Assemble]:
     terms, take = _nonzeros(matrix, tape)
 
     def assemble(values: list[Any], batch: tuple[int, ...]) -> Any:
+        if values and isinstance(values[0], Term):
+            raise TypeError("sparse=True cannot nest inside another transform: a scipy.sparse matrix holds numbers, "
+                            "not the Terms of the outer trace; use sparse=False there")
         if batch:
             raise TypeError("a sparse matrix (sparse=True) is one point's; vmap a dense one (sparse=False)")
         return sparse_matrix(matrix.rows, matrix.cols, np.array(values, dtype=float)[take], matrix.shape)
@@ -378,6 +466,11 @@ def _dense(matrix: Sparse, tape: Tape, shape: tuple[int, ...]) -> tuple[list[Ter
     flat = np.array(matrix.rows, dtype=np.intp) * matrix.shape[1] + np.array(matrix.cols, dtype=np.intp)
 
     def scatter(values: list[Any], batch: tuple[int, ...]) -> Any:
+        if values and isinstance(values[0], Term):  # nested: Terms of the outer trace, zeros its 0
+            entries = [values[0].tape.zero] * (matrix.shape[0] * matrix.shape[1])
+            for k, t in zip(flat, take):
+                entries[k] = values[t]
+            return entries[0] if not shape else _term_array(entries, shape)
         out = np.zeros(batch + (matrix.shape[0] * matrix.shape[1],))
         if batch:
             for k, t in zip(flat, take):  # one column per entry: no stack of all the values first
@@ -455,6 +548,9 @@ class _Derivative(_Transformed):
     trace has one var per argument whatever the shapes, and the compiled program broadcasts."""
 
     def run(self, args: Sequence[Any], kwargs: dict[str, Any], levels: Sequence[tuple[bool, ...]] | None) -> Any:
+        tape = _outer(args, self.what) if levels is None else None
+        if tape is not None:
+            return self.inline(tape, args, kwargs)
         check = real_leaf(self.what)
         for k, a in enumerate(args):
             check(a, f"argument {k}")
@@ -467,6 +563,16 @@ class _Derivative(_Transformed):
                 self.captured[key], self.cache[key] = Captured(self.f, self.what), (compiled, assemble)
         compiled, _ = self.cache[key]
         return compiled(*args)
+
+    def inline(self, tape: Tape, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        """Inside a trace: the derivative traced once on fresh vars of its tape, then each point of
+        the broadcast arguments substituted for them (``nesting``)."""
+        points = np.broadcast_arrays(*(np.asarray(a, dtype=object) for a in args))
+        trace = Traced(self.f, [()] * len(args), self.what, kwargs, tape)
+        terms, _ = self.build(trace)
+        found = [substitute(tape, terms, {v.index: lifted(tape, p[i]) for v, p in
+                                                   zip(trace.flat, points)})[0] for i in np.ndindex(*points[0].shape)]
+        return found[0] if not points[0].shape else _term_array(found, points[0].shape)
 
 
 def derivative(f: Callable[..., Any], n: int = 1, argnum: int = 0, *, backend: str | None = None) -> Callable[..., Any]:
@@ -483,44 +589,133 @@ def derivative(f: Callable[..., Any], n: int = 1, argnum: int = 0, *, backend: s
     return _Derivative(f, "derivative", build, backend)
 
 
-def jacobian(f: Any, inputs: Any = None, argnums: int = 0, sparse: bool = False, *,
+def _in_tree(trace: Traced, argnums: int | tuple[int, ...], nums: tuple[int, ...]) -> Tree:
+    """The structure the derivative takes of the arguments: argument argnums's, or a tuple of them."""
+    if isinstance(argnums, int):
+        return trace.trees[nums[0]]
+    return Tree("tuple", None, tuple(trace.trees[k] for k in nums))
+
+
+def _out_tree(trace: Traced, what: str) -> tuple[list[Term], Tree]:
+    """f's result: a pytree where it is a tuple, dict or namedtuple (JAX's layout), else one array
+    (a list of numbers or Terms reads as np.asarray reads it)."""
+    if isinstance(trace.out, (tuple, dict)):
+        return trace.tree_outputs(trace.out, what)
+    outs, shape = trace.outputs(what)
+    return outs, Tree("leaf", shape)
+
+
+def _blocks(matrix: Sparse, tape: Tape, out_tree: Tree, in_tree: Tree) -> tuple[list[Term], Assemble]:
+    """A Jacobian of pytrees in JAX's layout: the result's structure, each leaf of it the
+    arguments' structure, each leaf of that a block of shape out_leaf.shape + in_leaf.shape —
+    from the distinct structural nonzeros only (``_dense``)."""
+    rows, cols = matrix.shape
+    terms, dense = _dense(matrix, tape, (rows, cols))
+    out_shapes, in_shapes = leaf_shapes(out_tree), leaf_shapes(in_tree)
+
+    def assemble(values: list[Any], batch: tuple[int, ...]) -> Any:
+        full = dense(values, batch)
+        parts, r = [], 0
+        for so in out_shapes:
+            row, c = [], 0
+            for si in in_shapes:
+                block = full[..., r:r + math.prod(so), c:c + math.prod(si)].reshape(batch + so + si)
+                row.append(block if block.ndim else block[()] if block.dtype == object else float(block))
+                c += math.prod(si)
+            parts.append(unflatten(in_tree, row))
+            r += math.prod(so)
+        return unflatten(out_tree, parts)
+
+    return terms, assemble
+
+
+def _single(out_tree: Tree, in_tree: Tree, what: str) -> None:
+    if out_tree.kind != "leaf" or in_tree.kind != "leaf":
+        raise TypeError(f"{what}(..., sparse=True) is one matrix: of one array result by one array argument; for "
+                        "pytrees use sparse=False")
+
+
+def jacobian(f: Any, inputs: Any = None, argnums: int | tuple[int, ...] = 0, sparse: bool = False, *,
              backend: str | None = None) -> Any:
     """``jacobian(outputs, inputs)`` on Terms: rows of Terms, or a ``Sparse`` matrix with
     ``sparse=True`` (see ``ad.matrices``). Given a Python function, a callable returning the
     Jacobian of its output (array) with respect to argument ``argnums`` as a NumPy array of shape
-    output.shape + argument.shape; with ``sparse=True`` a ``scipy.sparse`` matrix of shape
-    (output.size, argument.size) holding only the structural nonzeros."""
+    output.shape + argument.shape; pytrees as JAX lays them out (a tuple of argnums, a dict
+    argument or result: the result's structure of the arguments' structure of blocks). With
+    ``sparse=True`` a ``scipy.sparse`` matrix of shape (output.size, argument.size) holding only
+    the structural nonzeros. Reverse sweeps or forward passes, whichever are fewer."""
     if inputs is not None or isinstance(f, (Term, list, tuple, np.ndarray)):
         return jacobian_terms(f, inputs, sparse=sparse)
+    return _jacobian(f, "jacobian", argnums, sparse, backend)
 
+
+def _jacobian(f: Any, what: str, argnums: int | tuple[int, ...], sparse: bool, backend: str | None) -> _Transformed:
     def build(trace: Traced) -> tuple[list[Term], Assemble]:
-        (k,) = _argnums(argnums, len(trace.trees), "jacobian", one=True)
-        shape = trace.array_argument(k, "jacobian")
-        outs, out_shape = trace.outputs("jacobian")
-        xs = trace.vars_of(k)
-        matrix = jacobian_terms(outs, xs, sparse=True)
-        return _sparse(matrix, trace.tape) if sparse else _dense(matrix, trace.tape, out_shape + shape)
+        nums = _argnums(argnums, len(trace.trees), what)
+        outs, out_tree = _out_tree(trace, what)
+        in_tree = _in_tree(trace, argnums, nums)
+        matrix = jacobian_terms(outs, [v for k in nums for v in trace.vars_of(k)], sparse=True)
+        if sparse:
+            _single(out_tree, in_tree, what)
+            return _sparse(matrix, trace.tape)
+        return _blocks(matrix, trace.tape, out_tree, in_tree)
 
-    return _Transformed(f, "jacobian", build, backend)
+    return _Transformed(f, what, build, backend)
 
 
-def hessian(f: Any, inputs: Any = None, argnums: int = 0, sparse: bool = False, *,
+def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0, *, backend: str | None = None) -> Any:
+    """``jax.jacfwd``: the Jacobian of f (``jacobian``). Both of JAX's names give the same
+    matrix; the sweeps are the cheaper of forward and reverse for its shape, whichever name."""
+    return _jacobian(f, "jacfwd", argnums, False, backend)
+
+
+def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0, *, backend: str | None = None) -> Any:
+    """``jax.jacrev``: the Jacobian of f (``jacobian``; see ``jacfwd``)."""
+    return _jacobian(f, "jacrev", argnums, False, backend)
+
+
+def hessian(f: Any, inputs: Any = None, argnums: int | tuple[int, ...] = 0, sparse: bool = False, *,
             backend: str | None = None) -> Any:
     """``hessian(output, inputs)`` on Terms: rows of Terms, or a ``Sparse`` matrix with
     ``sparse=True`` (see ``ad.matrices``). Given a Python function, a callable returning its
-    Hessian with respect to argument ``argnums`` as a NumPy array (shape argument.shape * 2); with
-    ``sparse=True`` a ``scipy.sparse`` matrix of shape (argument.size, argument.size)."""
+    Hessian with respect to argument ``argnums`` as a NumPy array (shape argument.shape * 2);
+    pytrees as ``jax.hessian`` lays them out (``argnums=(0, 1)``: the blocks ((H00, H01), (H10,
+    H11)); a dict argument: a dict of dicts); with ``sparse=True`` a ``scipy.sparse`` matrix of
+    shape (argument.size, argument.size). Built from one gradient, each symmetric pair once."""
     if inputs is not None or isinstance(f, Term):
         return hessian_terms(f, inputs, sparse=sparse)
 
     def build(trace: Traced) -> tuple[list[Term], Assemble]:
-        (k,) = _argnums(argnums, len(trace.trees), "hessian", one=True)
-        shape = trace.array_argument(k, "hessian")
+        nums = _argnums(argnums, len(trace.trees), "hessian")
         z = trace.scalar_output("hessian")
-        matrix = hessian_terms(z, trace.vars_of(k), sparse=True)
-        return _sparse(matrix, trace.tape) if sparse else _dense(matrix, trace.tape, shape + shape)
+        in_tree = _in_tree(trace, argnums, nums)
+        matrix = hessian_terms(z, [v for k in nums for v in trace.vars_of(k)], sparse=True)
+        if sparse:
+            _single(in_tree, in_tree, "hessian")
+            return _sparse(matrix, trace.tape)
+        return _blocks(matrix, trace.tape, in_tree, in_tree)
 
     return _Transformed(f, "hessian", build, backend)
+
+
+def jit(f: Callable[..., Any], *, backend: str | None = None) -> Any:
+    """``jax.jit``: f traced once per signature and compiled, no derivative taken; its result
+    pytree comes back as NumPy. Unlike JAX's, a closed-over array is not frozen: it is checked
+    before every call and f traced again where it changed. Inside another trace, f simply runs
+    on that trace's values.
+
+    >>> import numpy as np
+    >>> import subgraph_ad as sad
+    >>> sad.jit(lambda x: {"s": np.sum(np.sin(x))})(np.zeros(3))
+    {'s': 0.0}
+    """
+    _check_callable(f, "jit")
+
+    def build(trace: Traced) -> tuple[list[Term], Assemble]:
+        outs, tree = trace.tree_outputs(trace.out, "jit")
+        return outs, lambda values, batch: _tree_values(tree, values, 0, batch)[0]
+
+    return _Transformed(f, "jit", build, backend)
 
 
 def _pairs(primals: Any, tangents: Any, what: str) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
@@ -689,11 +884,13 @@ def hvp(f: Any, x: Any, v: Any) -> Any:
 
 # -- vmap ------------------------------------------------------------------------------------------
 class _Vmapped:
-    """``vmap(fn, in_axes)``: fn over a batch, by one call of fn's compiled program on columns."""
+    """``vmap(fn, in_axes, out_axes)``: fn over a batch, by one call of fn's compiled program on
+    columns; inside another trace, fn traced once on one point's fresh vars and each point
+    substituted (``unrolled``)."""
 
-    def __init__(self, fn: Any, in_axes: Any) -> None:
+    def __init__(self, fn: Any, in_axes: Any, out_axes: Any = 0) -> None:
         self.fn = fn if isinstance(fn, (_Transformed, _Vmapped)) else _value_transform(fn, "vmap")
-        self.in_axes = in_axes
+        self.in_axes, self.out_axes = in_axes, out_axes
         functools.update_wrapper(self, fn, updated=())
 
     def _axes(self, count: int) -> list[int | None]:
@@ -713,6 +910,7 @@ class _Vmapped:
         axes = self._axes(len(args))
         if all(a is None for a in axes):
             raise ValueError("vmap: in_axes maps over no argument; give 0 (or an axis) for at least one")
+        tape = _outer(args, "vmap") if levels is None else None
         outer = levels if levels is not None else [()] * len(args)
         moved = []
         for k, (arg, axis, before) in enumerate(zip(args, axes, outer)):
@@ -720,27 +918,86 @@ class _Vmapped:
                 moved.append(arg)
                 continue
             nb = sum(before)
-            leaves, tree = flatten(arg, f"argument {k}", real_leaf("vmap"))
+            leaves, tree = flatten(arg, f"argument {k}", real_leaf("vmap") if tape is None else _traced_leaf("vmap"))
             shifted = []
             for leaf in leaves:
-                array = np.asarray(leaf)
+                array = leaf.view(np.ndarray) if isinstance(leaf, TermArray) else np.asarray(leaf)
                 if not -(array.ndim - nb) <= axis < array.ndim - nb:
                     raise ValueError(f"vmap: in_axes {axis} is out of range for argument {k} of shape {array.shape}")
                 shifted.append(np.moveaxis(array, nb + axis % (array.ndim - nb), nb))
             moved.append(unflatten(tree, shifted))
+        if tape is not None:
+            return self._unrolled(tape, moved, axes, kwargs)
         inner = [tuple(before) + (axis is not None,) for before, axis in zip(outer, axes)]
-        return self.fn.run(moved, kwargs, inner)
+        return self._out(self.fn.run(moved, kwargs, inner), len(outer[0]) if outer else 0)
+
+    def _out(self, result: Any, level: int) -> Any:
+        """The batch axis of this level (after ``level`` outer ones) moved to ``out_axes``."""
+        axes = self.out_axes
+        if axes == 0:
+            return result
+        if isinstance(result, tuple) and isinstance(axes, (tuple, list)) and len(axes) == len(result):
+            return tuple(_Vmapped(self.fn, self.in_axes, a)._out(r, level) for r, a in zip(result, axes))
+        if isinstance(axes, bool) or not isinstance(axes, int):
+            raise ValueError(f"vmap: out_axes must be an int, or a tuple of ints with one per element of a tuple "
+                             f"result, got {axes!r}")
+        leaves, tree = flatten(result, "result")
+        moved = []
+        for leaf in leaves:
+            array = np.asarray(leaf)
+            if not -(array.ndim - level) <= axes < array.ndim - level:
+                raise ValueError(f"vmap: out_axes {axes} is out of range for a result of shape {array.shape[level:]}")
+            moved.append(np.moveaxis(array, level, level + axes % (array.ndim - level)))
+        return unflatten(tree, moved)
+
+    def _unrolled(self, tape: Tape, moved: list[Any], axes: list[int | None], kwargs: dict[str, Any]) -> Any:
+        """vmap inside a trace: fn on one point of fresh vars (the unmapped arguments as they
+        are), then each point's values substituted for them; results stacked along axis 0."""
+        prefix = fresh_prefix(tape, "vmap")
+        point_args, fresh, columns = [], [], []
+        sizes = set()
+        for k, (arg, axis) in enumerate(zip(moved, axes)):
+            if axis is None:
+                point_args.append(arg)
+                continue
+            leaves, tree = flatten(arg, f"argument {k}", lambda value, path: (value, np.shape(value)))
+            made = []
+            for j, leaf in enumerate(leaves):
+                sizes.add(leaf.shape[0])
+                vs = [tape.var(f"{prefix}a{k}_l{j}_{n}") for n in range(math.prod(leaf.shape[1:]))]
+                fresh += vs
+                columns.append(leaf.reshape(leaf.shape[0], -1))
+                made.append(_term_array(vs, leaf.shape[1:]) if leaf.ndim > 1 else vs[0])
+            point_args.append(unflatten(tree, made))
+        if len(sizes) != 1:
+            raise ValueError(f"vmap: the batched arguments have different batch sizes {sorted(sizes)}")
+        with tracing(tape):
+            out = self.fn(*point_args, **kwargs)
+        leaves, tree = flatten(out, "result", lambda value, path: (value, np.shape(value)))
+        flat = [lifted(tape, v) for leaf in leaves for v in _elements(leaf)]
+        points = []
+        for i in range(sizes.pop()):
+            values = [lifted(tape, v) for column in columns for v in column[i]]
+            points.append(substitute(tape, flat, {v.index: t for v, t in zip(fresh, values)}))
+        stacked, at = [], 0
+        for leaf in leaves:
+            shape = np.shape(leaf)
+            size = math.prod(shape)
+            stacked.append(_term_array([t for p in points for t in p[at:at + size]], (len(points),) + shape))
+            at += size
+        return self._out(unflatten(tree, stacked), 0)
 
     def __repr__(self) -> str:
         return f"<vmap of {self.fn!r}>"
 
 
-def vmap(fn: Callable[..., Any], in_axes: Any = 0) -> Callable[..., Any]:
+def vmap(fn: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable[..., Any]:
     """``jax.vmap``: ``vmap(fn)(batch)`` is fn at each entry of the batch's leading axis (``in_axes``:
     an axis, or None, per positional argument; keyword arguments are static, not mapped), stacked
-    along a new leading axis. ``fn`` is a transform (``grad``, ``hessian``, ``value_and_grad``,
-    ...), another vmap, or a plain function of Terms and NumPy; either way it is traced for one
-    point and its compiled program runs once on the columns of the batch.
+    along a new axis ``out_axes`` (0: leading; a tuple: one per element of a tuple result).
+    ``fn`` is a transform (``grad``, ``hessian``, ``value_and_grad``, ...), another vmap, or a
+    plain function of Terms and NumPy; either way it is traced for one point and its compiled
+    program runs once on the columns of the batch.
 
     >>> import numpy as np
     >>> import subgraph_ad as sad
@@ -749,7 +1006,11 @@ def vmap(fn: Callable[..., Any], in_axes: Any = 0) -> Callable[..., Any]:
            [6., 0.]])
     >>> sad.vmap(lambda w, x: np.dot(w, x), in_axes=(None, 0))(np.ones(2), np.eye(2))
     array([1., 1.])
+    >>> sad.vmap(lambda x: x * np.arange(3.0), out_axes=1)(np.array([1.0, 2.0]))
+    array([[0., 0.],
+           [1., 2.],
+           [2., 4.]])
     """
     if not callable(fn):
         raise TypeError(f"vmap() takes a function to map, got {shown(fn)}")
-    return _Vmapped(fn, in_axes)
+    return _Vmapped(fn, in_axes, out_axes)

@@ -140,11 +140,7 @@ def test_split_has_the_most_trailing_zeros():
             assert a < m < b and all(((k & -k).bit_length() <= tz) for k in range(a + 1, b) if k)
 
 
-def test_matrix_transforms_take_one_argument_and_refuse_empty_ones():
-    with pytest.raises(TypeError, match=r"hessian differentiates with respect to one argument: give one int, got \(0, 1\)"):
-        sad.hessian(lambda a, b: a * b, argnums=(0, 1))(2.0, 3.0)
-    with pytest.raises(TypeError, match="jacobian differentiates with respect to one argument"):
-        sad.jacobian(lambda a, b: a * b, argnums=(0, 1))(2.0, 3.0)
+def test_matrix_transforms_refuse_empty_arguments():
     for transform in (sad.grad(lambda v: np.sum(v)), sad.jacobian(lambda v: v * 2, sparse=True)):
         with pytest.raises(ValueError, match=r"argument 0 is an empty array of shape \(0,\): there is nothing to differentiate"):
             transform(np.array([]))
