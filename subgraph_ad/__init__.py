@@ -28,7 +28,7 @@ from .functions.kinks import round_ as round  # noqa: A001  (sad.round, like np.
 from .functions.gamma import (digamma, erfinv, gamma, lgamma, logaddexp, logaddexp2, logsumexp, polygamma, sinc,
                               softplus)
 from .interop.numpy_dispatch import TermArray, stack
-from .interop.var_names import from_sympy
+from .interop.bridge_entry import from_sympy
 from .operators import biharmonic, derivative_tensor, laplacian
 from .ode import taylor_integrate
 from .viz.animate import Animation, animate

@@ -55,7 +55,7 @@ from typing import Any, Callable, Protocol, Sequence, cast
 import numpy as np
 
 from ..core import Term
-from ..interop.var_names import vars_of
+from ..core.var_names import vars_of
 from ..numeric.modes import floating
 from . import config
 from .backends import numba as numba_backend

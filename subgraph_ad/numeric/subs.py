@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..core import Term, dependencies
-from ..interop.var_names import var_of
+from ..core.var_names import var_of
 from .modes import evaluate
 
 
