@@ -34,11 +34,11 @@ try:
     import numba
 
     def _jit(fn: F) -> F:
-        return cast(F, numba.njit(cache=True, nogil=True)(fn))
+        return cast(F, numba.njit(cache=True, nogil=True, error_model="numpy")(fn))
 
     def _fast(fn: F) -> F:
         """Compiled with reassociation allowed (only the sums of products: never TwoSum)."""
-        return cast(F, numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})(fn))
+        return cast(F, numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc", "contract"})(fn))
 except ImportError:  # pragma: no cover - without Numba the loop is never chosen
     def _jit(fn: F) -> F:
         return fn
@@ -150,7 +150,7 @@ def values(code: np.ndarray, constants: np.ndarray, c: np.ndarray) -> None:  # p
         elif op == VNEG:
             c[i, 0] = -c[a, 0]
         elif op == VPOW:
-            c[i, 0] = np.power(c[a, 0], c[b, 0])
+            c[i, 0] = native(33, c[a, 0], c[b, 0])
         else:
             c[i, 0] = native(op - VNATIVE, c[a, 0], c[b, 0])
 
@@ -229,6 +229,37 @@ def _two_sum(a: float, b: float) -> tuple[float, float]:  # pragma: no cover - N
     s = a + b
     v = s - a
     return s, (a - (s - v)) + (b - v)
+
+
+@_jit
+def _two_product(a: float, b: float) -> tuple[float, float]:  # pragma: no cover - Numba
+    """s + e = a·b exactly, s = fl(a·b) (Dekker's product, by Veltkamp's splitting)."""
+    s = a * b
+    t = 134217729.0 * a
+    a1 = t - (t - a)
+    a2 = a - a1
+    t = 134217729.0 * b
+    b1 = t - (t - b)
+    b2 = b - b1
+    return s, ((a1 * b1 - s) + a1 * b2 + a2 * b1) + a2 * b2
+
+
+@_jit
+def _increment(c: np.ndarray, s: int, h: float, y: float, low: float) -> tuple[float, float]:  # pragma: no cover
+    """(y, low) + Σ_{k≥1} c[s, k]·h^k as a pair: Horner's rule down to order 2 in floats, its
+    last two steps and the sum in pairs, so the step adds no rounding of the size of y_1·h
+    (those of the orders past 1 are h² smaller)."""
+    p = c.shape[1] - 1
+    acc = c[s, p]
+    for k in range(p - 1, 1, -1):
+        acc = acc * h + c[s, k]
+    m, e = _two_product(acc, h)
+    hi, lo = _two_sum(m, c[s, 1])
+    lo += e  # (hi, lo) = acc·h + y_1
+    m, e = _two_product(hi, h)
+    e += lo * h  # (m, e) = (hi + lo)·h, the increment
+    total, error = _two_sum(y, m)
+    return _two_sum(total, error + (e + low))
 
 
 @_jit
@@ -313,11 +344,7 @@ def apply(c: np.ndarray, states: np.ndarray, h: float, last: bool, y: np.ndarray
         j += 1
     count[NEXT_TIME] = j
     for i in range(n):
-        s = states[i]
-        acc = c[s, p]
-        for k in range(p - 1, 0, -1):
-            acc = acc * h + c[s, k]
-        y[i], low[i] = _two_sum(y[i], acc * h + low[i])
+        y[i], low[i] = _increment(c, states[i], h, y[i], low[i])
     clock[0], clock[1] = new_hi, new_lo
     count[STEPS] += 1
     if path_t.shape[0] > 0:

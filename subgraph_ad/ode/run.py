@@ -20,7 +20,7 @@ from .dense import OdeSolution
 from .events import Event, zeros_in_step
 from .kernel import fill_numpy, values
 from .result import OdeResult
-from .stepper import advance, factor, horner, step_sizes, two_sum
+from .stepper import advance, factor, horner, increment, step_sizes
 from .system import System
 
 _EPS = float(np.finfo(float).eps)
@@ -185,10 +185,13 @@ class Run:
             for j in map(int, np.flatnonzero(go)):
                 h[j], stop[j] = self._events(int(idx[j]), c[:, :, j], coefficients[:, :, j], float(h[j]))
         with np.errstate(all="ignore"):
-            increment = h * horner(coefficients[:, 1:], h)
+            y, low = increment(coefficients, h, self.y[:, idx], self.low[:, idx])
         for j in map(int, np.flatnonzero(go)):
             b = int(idx[j])
-            self._record(b, coefficients[:, :, j], float(h[j]), increment[:, j], bool(last[j] and not stop[j]))
+            self._record(b, coefficients[:, :, j], float(h[j]), bool(last[j] and not stop[j]))
+            self.y[:, b], self.low[:, b] = y[:, j], low[:, j]
+            if self.times is None:
+                self.path_y[b].append(self.y[:, b].copy())
             if stop[j]:
                 self.status[b], self.messages[b] = 1, _TERMINAL
                 go[j] = False
@@ -199,9 +202,8 @@ class Run:
                 go[j] = False
         return go
 
-    def _record(self, b: int, coefficients: np.ndarray, h: float, increment: np.ndarray, to_end: bool) -> None:
-        """Advance member b by the step h (its state by ``increment``), recording dense output and
-        t_eval points."""
+    def _record(self, b: int, coefficients: np.ndarray, h: float, to_end: bool) -> None:
+        """Advance member b's time by the step h, recording dense output and t_eval points."""
         if self.dense:
             self.steps[b].append((float(self.hi[b]), float(self.lo[b]), coefficients.copy()))
         hi, lo = advance(self.hi[b:b + 1], self.lo[b:b + 1], np.array([h]))
@@ -218,11 +220,9 @@ class Run:
                 self.at_times[b, :, k:stop] = horner(coefficients[:, :, None], tau[None, :]) + self.low[:, b, None]
                 self.next_time[b] = stop
         self.hi[b], self.lo[b] = hi[0], lo[0]
-        self.y[:, b], self.low[:, b] = two_sum(self.y[:, b], increment + self.low[:, b])
         self.nsteps[b] += 1
         if self.times is None:
             self.path_t[b].append(float(hi[0] + lo[0]))
-            self.path_y[b].append(self.y[:, b].copy())
 
     # -- shared ---------------------------------------------------------------------------------
     def _fail(self, b: int, message: str) -> None:

@@ -53,6 +53,33 @@ def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s, (a - (s - v)) + (b - v)
 
 
+def two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """s + e = a·b exactly, s = fl(a·b) (Dekker's product, by Veltkamp's splitting)."""
+    s = a * b
+    t = 134217729.0 * a
+    a1 = t - (t - a)
+    a2 = a - a1
+    t = 134217729.0 * b
+    b1 = t - (t - b)
+    b2 = b - b1
+    return s, ((a1 * b1 - s) + a1 * b2 + a2 * b1) + a2 * b2
+
+
+def increment(coefficients: np.ndarray, h: np.ndarray, y: np.ndarray, low: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """(y, low) + Σ_{k≥1} y_k·h^k as a pair, coefficients (n, p + 1, …): Horner's rule down to
+    order 2 in floats, its last two steps and the sum in pairs, so a step adds no rounding of
+    the size of y_1·h (those of the orders past 1 are h² smaller)."""
+    acc = horner(coefficients[:, 2:], h)
+    m, e = two_product(acc, h)
+    hi, lo = two_sum(m, coefficients[:, 1])
+    lo = lo + e  # (hi, lo) = acc·h + y_1
+    m, e = two_product(hi, h)
+    e = e + lo * h  # (m, e) = (hi + lo)·h, the increment
+    total, error = two_sum(y, m)
+    return two_sum(total, error + (e + low))
+
+
 def advance(hi: np.ndarray, lo: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(hi, lo) + h as a normalised pair."""
     s, e = two_sum(hi, h)
