@@ -155,22 +155,28 @@ def values(code: np.ndarray, constants: np.ndarray, c: np.ndarray) -> None:  # p
             c[i, 0] = native(op - VNATIVE, c[a, 0], c[b, 0])
 
 
+#: Indices are unsigned in the kernel: a signed index is checked for wrapping around (x[-1]) at
+#: every access, which also keeps LLVM from vectorising the sums (measured: 1.7x slower).
+_U = np.uint64
+_ONE = np.uint64(1)
+
+
 @_fast
-def _dot(c: np.ndarray, a: int, b: int, low: int, high: int, k: int) -> float:  # pragma: no cover - Numba
+def _dot(c: np.ndarray, a: Any, b: Any, low: Any, high: Any, k: Any) -> float:  # pragma: no cover - Numba
     """Σ_{j=low..high} c[a, j]·c[b, k − j], reassociated (SIMD lanes, several sums at once)."""
     ca, cb = c[a], c[b]
     acc = 0.0
-    for j in range(low, high + 1):
+    for j in range(low, high + _ONE):
         acc += ca[j] * cb[k - j]
     return acc
 
 
 @_fast
-def _weighted(c: np.ndarray, a: int, b: int, k: int) -> float:  # pragma: no cover - Numba
+def _weighted(c: np.ndarray, a: Any, b: Any, k: Any) -> float:  # pragma: no cover - Numba
     """Σ_{j=1..k} j·c[a, j]·c[b, k − j], reassociated."""
     ca, cb = c[a], c[b]
     acc = 0.0
-    for j in range(1, k + 1):
+    for j in range(_ONE, k + _ONE):
         acc += j * ca[j] * cb[k - j]
     return acc
 
@@ -179,16 +185,18 @@ def _weighted(c: np.ndarray, a: int, b: int, k: int) -> float:  # pragma: no cov
 def fill(code: np.ndarray, scalars: np.ndarray, segments: np.ndarray, c: np.ndarray,
          order: int) -> None:  # pragma: no cover - Numba
     """Orders 1..order of every row of one member (c: rows × (p + 1)), as ``kernel.fill_numpy``,
-    a run of one op (``System.segments``) at a time."""
-    for k in range(1, order + 1):
+    a run of one op (``System.segments``) at a time; code and segments are uint64."""
+    zero = _U(0)
+    for order_k in range(1, order + 1):
+        k = _U(order_k)
         for r in range(segments.shape[0]):
             op, first, end = segments[r, 0], segments[r, 1], segments[r, 2]
             if op == MUL:
                 for m in range(first, end):
-                    c[code[m, 1], k] = _dot(c, code[m, 2], code[m, 3], 0, k, k)
+                    c[code[m, 1], k] = _dot(c, code[m, 2], code[m, 3], zero, k, k)
             elif op == SCALE:
                 for m in range(first, end):
-                    c[code[m, 1], k] = c[code[m, 2], 0] * c[code[m, 3], k]
+                    c[code[m, 1], k] = c[code[m, 2], zero] * c[code[m, 3], k]
             elif op == ADD:
                 for m in range(first, end):
                     c[code[m, 1], k] = c[code[m, 2], k] + c[code[m, 3], k]
@@ -197,31 +205,31 @@ def fill(code: np.ndarray, scalars: np.ndarray, segments: np.ndarray, c: np.ndar
                     c[code[m, 1], k] = c[code[m, 2], k] - c[code[m, 3], k]
             elif op == STATE:
                 for m in range(first, end):
-                    c[code[m, 1], k] = c[code[m, 2], k - 1] / k
+                    c[code[m, 1], k] = c[code[m, 2], k - _ONE] / order_k
             elif op == CHAIN0:
                 for m in range(first, end):
-                    c[code[m, 1], k] = scalars[m] * _weighted(c, code[m, 2], code[m, 3], k) / k
+                    c[code[m, 1], k] = scalars[m] * _weighted(c, code[m, 2], code[m, 3], k) / order_k
             elif op == CHAIN:
                 for m in range(first, end):
-                    c[code[m, 1], k] += scalars[m] * _weighted(c, code[m, 2], code[m, 3], k) / k
+                    c[code[m, 1], k] += scalars[m] * _weighted(c, code[m, 2], code[m, 3], k) / order_k
             elif op == DIV:
                 for m in range(first, end):
                     i, a, b = code[m, 1], code[m, 2], code[m, 3]
-                    c[i, k] = (c[a, k] - _dot(c, b, i, 1, k, k)) / c[b, 0]
+                    c[i, k] = (c[a, k] - _dot(c, b, i, _ONE, k, k)) / c[b, zero]
             elif op == NEG:
                 for m in range(first, end):
                     c[code[m, 1], k] = -c[code[m, 2], k]
             elif op == ROOT:
                 for m in range(first, end):
                     i, a = code[m, 1], code[m, 2]
-                    c[i, k] = (c[a, k] - _dot(c, i, i, 1, k - 1, k)) / (2.0 * c[i, 0])
+                    c[i, k] = (c[a, k] - _dot(c, i, i, _ONE, k - _ONE, k)) / (2.0 * c[i, zero])
             elif op == LINEAR:
                 for m in range(first, end):
-                    c[code[m, 1], k] = c[code[m, 2], k] * c[code[m, 3], 0]
+                    c[code[m, 1], k] = c[code[m, 2], k] * c[code[m, 3], zero]
             else:  # SQUARE, QUADRATIC
                 for m in range(first, end):
                     i, a = code[m, 1], code[m, 2]
-                    c[i, k] = scalars[m] * _dot(c, a, a, 0, k, k) + (c[a, k] if op == QUADRATIC else 0.0)
+                    c[i, k] = scalars[m] * _dot(c, a, a, zero, k, k) + (c[a, k] if op == QUADRATIC else 0.0)
 
 
 @_jit

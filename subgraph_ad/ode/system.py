@@ -78,9 +78,9 @@ class System:
     rhs: np.ndarray
     events: np.ndarray
     time: int  # the row of t, or -1 when nothing reads t
-    code: np.ndarray  # (instructions, 4) int64: op, row, operand, operand
+    code: np.ndarray  # (instructions, 4) uint64: op, row, operand, operand
     scalars: np.ndarray  # (instructions,) float
-    segments: np.ndarray  # (runs, 3) int64: op, first, past the last instruction of a run of one op
+    segments: np.ndarray  # (runs, 3) uint64: op, first, past the last instruction of a run of one op
     values: np.ndarray  # (value instructions, 4) int64: op, row, operand, operand
     constants: np.ndarray  # (value instructions,) float: a VCONST's value
     calls: list[Any]  # the functions of the VCALL instructions
@@ -167,7 +167,8 @@ def _build(tape: Tape, time: Optional[Term], states: Sequence[Term], rhs: Sequen
     return System(n=len(states), rows=len(laid), states=np.array([row[v.index] for v in states]),
                   rhs=np.array([row[t.index] for t in rhs]), events=np.array([row[t.index] for t in events], dtype=int),
                   time=row.get(time_index, -1) if time_index is not None else -1,
-                  code=code_[table], scalars=np.array(scalars, dtype=float)[table], segments=segments,
+                  code=code_[table].astype(np.uint64), scalars=np.array(scalars, dtype=float)[table],
+                  segments=segments.astype(np.uint64),
                   values=np.array(values, dtype=np.int64).reshape(-1, 4), constants=np.array(constants, dtype=float),
                   calls=calls, native=not calls)
 
