@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .chunks import by_chunks, is_dask
 from .events import events_of
 from .result import OdeResult
 from .run import Run
@@ -99,6 +100,12 @@ def taylor_integrate(fun: Any, t_span: Any, y0: Any, rtol: Optional[float] = Non
     >>> bool(abs(res.y[0, -1]) < 1e-14), res.status, res.order
     (True, 0, 20)
     """
+    if is_dask(y0):  # each chunk along B a task: traced once here, then shared
+        kwargs = dict(rtol=rtol, atol=atol, t_eval=t_eval, dense_output=dense_output, events=events, args=args,
+                      order=order, max_steps=max_steps, backend=backend, variational=variational)
+        if len(y0.shape) == 2 and y0.shape[0] > 0:
+            _prepare(fun, y0.shape[0], kwargs)
+        return by_chunks(y0, lambda block: taylor_integrate(fun, t_span, block, **kwargs))
     t0, t1 = _span(t_span)
     y = _initial(y0)
     rtol_ = _tolerance(rtol, _EPS, "rtol")
@@ -124,3 +131,15 @@ def taylor_integrate(fun: Any, t_span: Any, y0: Any, rtol: Optional[float] = Non
     run = Run(system, specs, p, rtol_, atol_, t0, t1, times, dense_output, max_steps, name, ensemble)
     run.loop(members)
     return run.result(n, bool(variational))
+
+
+def _prepare(fun: Any, n: int, kwargs: dict[str, Any]) -> None:
+    """Trace and lay out the system the chunks will share (``traced`` keeps it)."""
+    rtol = _tolerance(kwargs["rtol"], _EPS, "rtol")
+    tol = min(rtol, _tolerance(kwargs["atol"], rtol, "atol"))
+    order = kwargs["order"]
+    given = isinstance(order, (int, np.integer)) and not isinstance(order, bool) and order >= 2
+    if (order is not None and not given) or not isinstance(kwargs["args"], tuple):
+        return  # the chunks' calls say what is wrong
+    p = int(order) if given else order_for(tol)
+    system_of(fun, n, events_of(kwargs["events"]), kwargs["args"], bool(kwargs["variational"]), p)

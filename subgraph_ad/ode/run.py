@@ -270,7 +270,7 @@ class Run:
             members = [(np.array([s[0] for s in steps]), np.array([s[1] for s in steps]),
                         np.array([s[2] for s in steps]).reshape(len(steps), self.y.shape[0], self.p + 1))
                        for steps in self.steps]
-            sol = OdeSolution(members, n, self.sign > 0, ensemble)
+            sol = OdeSolution(members, n, self.sign > 0, ensemble, variational)
         t_events: Optional[list[Any]] = None
         y_events: Optional[list[Any]] = None
         if self.events:
