@@ -79,21 +79,23 @@ def first_call(setup: str) -> float:
     return float(out.stdout.split()[-1])
 
 
-def heyoka_solar():
+def heyoka_solar(kind=float):
+    """heyoka's integrator of the system (``kind``: float, or np.longdouble for a reference at
+    tol 1e-19) as a function of the span, and its build time."""
     import heyoka as hy
 
     n = len(SOLAR["MASSES"])
     start = time.perf_counter()
     ta = hy.taylor_adaptive(hy.model.nbody(n, masses=list(SOLAR["MASSES"]), Gconst=SOLAR["G"]),
-                            np.zeros(6 * n))
+                            np.zeros(6 * n, dtype=kind), fp_type=kind)
     build = time.perf_counter() - start
 
     def propagate(days):
-        ta.time = 0.0
+        ta.time = kind(0.0)
         ta.state[:] = np.concatenate([np.concatenate([SOLAR["POSITIONS"][b], SOLAR["VELOCITIES"][b]])
                                       for b in range(n)])
-        outcome = ta.propagate_until(days)
-        body = np.array(ta.state).reshape(n, 6)
+        outcome = ta.propagate_until(kind(days))
+        body = np.array(ta.state, dtype=float).reshape(n, 6)
         return np.concatenate([body[:, :3].ravel(), body[:, 3:].ravel()]), outcome[3]
 
     return propagate, build
@@ -139,9 +141,13 @@ def solar(a) -> None:
           f"ours/heyoka = {t_ours / t_hy:.2f}")
     final, _ = propagate(a.compare_days)
     mine = sad.taylor_integrate(rhs, (0.0, a.compare_days), s0).y_final
-    gap = np.max(np.abs(final - mine) / np.max(np.abs(final.reshape(2, -1)), axis=1).repeat(final.size // 2))
-    print(f"  over {a.compare_days:g} days: final states apart by {gap:.1e} (relative to each block's size); energy "
-          f"error ours {abs(energy(mine) - e0) / abs(e0):.1e}, heyoka {abs(energy(final) - e0) / abs(e0):.1e}")
+    reference, _ = heyoka_solar(np.longdouble)[0](a.compare_days)
+
+    def gap(x, y):  # relative to the size of each block (positions, velocities)
+        return np.max(np.abs(x - y) / np.max(np.abs(y.reshape(2, -1)), axis=1).repeat(y.size // 2))
+    print(f"  over {a.compare_days:g} days: final states apart by {gap(mine, final):.1e}; from heyoka's in long "
+          f"double (tol 1e-19) ours {gap(mine, reference):.1e}, heyoka's {gap(final, reference):.1e}; energy error "
+          f"ours {abs(energy(mine) - e0) / abs(e0):.1e}, heyoka {abs(energy(final) - e0) / abs(e0):.1e}")
 
 
 def first_calls() -> None:
