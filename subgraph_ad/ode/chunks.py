@@ -46,13 +46,15 @@ def _joined(parts: list[OdeResult]) -> OdeResult:
         sol = OdeSolution(members, first.sol._n, first.sol._forward, True, first.sol._variational)
     t_events = y_events = None
     if first.t_events is not None:
-        t_events = [[found for p in parts for found in p.t_events[e]] for e in range(len(first.t_events))]  # type: ignore[index]
-        y_events = [[found for p in parts for found in p.y_events[e]] for e in range(len(first.y_events))]  # type: ignore[index, arg-type]
+        events = range(len(first.t_events))
+        t_events = [[found for p in parts for found in p.t_events[e]] for e in events]  # type: ignore[index]
+        y_events = [[found for p in parts for found in p.y_events[e]] for e in events]  # type: ignore[index]
     status = cat("status")
     failed = [p for p in parts if not p.success]
     width = status.size
     message = first.message if not failed else (
-        f"{int(np.sum(status < 0))} of {width} members stopped early; first: " + failed[0].message.split("first: ", 1)[-1])
+        f"{int(np.sum(status < 0))} of {width} members stopped early; first: "
+        + failed[0].message.split("first: ", 1)[-1])
     return OdeResult(t=first.t, y=cat("y"), sol=sol, t_events=t_events, y_events=y_events, status=status,
                      message=message, success=not failed, nsteps=cat("nsteps"), order=first.order,
                      t_final=cat("t_final"), y_final=cat("y_final"),

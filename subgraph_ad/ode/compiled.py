@@ -364,7 +364,8 @@ def apply(c: np.ndarray, states: np.ndarray, h: float, last: bool, y: np.ndarray
 
 
 @_jit
-def run(code: np.ndarray, scalars: np.ndarray, segments: np.ndarray, value_code: np.ndarray, constants: np.ndarray, states: np.ndarray,
+def run(code: np.ndarray, scalars: np.ndarray, segments: np.ndarray, value_code: np.ndarray, constants: np.ndarray,
+        states: np.ndarray,
         time: int, events: np.ndarray, c: np.ndarray, y: np.ndarray, low: np.ndarray, clock: np.ndarray,
         real: np.ndarray, count: np.ndarray, times: np.ndarray, at_times: np.ndarray, path_t: np.ndarray,
         path_y: np.ndarray, dense_t: np.ndarray, dense_c: np.ndarray) -> int:  # pragma: no cover - Numba

@@ -103,8 +103,8 @@ class Run:
         while True:
             left = _CHUNK if self.max_steps is None else min(_CHUNK, self.max_steps - int(count[cc.STEPS]))
             count[cc.BUDGET_] = left
-            reason = cc.run(s.code, s.scalars, s.segments, s.values, s.constants, states, s.time, events, c, y, low, clock, real,
-                            count, *buffers)
+            reason = cc.run(s.code, s.scalars, s.segments, s.values, s.constants, states, s.time, events, c, y, low,
+                            clock, real, count, *buffers)
             last = reason == cc.DONE
             if reason == cc.EVENT:
                 self.hi[b], self.lo[b] = clock
@@ -276,7 +276,8 @@ class Run:
         if self.events:
             times = [[np.array(found) for found in per] for per in self.found_t]
             states = [[np.array(found).reshape(-1, self.y.shape[0])[:, :n] for found in per] for per in self.found_y]
-            t_events, y_events = (times, states) if ensemble else ([per[0] for per in times], [per[0] for per in states])
+            t_events, y_events = ((times, states) if ensemble
+                                  else ([per[0] for per in times], [per[0] for per in states]))
         failed = self.status < 0
         message = self.messages[0] if not ensemble else (
             _DONE if not failed.any() else f"{int(failed.sum())} of {width} members stopped early; first: "

@@ -187,7 +187,8 @@ def _scheduled(code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         operands = [(a, b)[c - 2] for c in _READS_SAME.get(op, (2,))]
         level[i] = max([level.get(i, 0)] + [level.get(r, 0) + 1 for r in operands])
     group = {CHAIN: CHAIN0}
-    order = sorted(range(len(code)), key=lambda m: (level[int(code[m, 1])], group.get(int(code[m, 0]), int(code[m, 0])), m))
+    kinds = [group.get(op, op) for op in code[:, 0].tolist()]
+    order = sorted(range(len(code)), key=lambda m: (level[int(code[m, 1])], kinds[m], m))
     table = np.array(order, dtype=np.int64)
     ops = code[table, 0]
     starts = [m for m in range(len(ops)) if m == 0 or ops[m] != ops[m - 1]]
