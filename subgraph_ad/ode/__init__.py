@@ -1,9 +1,12 @@
 """Taylor-series ODE integration: ``taylor_integrate`` (see docs/ode.md).
 
-``traced`` turns ``fun`` and the events into a ``system`` (one coefficient program per system),
-which ``kernel`` runs order by order; ``stepper`` chooses the order and the step and keeps the
-time, ``dense`` evaluates and isolates zeros on the step polynomials, ``events`` reads scipy's
-event attributes, ``integrate`` runs the loop and ``result`` holds what it returns.
+``traced`` turns ``fun`` and the events into a ``system`` (the value and coefficient tables of
+one system), which ``compiled`` runs in one Numba loop of many steps a call and ``kernel`` in
+NumPy over an ensemble; ``stepper`` chooses the order and the step and keeps time and state as
+compensated pairs, ``run`` drives the steps and records them, ``dense`` evaluates and isolates
+zeros on the step polynomials, ``events`` reads scipy's event attributes, ``chunks`` runs a
+Dask ensemble a chunk per task, ``integrate`` checks the input and ``result`` holds what it
+returns.
 """
 
 from .integrate import taylor_integrate

@@ -75,29 +75,43 @@ class OdeSolution:
     """The solution between t0 and the last step as the steps' Taylor polynomials:
     ``sol(t)`` for a number gives the state (n,) (or (n, B) for an ensemble), for an array of
     times (n, len(t)) (or (n, len(t), B)). Outside the steps the nearest polynomial is
-    extrapolated, as scipy's ``OdeSolution`` does."""
+    extrapolated, as scipy's ``OdeSolution`` does. With ``variational=True``,
+    ``sol.sensitivity(t)`` gives ∂y(t)/∂y0 likewise, (n, n, …): the variational equations'
+    polynomials are the steps' too."""
 
     def __init__(self, members: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n: int, forward: bool,
-                 ensemble: bool) -> None:
-        # per member: step starts (hi, lo) and their coefficients (steps, n, p + 1)
+                 ensemble: bool, variational: bool = False) -> None:
+        # per member: step starts (hi, lo) and their coefficients (steps, n [+ n²], p + 1)
         self._members = members
         self._n = n
         self._forward = forward
         self._ensemble = ensemble
+        self._variational = variational
 
     def _one(self, member: tuple[np.ndarray, np.ndarray, np.ndarray], t: np.ndarray) -> np.ndarray:
         hi, lo, coefficients = member
         if not len(hi):
-            return np.full((self._n, t.size), math.nan)
+            return np.full((coefficients.shape[1], t.size), math.nan)
         key = hi if self._forward else -hi
         at = np.clip(np.searchsorted(key, t if self._forward else -t, side="right") - 1, 0, len(hi) - 1)
         tau = (t - hi[at]) - lo[at]
-        return horner(np.moveaxis(coefficients[at], 0, -1), tau)[: self._n]
+        return horner(np.moveaxis(coefficients[at], 0, -1), tau)
 
-    def __call__(self, t: Any) -> np.ndarray:
+    def _rows(self, t: Any, rows: slice) -> np.ndarray:
         times = np.asarray(t, dtype=float)
         flat = times.reshape(-1)
-        out = np.stack([self._one(member, flat) for member in self._members], axis=-1)
+        out = np.stack([self._one(member, flat)[rows] for member in self._members], axis=-1)
         if not self._ensemble:
             out = out[..., 0]
         return out[:, 0] if times.ndim == 0 else out
+
+    def __call__(self, t: Any) -> np.ndarray:
+        return self._rows(t, slice(0, self._n))
+
+    def sensitivity(self, t: Any) -> np.ndarray:
+        """∂y(t)/∂y0, (n, n) at a number, (n, n, len(t)) at an array of times (B last for an ensemble)."""
+        if not self._variational:
+            raise ValueError("OdeSolution.sensitivity: the integration had variational=False; pass variational=True "
+                             "to taylor_integrate")
+        out = self._rows(t, slice(self._n, None))
+        return out.reshape((self._n, self._n) + out.shape[1:])

@@ -2,13 +2,15 @@
 
 - Order: p = ⌈−ln(tol)/2 + 1⌉ (20 at machine ε): the order that minimises the work per unit
   time for the step rule below, the number of orders growing with the digits asked for.
-- Step: h = min_{k ∈ {p−1, p}} (tol·max(1, ‖y_0‖∞) / ‖y_k‖∞)^{1/k} · e^{−0.7/(p−1)}, the last two
-  coefficients estimating the series' radius of convergence and the first neglected term
-  being about tol·max(1, ‖y‖∞): absolute error control where the state is small, relative
-  where it is large (heyoka's rule; with ``rtol`` and ``atol`` apart, max(atol, rtol·‖y_0‖∞)).
-  The factor e^{−0.7/(p−1)} is Jorba & Zou's safety factor.
+- Step: h = ρ·r·e^{−0.7/(p−1)}, ρ = min_{k ∈ {p−1, p}} (s / ‖y_k‖∞)^{1/k} the radius of
+  convergence the last two coefficients estimate, s = max(atol, rtol·‖y_0‖∞)/tol (max(1, ‖y‖∞)
+  when rtol = atol = tol: absolute error control where the state is small, relative where it
+  is large), r = e^{−2}: the terms then fall as e^{−2k}, below tol past the order the
+  tolerance chose (heyoka's rule, Jorba & Zou's h = ρ/e²); for an ``order`` lower than that,
+  r = tol^{1/p}. e^{−0.7/(p−1)} is Jorba & Zou's safety factor.
 - Time: the sum t0 + Σh kept as an unevaluated pair (hi, lo) (TwoSum), so that 10⁶ steps do
-  not drift by 10⁶ roundings.
+  not drift by 10⁶ roundings; the state likewise (y, y_lo), so that each step adds the
+  rounding of its increment Σ_{k≥1} y_k·h^k, not of y.
 """
 
 from __future__ import annotations
@@ -26,16 +28,22 @@ def order_for(tol: float) -> int:
     return int(min(MAX_ORDER, max(2, math.ceil(-math.log(tol) / 2.0 + 1.0))))
 
 
+def factor(p: int, tol: float) -> float:
+    """r·e^{−0.7/(p−1)}: the step's fraction of the radius of convergence."""
+    return float(min(math.exp(-2.0), tol ** (1.0 / p)) * math.exp(-0.7 / (p - 1)))
+
+
 def step_sizes(y: np.ndarray, rtol: float, atol: float) -> np.ndarray:
     """|h| per ensemble member from the state's coefficients y (n, p + 1, B); inf where both
     last coefficients are zero (the solution is a polynomial of lower degree)."""
     p = y.shape[1] - 1
+    tol = min(rtol, atol)
     size = np.max(np.abs(y[:, 0]), axis=0)
-    tol = np.maximum(atol, rtol * size)
+    scale = np.maximum(atol / tol, rtol / tol * size)
     with np.errstate(divide="ignore", over="ignore", under="ignore"):
-        rho = np.minimum((tol / np.max(np.abs(y[:, p - 1]), axis=0)) ** (1.0 / (p - 1)),
-                         (tol / np.max(np.abs(y[:, p]), axis=0)) ** (1.0 / p))
-    return rho * math.exp(-0.7 / (p - 1))  # type: ignore[no-any-return]
+        rho = np.minimum((scale / np.max(np.abs(y[:, p - 1]), axis=0)) ** (1.0 / (p - 1)),
+                         (scale / np.max(np.abs(y[:, p]), axis=0)) ** (1.0 / p))
+    return rho * factor(p, tol)  # type: ignore[no-any-return]
 
 
 def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -43,6 +51,33 @@ def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     s = a + b
     v = s - a
     return s, (a - (s - v)) + (b - v)
+
+
+def two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """s + e = a·b exactly, s = fl(a·b) (Dekker's product, by Veltkamp's splitting)."""
+    s = a * b
+    t = 134217729.0 * a
+    a1 = t - (t - a)
+    a2 = a - a1
+    t = 134217729.0 * b
+    b1 = t - (t - b)
+    b2 = b - b1
+    return s, ((a1 * b1 - s) + a1 * b2 + a2 * b1) + a2 * b2
+
+
+def increment(coefficients: np.ndarray, h: np.ndarray, y: np.ndarray, low: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """(y, low) + Σ_{k≥1} y_k·h^k as a pair, coefficients (n, p + 1, …): Horner's rule down to
+    order 2 in floats, its last two steps and the sum in pairs, so a step adds no rounding of
+    the size of y_1·h (those of the orders past 1 are h² smaller)."""
+    acc = horner(coefficients[:, 2:], h)
+    m, e = two_product(acc, h)
+    hi, lo = two_sum(m, coefficients[:, 1])
+    lo = lo + e  # (hi, lo) = acc·h + y_1
+    m, e = two_product(hi, h)
+    e = e + lo * h  # (m, e) = (hi + lo)·h, the increment
+    total, error = two_sum(y, m)
+    return two_sum(total, error + (e + low))
 
 
 def advance(hi: np.ndarray, lo: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,7 +1,7 @@
 """From ``fun`` (NumPy code, or Terms over a tape's vars) and the events to a ``System``.
 
 A Python ``fun(t, y, *args)`` is traced once per (function, size, events, args, variational,
-backend) on fresh vars, as ``sad.grad`` traces (``Traced``); its events are traced on the same
+order) on fresh vars, as ``sad.grad`` traces (``Traced``); its events are traced on the same
 vars. With ``variational=True`` the n² variational equations Φ′ = J(t, y)·Φ are appended,
 J = ∂f/∂y the graph Jacobian, so the sensitivities ∂y(t)/∂y0 = Φ(t) come from the same step.
 """
@@ -23,21 +23,21 @@ _SYSTEMS: dict[Any, System] = {}
 _KEEP = 32  # systems kept per process (oldest dropped first)
 
 
-def system_of(fun: Any, n: int, events: Sequence[Event], args: tuple, variational: bool, order: int, backend: str) -> System:
+def system_of(fun: Any, n: int, events: Sequence[Event], args: tuple, variational: bool, order: int) -> System:
     """The system of ``fun`` with n states, traced and laid out once per key."""
     terms = isinstance(fun, (list, tuple)) and len(fun) > 0 and all(isinstance(f, Term) for f in fun)
     try:
         key: Any = (fun if not terms else tuple(f.index for f in fun), id(fun[0].tape) if terms else None, n,
-                    tuple(e.fn for e in events), args, variational, order, backend)
+                    tuple(e.fn for e in events), args, variational, order)
         hash(key)
     except TypeError:  # unhashable args: traced afresh
         key = None
     if key is not None and key in _SYSTEMS:
         return _SYSTEMS[key]
     if terms:
-        found = _from_terms(list(fun), n, events, args, variational, order, backend)
+        found = _from_terms(list(fun), n, events, args, variational, order)
     elif callable(fun):
-        found = _from_function(fun, n, events, args, variational, order, backend)
+        found = _from_function(fun, n, events, args, variational, order)
     else:
         raise TypeError(f"taylor_integrate: fun must be a callable fun(t, y, *args) or a non-empty list of Terms, "
                         f"got {type(fun).__name__} {fun!r:.80}")
@@ -69,7 +69,7 @@ def _events(tape: Tape, time: Term, y: Any, events: Sequence[Event], args: tuple
 
 
 def _from_function(fun: Callable[..., Any], n: int, events: Sequence[Event], args: tuple, variational: bool,
-                   order: int, backend: str) -> System:
+                   order: int) -> System:
     trace = Traced(lambda t, y: fun(t, y.copy(), *args), [(), (n,)], "taylor_integrate")
     rhs, shape = trace.outputs("taylor_integrate")
     if shape != (n,) and not (shape == () and n == 1):
@@ -77,11 +77,11 @@ def _from_function(fun: Callable[..., Any], n: int, events: Sequence[Event], arg
                          f"expected shape ({n},)")
     (time,), states = trace.vars
     y = np.array(states, dtype=object).view(TermArray)
-    return _finish(trace.tape, time, states, rhs, _events(trace.tape, time, y, events, args), variational, order, backend)
+    return _finish(trace.tape, time, states, rhs, _events(trace.tape, time, y, events, args), variational, order)
 
 
 def _from_terms(rhs: list[Term], n: int, events: Sequence[Event], args: tuple, variational: bool,
-                order: int, backend: str) -> System:
+                order: int) -> System:
     """Terms over a tape's vars: the state is the tape's vars in creation order, but for a var
     named ``t``, which is time."""
     tape = rhs[0].tape
@@ -97,14 +97,14 @@ def _from_terms(rhs: list[Term], n: int, events: Sequence[Event], args: tuple, v
         time = tape.var("t")
     y = np.array(states, dtype=object).view(TermArray)
     gs = [] if time is None else _events(tape, time, y, events, args)
-    return _finish(tape, time, states, rhs, gs, variational, order, backend)
+    return _finish(tape, time, states, rhs, gs, variational, order)
 
 
 def _finish(tape: Tape, time: Optional[Term], states: list[Term], rhs: list[Term], gs: list[Term], variational: bool,
-            order: int, backend: str) -> System:
+            order: int) -> System:
     if variational:
         states, rhs = _variational(tape, states, rhs)
-    return build(tape, time, states, rhs, gs, order, backend)
+    return build(tape, time, states, rhs, gs, order)
 
 
 def _variational(tape: Tape, states: list[Term], rhs: list[Term]) -> tuple[list[Term], list[Term]]:
