@@ -102,13 +102,27 @@ def test_wrt_that_is_not_a_var_names_the_node_and_asks_for_a_var(w: World, entry
     says(info.value, "mul", "var")
 
 
+#: The entries that also take a var by its name (or SymPy Symbol), as SymPy's diff and subs do.
+BY_NAME = {"diff", "diff_taylor", "derivatives", "lambdify"}
+
+
 @pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize("given", [1.5, "x", None])
+@pytest.mark.parametrize("given", [1.5, b"x", None])
 def test_wrt_of_a_wrong_type_names_it_and_asks_for_a_term(w: World, entry: str, given: Any) -> None:
-    """A number, a name or None where a var Term belongs: TypeError showing the value."""
+    """A number, bytes or None where a var Term belongs: TypeError showing the value."""
     with unchanged(w.tape), pytest.raises(TypeError) as info:
         ENTRY_POINTS[entry](w, given)
     says(info.value, repr(given), ("var", "term"))
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
+def test_a_name_is_a_var_where_names_are_taken_and_a_type_error_elsewhere(w: World, entry: str) -> None:
+    """A name that names no var: ValueError listing the vars where names are taken; elsewhere
+    a name is a wrong type."""
+    error = ValueError if entry in BY_NAME else TypeError
+    with unchanged(w.tape), pytest.raises(error) as info:
+        ENTRY_POINTS[entry](w, "q")
+    says(info.value, "'q'", ("'x', 'y'",) if entry in BY_NAME else ("var", "term"))
 
 
 @pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
@@ -401,7 +415,7 @@ def test_diff_arguments_are_checked_before_anything_is_built(w: World) -> None:
              ((2,), TypeError, ("count 2", "follow a var")),
              ((w.x, -1), ValueError, ("-1", ">= 0")),
              ((w.x, 1.5), TypeError, ("float", "1.5", "vars and int counts")),
-             ((w.x, "x"), TypeError, ("str", "'x'", "vars and int counts"))]
+             ((w.x, b"x"), TypeError, ("bytes", "b'x'", "vars and int counts"))]
     for args, error, fragments in cases:
         for call in (lambda: w.f.diff(*args), lambda: sad.derivatives(w.f, *args)):
             with unchanged(w.tape), pytest.raises(error) as info:
