@@ -55,6 +55,7 @@ bench: $(STAMP) graphviz
 	$(PY) benchmarks/many_variables.py --rounds 5
 	$(PY) benchmarks/operators.py
 	PYTHONPATH=. $(PY) benchmarks/compile.py --label after
+	$(PY) benchmarks/ode.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache benchmarks/results site
