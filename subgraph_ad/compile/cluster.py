@@ -36,7 +36,7 @@ import threading
 import weakref
 import zlib
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol, Sequence, cast
 
 import numpy as np
 
@@ -151,11 +151,12 @@ def _on_backend(compiled: Any, backend: str | None) -> Any:
 
     if not isinstance(compiled, Compiled):
         raise TypeError(f"a worker backend ({backend!r}) replaces that of a CPU program, got {compiled!r}")
-    _, args = compiled.__reduce__()  # (program, names, single, backend, options...)
+    cpu = functools.partial(Compiled, compiled.program, compiled.names, compiled.single)
+    options = (compiled.block, compiled.parallel, compiled.warn, compiled.chunk, compiled.cache)
     if backend == "cuda":
-        fallback = functools.partial(Compiled, *args[:3], "numpy", *args[4:])
-        return CudaCompiled(*args[:3], "float64", fallback)
-    return Compiled(*args[:3], backend, *args[4:])
+        return CudaCompiled(compiled.program, compiled.names, compiled.single, "float64",
+                            functools.partial(cpu, "numpy", *options))
+    return cpu(backend, *options)
 
 
 _shipped: weakref.WeakKeyDictionary[Any, Shipped] = weakref.WeakKeyDictionary()
@@ -331,7 +332,7 @@ def programs_in(collection: Any) -> list[tuple[Shipped, Plan]]:
         if isinstance(value, Shipped):
             found[value.key] = value
         elif isinstance(getattr(value, "program", None), str) and hasattr(value, "pattern"):
-            plans.append(value)
+            plans.append(cast(Plan, value))
     return [(found[plan.program], plan) for plan in plans if plan.program in found]
 
 

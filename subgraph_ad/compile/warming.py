@@ -11,7 +11,7 @@ from distributed import WorkerPlugin
 from .cluster import Shipped, prepare
 
 
-class Warm(WorkerPlugin):  # type: ignore[misc]  # distributed has no type hints
+class Warm(WorkerPlugin):
     """Loads and compiles ``programs`` (each with the pattern of number and array inputs its
     tasks pass) on a worker; ``backend`` replaces their backend there. Registered again under
     the same name (the same programs) it replaces itself."""
@@ -20,7 +20,6 @@ class Warm(WorkerPlugin):  # type: ignore[misc]  # distributed has no type hints
         self.programs, self.backend = list(programs), backend
         self.name = "subgraph_ad-warm-" + "-".join(program.key[:16] for program, _ in self.programs)
 
-    def setup(self, worker: Any) -> dict[str, int]:
-        built = {program.key: prepare(program, pattern, self.backend, worker.local_directory)
-                 for program, pattern in self.programs}
-        return built
+    def setup(self, worker: Any) -> None:
+        for program, pattern in self.programs:
+            prepare(program, pattern, self.backend, worker.local_directory)
