@@ -35,7 +35,7 @@ from .viz.animate import Animation, animate
 from .viz.render import GraphTooLarge, GraphvizError, GraphvizNotFound
 
 #: Names whose modules import SymPy, loaded on first use so that ``import subgraph_ad`` does not.
-_LAZY = {"testing": ("subgraph_ad.testing", None),
+_LAZY = {"testing": ("subgraph_ad.testing", None), "dask": ("subgraph_ad.compile.cluster", None),
          "SympyConversionError": ("subgraph_ad.interop.sympy_bridge", "SympyConversionError")}
 
 

@@ -39,6 +39,7 @@ from .captured import Captured
 from .compile.devices import on_host
 from .compile.lambdify import lambdify
 from .core import Tape, Term
+from .interop.dask_arrays import lazy  # Dask
 from .interop.numpy_dispatch import TermArray
 from .nesting import outer_tape, terms_in
 from .pytrees import real_leaf
@@ -185,7 +186,8 @@ class _Operator(_Transformed):
                              f"batch, got a number {points!r}")
         if len(shape) == 1:
             return self.run(args, kwargs, None)
-        flat = points.reshape(-1, shape[-1]) if traced_points else np.asarray(points, dtype=float).reshape(-1, shape[-1])
+        flat = (points.reshape(-1, shape[-1]) if traced_points or lazy(points)  # Dask: kept lazy
+                else np.asarray(points, dtype=float).reshape(-1, shape[-1]))
         axes = tuple(0 if j == k else None for j in range(len(args)))
         out = vmap(self, in_axes=axes)(*args[:k], flat, *args[k + 1:], **kwargs)
         return out.reshape(shape[:-1] + out.shape[1:])

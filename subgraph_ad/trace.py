@@ -56,6 +56,7 @@ from .captured import Captured
 from .compile.devices import on_host
 from .compile.lambdify import lambdify
 from .core import Tape, Term, checks
+from .interop import dask_arrays  # Dask: the hooks marked "Dask" below
 from .interop.numpy_dispatch import TermArray
 from .nesting import fresh_prefix, lifted, name_tape, outer_tape, substitute, terms_in, tracing
 from .numeric import modes
@@ -386,6 +387,8 @@ class _Transformed:
     def _call(entry: tuple[Any, Assemble], leaves: list[list[Any]], levels: Sequence[tuple[bool, ...]] | None) -> Any:
         """The compiled program run on the arguments' leaves, its values assembled."""
         compiled, assemble = entry
+        if dask_arrays.any_lazy(leaves):  # Dask: lazily, one task per chunk of the batch
+            return dask_arrays.over_batch(compiled, assemble, leaves, levels, _columns)
         inputs: list[Any] = []
         for k, found in enumerate(leaves):
             for leaf in found:
@@ -921,7 +924,8 @@ class _Vmapped:
             leaves, tree = flatten(arg, f"argument {k}", real_leaf("vmap") if tape is None else _traced_leaf("vmap"))
             shifted = []
             for leaf in leaves:
-                array = leaf.view(np.ndarray) if isinstance(leaf, TermArray) else np.asarray(leaf)
+                array = leaf.view(np.ndarray) if isinstance(leaf, TermArray) else (
+                    leaf if dask_arrays.lazy(leaf) else np.asarray(leaf))  # Dask: kept lazy
                 if not -(array.ndim - nb) <= axis < array.ndim - nb:
                     raise ValueError(f"vmap: in_axes {axis} is out of range for argument {k} of shape {array.shape}")
                 shifted.append(np.moveaxis(array, nb + axis % (array.ndim - nb), nb))
@@ -944,7 +948,7 @@ class _Vmapped:
         leaves, tree = flatten(result, "result")
         moved = []
         for leaf in leaves:
-            array = np.asarray(leaf)
+            array = leaf if dask_arrays.lazy(leaf) else np.asarray(leaf)  # Dask: kept lazy
             if not -(array.ndim - level) <= axes < array.ndim - level:
                 raise ValueError(f"vmap: out_axes {axes} is out of range for a result of shape {array.shape[level:]}")
             moved.append(np.moveaxis(array, level, level + axes % (array.ndim - level)))

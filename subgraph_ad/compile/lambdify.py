@@ -26,7 +26,7 @@ the user's cache directory by default; ``lambdify(..., cache=False)`` to skip), 
 generated text: a new process with the same program loads machine code and Python code objects
 instead of compiling them. It keeps a private folder of its own there, touches no other file,
 and refuses (``CacheWarning``) a folder that another user owns or can write (``compile.cache``). A compiled function works elementwise on NumPy arrays, and on Dask
-arrays blockwise (``dask.array.map_blocks`` under the hood; the result is a lazy Dask array).
+arrays blockwise (one task per chunk; the result is a lazy Dask array; ``compile.cluster``).
 It pickles, so Dask's distributed workers can run it. Like ``eval``, it gives IEEE values
 without NumPy's floating-point warnings; ``lambdify(..., warn=True)`` reports them where NumPy
 computes (the NumPy backend, and single points on either backend; Numba's compiled loops
@@ -361,18 +361,10 @@ class Compiled:
         return np.stack([results] if self.single else list(results))
 
     def _dask(self, args: tuple[Any, ...]) -> Any:
-        """Blockwise over Dask arrays: one map_blocks task per chunk computes every output."""
-        import dask.array as da
+        """Lazily over Dask arrays: one task per chunk, the program shipped once (``cluster``)."""
+        from .cluster import blockwise  # Dask support (compile.cluster)
 
-        arrays = da.broadcast_arrays(*(da.asarray(a, dtype=float) for a in args))
-        reference = next((a for a, orig in zip(arrays, args) if hasattr(orig, "__dask_graph__")), arrays[0])
-        arrays = [a.rechunk(reference.chunks) for a in arrays]
-        n = len(self.program.outputs)
-        if self.single:
-            return da.map_blocks(self, *arrays, dtype=float)
-        stacked = da.map_blocks(self._stacked, *arrays, new_axis=0, chunks=((n,),) + reference.chunks,
-                                dtype=float)
-        return tuple(stacked[k] for k in range(n))
+        return blockwise(self, args)
 
 
 def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], backend: str | None = None,

@@ -210,7 +210,7 @@ def test_dask_blockwise_on_a_local_cluster(dask_client):
     direct = da.map_blocks(g1, lazy, dtype=float)  # the user's own map_blocks
     assert _close(dask_client.compute(direct).result(), ds[-1].eval({x: points}))
     value, derivative = g(lazy)  # a compiled function dispatches to map_blocks itself
-    assert isinstance(derivative, da.Array) and derivative.chunks == lazy.chunks
+    assert isinstance(derivative, da.Array) and derivative.shape == lazy.shape  # chunks: compile.cluster's
     value, derivative = dask_client.compute([value, derivative], sync=True)
     assert _close(value, f.eval({x: points})) and _close(derivative, ds[-1].eval({x: points}))
 

@@ -1,0 +1,245 @@
+"""Every batched entry point on a Dask cluster of two worker processes: lazy Dask arrays in and
+out, chunked along the batch axis, with NumPy's values (and closed forms'); the program one key
+of the graph; a worker compiles once, none after warm-up; faults (a killed worker, a worker
+without Numba, a program too big to ship)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+
+import subgraph_ad as sad
+from subgraph_ad.compile import cluster
+
+distributed = pytest.importorskip("distributed")
+
+A = np.array([0.3, -0.5, 0.2])  # u(x) = exp(a·x): Δu = |a|²u, Δ²u = |a|⁴u, ∂ᵢ∂ⱼu = aᵢaⱼu
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  worker_dashboard_address=None) as local, distributed.Client(local) as c:
+        yield c
+
+
+@pytest.fixture
+def small_chunks():
+    """A few chunks per array, so that chunks land on both workers."""
+    with dask.config.set({"subgraph_ad.chunk-points": 64}):
+        yield
+
+
+def _points(n=256, d=3, seed=0):
+    return np.random.default_rng(seed).uniform(-1.0, 1.0, size=(n, d))
+
+
+def _program_keys(collection):
+    return [k for k in dict(collection.__dask_graph__()) if str(k).startswith(cluster.PREFIX)]
+
+
+def _shipped_objects(collection):
+    """Every Shipped the graph holds, by identity, wherever it sits (a task's argument too)."""
+    found = {}
+    for value in dict(collection.__dask_graph__()).values():
+        todo = [value]
+        while todo:
+            item = todo.pop()
+            item = getattr(item, "value", item)
+            if isinstance(item, cluster.Shipped):
+                found[id(item)] = item
+            elif isinstance(item, (tuple, list)):
+                todo.extend(item)
+            elif hasattr(item, "args"):  # a task of the graph: its function's arguments
+                todo.extend(getattr(item, "args", ()))
+    return found
+
+
+def test_lambdify_on_dask_equals_numpy_with_one_program_key(client, small_chunks):
+    tape = sad.Tape()
+    x, y = tape.var("x"), tape.var("y")
+    f = sad.lambdify([x, y], [sad.sin(x) * y, sad.exp(x)])
+    xs = np.linspace(-2.0, 2.0, 1000)
+    value, other = f(da.from_array(xs, chunks=500), 3.0)
+    assert isinstance(value, da.Array) and value.chunks == ((64,) * 15 + (40,),)
+    assert len(_program_keys(value)) == 1 and len(_shipped_objects(value)) == 1
+    got, got_exp = client.compute([value, other], sync=True)
+    np.testing.assert_allclose(got, np.sin(xs) * 3.0, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(got_exp, np.exp(xs), rtol=1e-15)
+    assert np.array_equal(got, f(xs, 3.0)[0])
+
+
+def test_traced_transforms_on_dask_equal_closed_forms_and_numpy(client, small_chunks):
+    def f(x):
+        return np.sum(x ** 3) * sad.sin(x[0])
+
+    X, V = _points(), _points(seed=1)
+    Xd, Vd = da.from_array(X, chunks=100), da.from_array(V, chunks=100)
+    s, c, cube = np.sin(X[:, 0]), np.cos(X[:, 0]), np.sum(X ** 3, axis=1)
+    grad = 3 * X ** 2 * s[:, None]
+    grad[:, 0] += cube * c
+    hess = np.einsum("ni,ij->nij", 6 * X * s[:, None], np.eye(3))
+    hess[:, 0, :] += 3 * X ** 2 * c[:, None]
+    hess[:, :, 0] += 3 * X ** 2 * c[:, None]
+    hess[:, 0, 0] -= cube * s
+    cases = {
+        "grad": (sad.vmap(sad.grad(f)), (Xd,), (X,), grad),
+        "value_and_grad": (sad.vmap(sad.value_and_grad(f)), (Xd,), (X,), (cube * s, grad)),
+        "jacobian": (sad.vmap(sad.jacobian(lambda x: x ** 2 * x[0])), (Xd,), (X,),
+                     np.einsum("ni,ij->nij", 2 * X * X[:, :1], np.eye(3)) + np.pad(X[:, :, None] ** 2, ((0, 0), (0, 0), (0, 2)))),
+        "hessian": (sad.vmap(sad.hessian(f)), (Xd,), (X,), hess),
+        "hvp": (sad.vmap(lambda x, v: sad.hvp(f, x, v)), (Xd, Vd), (X, V), np.einsum("nij,nj->ni", hess, V)),
+        "vmap": (sad.vmap(lambda x: np.tanh(x) * 2.0), (Xd,), (X,), np.tanh(X) * 2.0),
+    }
+    lazy = {name: fn(*args) for name, (fn, args, _, _) in cases.items()}
+    computed = client.compute(lazy, sync=True)
+    for name, (fn, _, plain, closed) in cases.items():
+        results = lazy[name] if isinstance(lazy[name], tuple) else (lazy[name],)
+        assert all(isinstance(r, da.Array) and len(r.chunks[0]) == 4 for r in results), name
+        got = computed[name] if isinstance(computed[name], tuple) else (computed[name],)
+        expected = closed if isinstance(closed, tuple) else (closed,)
+        numpy = fn(*plain)
+        for g, e, n in zip(got, expected, numpy if isinstance(numpy, tuple) else (numpy,)):
+            np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12, err_msg=name)
+            assert np.array_equal(g, n), name
+
+
+def test_operators_on_dask_points_equal_closed_forms(client, small_chunks):
+    def u(x):
+        return np.exp(np.dot(A, x))
+
+    P = _points(n=200).reshape(10, 20, 3)  # points of any leading shape
+    Pd = da.from_array(P, chunks=(5, 20, 3))
+    value = np.exp(P @ A)
+    lazy = [sad.laplacian(u)(Pd), sad.biharmonic(u)(Pd), sad.derivative_tensor(u, 2)(Pd)]
+    assert all(isinstance(r, da.Array) for r in lazy)
+    lap, bih, tensor = client.compute(lazy, sync=True)
+    np.testing.assert_allclose(lap, A @ A * value, rtol=1e-13)
+    np.testing.assert_allclose(bih, (A @ A) ** 2 * value, rtol=1e-13)
+    np.testing.assert_allclose(tensor, np.multiply.outer(value, np.outer(A, A)), rtol=1e-13)
+    assert np.array_equal(lap, sad.laplacian(u)(P))
+
+
+def test_derivative_of_points_on_dask(client, small_chunks):
+    d4 = sad.derivative(lambda x: np.sin(x) * 2.0, 4)
+    xs = np.linspace(-3.0, 3.0, 500)
+    lazy = d4(da.from_array(xs, chunks=250))
+    assert isinstance(lazy, da.Array) and len(_program_keys(lazy)) == 1
+    np.testing.assert_allclose(client.compute(lazy, sync=True), 2.0 * np.sin(xs), rtol=1e-12, atol=1e-14)
+
+
+def test_chunks_default_to_a_short_tasks_work_and_are_overridable():
+    tape = sad.Tape()
+    x = tape.var("x")
+    short = sad.lambdify([x], sad.sin(x))
+    longer = sad.lambdify([x], sad.diff(sad.tanh(sad.tanh(x)), x, 8))
+    assert 10**6 <= cluster.chunk_points(short) <= cluster.MAX_POINTS
+    assert cluster.chunk_points(longer) < cluster.chunk_points(short)  # more steps a point: fewer points
+    assert short(da.zeros(3 * 10**7, chunks=10**6)).chunks[0][0] == cluster.chunk_points(short)
+    with dask.config.set({"subgraph_ad.chunk-points": 1000}):
+        assert short(da.zeros(2500, chunks=2500)).chunks == ((1000, 1000, 500),)
+    with dask.config.set({"subgraph_ad.chunk-points": 0}), pytest.raises(ValueError, match="chunk-points"):
+        short(da.zeros(10))
+
+
+def test_a_1e5_step_program_ships_under_1_mb():
+    tape = sad.Tape()
+    x = tape.var("x")
+    y = x
+    for k in range(33_334):  # three steps each
+        y = sad.sin(y) * (1.0 + k * 1e-9) + x
+    f = sad.lambdify([x], y)
+    assert len(f.program.steps) >= 10**5
+    assert sad.dask.program_size(f) < 10**6
+
+
+def test_a_program_too_big_to_ship_says_its_size_and_the_limit():
+    tape = sad.Tape()
+    x = tape.var("x")
+    f = sad.lambdify([x], sad.diff(sad.sin(x) * sad.exp(x), x, 6))
+    size = sad.dask.program_size(f)
+    with dask.config.set({"subgraph_ad.ship-limit": size - 1}):
+        g = sad.lambdify([x], sad.diff(sad.sin(x) * sad.exp(x), x, 6))
+        with pytest.raises(ValueError, match=f"is {size:,} bytes compressed, over the {size - 1:,}-byte limit"):
+            g(da.zeros(10))
+
+
+def _fresh_program(constant):
+    """A lambdify'd function no worker has seen (its constant makes its hash new)."""
+    tape = sad.Tape()
+    x = tape.var("x")
+    return sad.lambdify([x], sad.cos(x) * constant + x)
+
+
+def test_a_worker_compiles_once_and_not_at_all_after_warm_up(client, small_chunks):
+    xs = np.linspace(0.0, 1.0, 2000)  # 32 chunks: many tasks on each worker
+    cold = _fresh_program(0.125)
+    before = client.run(sad.dask.compiles)
+    assert np.allclose(client.compute(cold(da.from_array(xs)), sync=True), np.cos(xs) * 0.125 + xs)
+    grown = {w: n - before[w] for w, n in client.run(sad.dask.compiles).items()}
+    assert all(n <= 1 for n in grown.values()) and sum(grown.values()) >= 1, grown  # once per process, not per task
+
+    warm = _fresh_program(0.25)
+    answers = sad.dask.warm(client, warm)
+    assert len(answers) == 2
+    after_warm = client.run(sad.dask.compiles)
+    assert all(after_warm[w] == grown[w] + before[w] + 1 for w in after_warm)  # each worker built it once
+    got = client.compute(warm(da.from_array(xs)), sync=True)
+    assert np.allclose(got, np.cos(xs) * 0.25 + xs)
+    assert client.run(sad.dask.compiles) == after_warm  # zero compiles in 32 tasks
+
+
+def test_warm_takes_the_lazy_result_of_a_traced_transform(client, small_chunks):
+    fn = sad.vmap(sad.grad(lambda x: np.sum(np.sinh(x) * 0.375)))
+    lazy = fn(da.from_array(_points()))
+    sad.dask.warm(client, lazy)
+    before = client.run(sad.dask.compiles)
+    np.testing.assert_allclose(client.compute(lazy, sync=True), np.cosh(_points()) * 0.375, rtol=1e-14)
+    assert client.run(sad.dask.compiles) == before
+
+
+def _hide_numba():
+    sys.modules["numba"] = None
+    return "hidden"
+
+
+def _show_numba():
+    if sys.modules.get("numba", 1) is None:
+        del sys.modules["numba"]
+
+
+def test_a_worker_without_numba_falls_back_with_the_same_values(client, small_chunks):
+    worker = sorted(client.scheduler_info()["workers"])[0]
+    tape = sad.Tape()
+    x = tape.var("x")
+    f = sad.lambdify([x], sad.atan(x) * 0.625, backend="numba")
+    xs = np.linspace(-1.0, 1.0, 300)
+    client.run(_hide_numba, workers=[worker])
+    try:
+        got = client.compute(f(da.from_array(xs)), workers=[worker], sync=True)
+    finally:
+        client.run(_show_numba, workers=[worker])
+    np.testing.assert_allclose(got, np.arctan(xs) * 0.625, rtol=1e-15)
+    events = [event for _, event in client.get_events("subgraph_ad")]
+    assert {"asked": "numba", "running": "numpy"}.items() <= events[-1].items()
+
+
+def test_a_killed_worker_does_not_change_the_result(client, small_chunks):
+    fn = sad.vmap(sad.hessian(lambda x: np.sum(np.cos(x) * x[0])))
+    X = _points(n=640)
+    lazy = client.persist(fn(da.from_array(X)))
+    distributed.wait(lazy)
+    holders = {w for ws in client.who_has(lazy).values() for w in ws}
+    assert len(holders) == 2  # both hold chunks: killing one loses some
+    victim = sorted(holders)[0]
+    pid = client.run(os.getpid, workers=[victim])[victim]
+    os.kill(pid, signal.SIGKILL)
+    got = client.compute(lazy, sync=True)  # the lost chunks are computed again
+    assert np.array_equal(got, fn(X))
+    client.wait_for_workers(2, timeout=60)
