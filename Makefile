@@ -56,6 +56,7 @@ bench: $(STAMP) graphviz
 	$(PY) benchmarks/operators.py
 	PYTHONPATH=. $(PY) benchmarks/compile.py --label after
 	$(PY) benchmarks/ode.py
+	$(PY) benchmarks/cluster.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache benchmarks/results site
