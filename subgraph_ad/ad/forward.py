@@ -19,7 +19,9 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from ..core import checks
 from ..core import Callback, Tape, Term, dependencies
 from ..core.graph import live_since
-from ..functions import QuadraticSlope, chain, differentiate, power_partial
+from ..functions import chain, differentiate, power_partial
+from ..functions.base import Dual
+from ..functions.view import view
 
 D = Optional[Term]  # a derivative: a Term, or None for a structural zero
 
@@ -149,13 +151,15 @@ def _rule(tape: Tape, i: int, node: Any, d: dict[int, D], unused: list[bool]) ->
     if node.op != "fn":
         return RULES[node.op](*operands, Term(tape, i), *(d[a] for a in node.args))
     mark = len(tape)
-    fn = node.payload
-    if isinstance(fn, QuadraticSlope) and d[node.args[0]] is not None:
-        # g′(u) (tanh′, σ′) through g's derivative, the node dg = g′·du the pass builds for
-        # g(u) too: d tanh′ = −2·tanh·d tanh, as d(1 − tanh²) would read
-        dg = RULES["fn"](fn.of, operands[0], fn.of(operands[0]), d[node.args[0]])
-        return None if dg is None else fn.through(operands[0], dg)
-    result = RULES["fn"](fn, *operands, Term(tape, i), *(d[a] for a in node.args))
+    through = view(tape, i).through() if d[node.args[0]] is not None else None
+    if through is not None:
+        # q = Q(g(u)) (tanh′, σ′) differentiated through g's derivative, the node dg the pass
+        # builds for g(u) too: d tanh′ = −2·tanh·d tanh, as d(1 − tanh²) reads
+        g, q = through
+        dg = RULES["fn"](g.node.payload, operands[0], g, d[node.args[0]])
+        result = None if dg is None else q(Dual(g, dg)).tangent
+    else:
+        result = RULES["fn"](node.payload, *operands, Term(tape, i), *(d[a] for a in node.args))
     if len(tape) > mark and not all(live_since(tape, mark, [-1 if result is None else result.index])):
         unused.append(True)
     return result

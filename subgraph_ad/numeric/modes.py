@@ -35,6 +35,7 @@ import numpy as np
 from ..core import checks
 from ..core import OPS, UNFED, Tape, Term, UnfedPlaceholder, dependencies
 from ..functions import Function, power_partial
+from ..functions.view import gates
 from ..tables import html_table, text_table
 
 Values = Mapping[Any, Any]
@@ -151,6 +152,15 @@ def _times(partial: Any, tangent: Any) -> Any:
     return np.where(tangent == 0.0, 0.0, product)
 
 
+def _gated(partial: Any, product: Any) -> Any:
+    """partial · tangent for a partial that is a gate (``functions.view.gates``: relu′ = u > 0):
+    0 wherever the gate is, also where the tangent is inf or nan, as the graph engines'
+    selection gives."""
+    if np.ndim(product) == 0:
+        return product if partial != 0.0 else np.float64(0.0)
+    return np.where(np.asarray(partial) == 0.0, 0.0, product)
+
+
 def _tangents(tape: Tape, roots: list[int], seeds: dict[int, Any], values: Values | None,
               warn: bool) -> dict[int, Any]:
     """One forward tangent sweep over what the roots need, seeded with var tangents. A node
@@ -177,6 +187,8 @@ def _tangents(tape: Tape, roots: list[int], seeds: dict[int, Any], values: Value
                     contribution = fn.f(*(tangent[a] if j == k else vals[b] for j, b in enumerate(args)))
                 else:
                     contribution = _times(p, tangent[a])
+                    if isinstance(fn, Function) and gates(fn)[k]:
+                        contribution = _gated(p, contribution)
                 total = contribution if total is None else total + contribution
             if total is not None:
                 tangent[i] = total
@@ -307,10 +319,14 @@ def vjp(outputs: Term | Sequence[Term], cotangents: Sequence[Any], values: Value
         for i in reversed(list(vals)):
             if i not in adjoint or not tape.nodes[i].args:
                 continue
-            for a, p in zip(tape.nodes[i].args, _partials(tape, i, vals)):
+            fn = tape.nodes[i].payload
+            flags = gates(fn) if isinstance(fn, Function) else ()
+            for k, (a, p) in enumerate(zip(tape.nodes[i].args, _partials(tape, i, vals))):
                 if p is None:
                     continue
                 contribution = _times(p, adjoint[i])
+                if k < len(flags) and flags[k]:
+                    contribution = _gated(p, contribution)
                 adjoint[a] = contribution if a not in adjoint else adjoint[a] + contribution
     return Grad(tape, adjoint)
 

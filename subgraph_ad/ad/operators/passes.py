@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence
 
 from ...core import Tape, Term, dependencies
-from ...functions import Function, power_partial
+from ...functions import Function, gate, is_gate, power_partial
 from .algebra import ONE, Algebra, Lin, Scalar, bits
 from .local import Local
 
@@ -124,9 +124,12 @@ class Pass:
 
     def times(self, value: Lin, f: Optional[Term]) -> Lin:
         """value · f for a local partial f; a reciprocal c/v is applied as a quotient (value·c)/v,
-        so no 1/v is built (``functions.chain`` does the same)."""
+        so no 1/v is built (``functions.chain`` does the same); a gate f (relu′ = u > 0) selects
+        the value instead (``functions.gate``), so a flat piece's inf never meets it."""
         if f is None or value is None:
             return None
+        if is_gate(f):
+            return self.alg.of(gate(f, self.alg.term(value)))
         node = f.node
         if node.op == "div" and self.tape.nodes[node.args[0]].op == "const":
             c = self.alg.number(node.args[0])
