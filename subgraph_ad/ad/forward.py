@@ -22,6 +22,7 @@ from ..core.graph import live_since
 from ..functions import chain, differentiate, power_partial
 from ..functions.base import Dual
 from ..functions.view import view
+from ..tables import rule_table
 
 D = Optional[Term]  # a derivative: a Term, or None for a structural zero
 
@@ -56,7 +57,7 @@ def _div_rule(a: Term, b: Term, out: Term, da: D, db: D) -> D:
 
 #: The forward rules, one per op: (operands, output, operand derivatives) -> derivative.
 #: ``fn`` rows receive the function first.
-RULES: dict[str, Callable[..., D]] = {
+RULES: dict[str, Callable[..., D]] = rule_table("forward RULES", {
     "add": lambda a, b, out, da, db: add(da, db),
     "sub": lambda a, b, out, da, db: sub(da, db),
     "mul": lambda a, b, out, da, db: add(mul(da, b), mul(a, db)),
@@ -64,7 +65,7 @@ RULES: dict[str, Callable[..., D]] = {
     "pow": _pow_rule,
     "neg": lambda a, out, da: None if da is None else -da,
     "fn": differentiate,
-}
+})
 
 
 def derivative_order(term: Term) -> int:

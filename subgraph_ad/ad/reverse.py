@@ -30,6 +30,7 @@ from ..core import Callback, Tape, Term, dependencies
 from ..functions import chain, logical_or, power_partial, select, selection
 from ..functions.view import view
 from .forward import derivative_order
+from ..tables import rule_table
 
 A = Optional[Term]  # an adjoint contribution: a Term, or None for a structural zero
 
@@ -60,7 +61,7 @@ def _fn_vjp(fn: Any, *args: Any) -> tuple[A, ...]:
 
 #: The reverse rules, one per op: (operands, output, the output's adjoint, which operands need
 #: one) -> each operand's contribution. ``fn`` rows receive the function first.
-VJPS: dict[str, Callable[..., tuple[A, ...]]] = {
+VJPS: dict[str, Callable[..., tuple[A, ...]]] = rule_table("reverse VJPS", {
     "add": lambda a, b, out, bar, need: (bar, bar),
     "sub": lambda a, b, out, bar, need: (bar, -bar),
     "mul": _mul_vjp,
@@ -68,7 +69,7 @@ VJPS: dict[str, Callable[..., tuple[A, ...]]] = {
     "pow": _pow_vjp,
     "neg": lambda a, out, bar, need: (-bar,),
     "fn": _fn_vjp,
-}
+})
 
 
 def grad_graph(z: Term, wrt: Term | Sequence[Term], callback: Callback | None = None) -> Term | list[Term]:

@@ -37,6 +37,7 @@ from ..core import OPS, UNFED, Tape, Term, UnfedPlaceholder, dependencies
 from ..functions import Function, power_partial
 from ..functions.view import gates
 from ..tables import html_table, text_table
+from ..tables import rule_table
 
 Values = Mapping[Any, Any]
 
@@ -121,7 +122,7 @@ def _pow_partials(a: Any, b: Any, out: Any, exponent_is_constant: bool) -> tuple
 #: The local partial derivatives of each op with respect to its operands, as values:
 #: (operand values, output value, whether the last operand is a constant) -> partials;
 #: None for a partial that is structurally zero. ``fn`` rows receive the function first.
-PARTIALS: dict[str, Callable[..., tuple[Any, ...]]] = {
+PARTIALS: dict[str, Callable[..., tuple[Any, ...]]] = rule_table("numeric PARTIALS", {
     "add": lambda a, b, out, const: (1.0, 1.0),
     "sub": lambda a, b, out, const: (1.0, -1.0),
     "mul": lambda a, b, out, const: (b, a),
@@ -129,7 +130,7 @@ PARTIALS: dict[str, Callable[..., tuple[Any, ...]]] = {
     "pow": _pow_partials,
     "neg": lambda a, out, const: (-1.0,),
     "fn": lambda fn, *values: fn.numeric_partials(*values[:fn.arity], output=values[fn.arity]),
-}
+})
 
 
 def _partials(tape: Tape, i: int, vals: dict[int, Any]) -> tuple[Any, ...]:

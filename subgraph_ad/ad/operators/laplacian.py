@@ -14,6 +14,7 @@ from ..forward import derivative_order
 from .algebra import Lin, bits
 from .arguments import check_vars, check_weights, metric
 from .passes import Pass, linear_share, linear_slot
+from ...tables import rule_table
 
 
 Values = dict[int, Lin]
@@ -72,7 +73,7 @@ def _fn_laplacian(p: Pass, i: int, node: Any, lap: Values) -> Lin:
 
 
 #: The Laplacian rules, one per op: (pass, node index, node, the operands' Laplacians) -> Lin.
-LAPLACIAN: dict[str, Callable[[Pass, int, Any, Values], Lin]] = {
+LAPLACIAN: dict[str, Callable[[Pass, int, Any, Values], Lin]] = rule_table("Laplacian LAPLACIAN", {
     "add": lambda p, i, node, lap: p.alg.add(lap.get(node.args[0]), lap.get(node.args[1])),
     "sub": lambda p, i, node, lap: p.alg.add(lap.get(node.args[0]), p.alg.scale(lap.get(node.args[1]), -1)),
     "neg": lambda p, i, node, lap: p.alg.scale(lap.get(node.args[0]), -1),
@@ -80,7 +81,7 @@ LAPLACIAN: dict[str, Callable[[Pass, int, Any, Values], Lin]] = {
     "div": _div_laplacian,
     "pow": _chain_laplacian,
     "fn": _fn_laplacian,
-}
+})
 
 
 def _laplacian_pass(p: Pass, root: int) -> Values:

@@ -10,6 +10,7 @@ from ...core import Tape, Term, dependencies
 from ...functions import Function, gate, is_gate, power_partial
 from .algebra import ONE, Algebra, Lin, Scalar, bits
 from .local import Local
+from ...tables import rule_table
 
 
 def _fn_partials(p: Pass, node: Any, operands: list[Term], out: Term) -> tuple[Optional[Term], ...]:
@@ -24,7 +25,9 @@ def _pow_partials(p: Pass, node: Any, operands: list[Term], out: Term) -> tuple[
 
 #: The local partials ∂out/∂operand of the ops a pass differentiates generically (None: zero),
 #: from the function's own ``fdiff`` or the power's ``power_partial``.
-PARTIALS: dict[str, Callable[..., tuple[Optional[Term], ...]]] = {"fn": _fn_partials, "pow": _pow_partials}
+#: The other ops have rules of their own in each pass (``ADJOINTS``, ``LAPLACIAN``, ``JETS``).
+PARTIALS: dict[str, Callable[..., tuple[Optional[Term], ...]]] = rule_table(
+    "operator PARTIALS", {"fn": _fn_partials, "pow": _pow_partials}, without=("add", "sub", "mul", "div", "neg"))
 
 
 class Pass:
@@ -375,7 +378,7 @@ def _chain_adjoint(p: Pass, i: int, node: Any, bar: Lin) -> list[tuple[int, Lin]
 
 
 #: How an adjoint reaches the operands, by op (a square's one operand gets 2·bar·a).
-ADJOINTS: dict[str, Callable[[Pass, int, Any, Lin], list[tuple[int, Lin]]]] = {
+ADJOINTS: dict[str, Callable[[Pass, int, Any, Lin], list[tuple[int, Lin]]]] = rule_table("operator ADJOINTS", {
     "add": lambda p, i, node, bar: [(node.args[0], bar), (node.args[1], bar)],
     "sub": lambda p, i, node, bar: [(node.args[0], bar), (node.args[1], p.alg.scale(bar, -1))],
     "neg": lambda p, i, node, bar: [(node.args[0], p.alg.scale(bar, -1))],
@@ -383,4 +386,4 @@ ADJOINTS: dict[str, Callable[[Pass, int, Any, Lin], list[tuple[int, Lin]]]] = {
     "div": _div_adjoint,
     "pow": _chain_adjoint,
     "fn": _chain_adjoint,
-}
+})

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable
 from ...core import Node, Tape
 from ...core.ops import LEAVES
 from ...functions.view import gates
+from ...tables import rule_table
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .series import Series
@@ -68,7 +69,7 @@ def _fn_degree(nodes: list[Node], node: Node, deg: list[int]) -> int:
 
 
 #: The degree bound of a node that depends on wrt, by op, from its operands' bounds.
-DEGREES: dict[str, Callable[[list[Node], Node, list[int]], int]] = {
+DEGREES: dict[str, Callable[[list[Node], Node, list[int]], int]] = rule_table("Taylor DEGREES", {
     "add": _sum_degree,
     "sub": _sum_degree,
     "neg": _sum_degree,
@@ -76,7 +77,7 @@ DEGREES: dict[str, Callable[[list[Node], Node, list[int]], int]] = {
     "div": _div_degree,
     "pow": _pow_degree,
     "fn": _fn_degree,
-}
+})
 
 
 class Degrees:

@@ -40,6 +40,7 @@ from ...functions import gate, log, power_partial
 from ...functions.view import view
 from .coefficients import Lazy
 from .plan import whole
+from ...tables import rule_table
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .series import Series
@@ -137,7 +138,7 @@ def _pow_form(s: Series, i: int, node: Node) -> Form:
 
 
 #: The form of a node that depends on wrt, by op.
-FORMS: dict[str, Callable[[Series, int, Node], Form]] = {
+FORMS: dict[str, Callable[[Series, int, Node], Form]] = rule_table("Taylor FORMS", {
     "add": lambda s, i, node: ("add", *node.args),
     "sub": lambda s, i, node: ("sub", *node.args),
     "mul": lambda s, i, node: ("mul", *node.args),
@@ -145,7 +146,7 @@ FORMS: dict[str, Callable[[Series, int, Node], Form]] = {
     "neg": lambda s, i, node: ("neg", node.args[0]),
     "pow": _pow_form,
     "fn": _fn_form,
-}
+})
 
 
 def _mul_products(s: Series, form: Form, i: int, k: int) -> list[Product]:
@@ -206,7 +207,7 @@ def _none(s: Series, form: Form, i: int, k: int) -> list[Product]:
 
 
 #: The products (coefficient, coefficient, factor) that coefficient k of a node sums, by kind.
-PRODUCTS: dict[str, Callable[[Series, Form, int, int], list[Product]]] = {
+PRODUCTS: dict[str, Callable[[Series, Form, int, int], list[Product]]] = rule_table("Taylor PRODUCTS", {
     "zero": _none, "var": _none, "add": _none, "sub": _none, "neg": _none,
     "mul": _mul_products,
     "div": _div_products,
@@ -216,7 +217,7 @@ PRODUCTS: dict[str, Callable[[Series, Form, int, int], list[Product]]] = {
     "linear": _none,
     "through": _none,
     "gated": _none,
-}
+}, keys=lambda: COMPUTE)
 
 
 def _negative(value: Lazy) -> Lazy:
@@ -253,7 +254,7 @@ SCALES: dict[str, Callable[[Series, Form, int, int, Callable[[int], Any]], Any]]
 }
 
 #: Coefficient k of a node from its form and its products' values, by kind.
-COMPUTE: dict[str, Callable[[Series, Form, int, int, list[Lazy]], Lazy]] = {
+COMPUTE: dict[str, Callable[[Series, Form, int, int, list[Lazy]], Lazy]] = rule_table("Taylor COMPUTE", {
     "zero": lambda s, form, i, k, terms: None,
     "var": lambda s, form, i, k, terms: (1.0, None) if k == 1 else None,
     "add": lambda s, form, i, k, terms: s.arith.total([s.get(form[1], k), s.get(form[2], k)]),
@@ -267,4 +268,4 @@ COMPUTE: dict[str, Callable[[Series, Form, int, int, list[Lazy]], Lazy]] = {
     "linear": _linear_coefficient,
     "through": lambda s, form, i, k, terms: s.get(form[1], k),
     "gated": _gated_coefficient,
-}
+}, keys=lambda: PRODUCTS)
