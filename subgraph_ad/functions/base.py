@@ -236,7 +236,7 @@ class UnaryFn(Function):
 
     def gen_graph(self, input: Term, output: Term, derived: Term) -> Term | None:
         """d(output) given ``derived`` = d(input): the chain rule over ``fdiff``."""
-        return chain(self.partials(input, output)[0], derived)
+        return chain(self.partials(input, output)[0], derived)  # type: ignore[no-any-return]
 
 
 class BinaryFn(Function):
@@ -339,8 +339,8 @@ def gate(partial: Term, value: Term) -> Term:
     from .kinks import not_equal, select
 
     if _is_condition(partial.node):
-        return select(partial, value)  # type: ignore[no-any-return]
-    return select(not_equal(partial, 0.0), partial * value)  # type: ignore[no-any-return]
+        return select(partial, value)
+    return select(not_equal(partial, 0.0), partial * value)
 
 
 def shares(fn: Function, inputs: Sequence[Term], output: Term, tangents: Sequence[Term | None],
@@ -411,7 +411,7 @@ class Dual:
         return Dual(self.value - v, _add(self.tangent, None if t is None else -t))
 
     def __rsub__(self, other: Any) -> Dual:
-        return -self + other
+        return (-self).__add__(other)
 
     def __mul__(self, other: Any) -> Dual:
         v, t = self._pair(other)

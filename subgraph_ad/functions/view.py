@@ -90,8 +90,9 @@ _GATES: dict[Any, tuple[bool, ...]] = {}
 
 
 def gates(fn: Function) -> tuple[bool, ...]:
-    """Per argument, whether ``fn``'s partial there is a gate, for the numeric modes (which
-    see numbers only): read once from ``fdiff`` on a scratch tape of vars."""
+    """Per argument, whether ``fn``'s partial there selects: a gate, or a structural zero
+    (heaviside in x), for the numeric modes and Taylor mode's plan, which ask without building
+    the node's partials: read once from ``fdiff`` on a scratch tape of vars."""
     try:
         return _GATES[fn]
     except KeyError:
@@ -109,4 +110,4 @@ def _scratch_gates(fn: Function) -> tuple[bool, ...]:
         parts = fn.partials(*args, scratch.apply(fn, *args))
     except Exception:  # a function known by its numeric grad only: nothing is a gate
         return (False,) * fn.arity
-    return tuple(is_gate(p) for p in parts)
+    return tuple(p is None or is_gate(p) for p in parts)

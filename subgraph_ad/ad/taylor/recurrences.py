@@ -108,7 +108,7 @@ def _fn_form(s: Series, i: int, node: Node) -> Form:
     if v.fn.arity == 2:  # ("binary", a, ga, ca, b, gb, cb): the ODE recurrence over both operands
         return _chained(s, "binary", lambda: list(zip(node.args, v.partials())))
     (u,) = node.args
-    if v.fn.power == 0.5:
+    if getattr(v.fn, "power", None) == 0.5:
         return ("root", u)
     if s.negated(i) is not None:
         return ("neg", s.negated(i))
@@ -183,7 +183,7 @@ def _gated_coefficient(s: Series, form: Form, i: int, k: int, terms: list[Lazy])
     shares: list[Lazy] = []
     for a, p in zip(v.operands, v.partials()):
         value = s.get(a, k) if p is not None and k <= s.degree(a) else None
-        if value is not None:
+        if p is not None and value is not None:
             c, t = value
             moving = Term(tape, t) if t is not None else tape.const(1.0)
             shares.append(s.arith.canon((c, gate(p, moving).index)))
