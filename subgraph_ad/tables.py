@@ -1,13 +1,43 @@
-"""Tables of results as plain text (``str``, terminals, doctests) and HTML (Jupyter).
+"""Tables: the one register of op-keyed rule tables, and tables of results as plain text
+(``str``, terminals, doctests) and HTML (Jupyter).
 
-Gradients, derivative tables and verification reports are rows of cells; one renderer for
-each medium keeps them looking alike everywhere. Depends on nothing else in the package.
+Every transformation and backend keeps one table keyed by op (forward ``RULES``, reverse
+``VJPS``, Taylor ``FORMS``, each backend's ``LOWERING``, ...), and each is made through
+``rule_table``, so one test (tests/core/test_ops.py) checks every table against the op list:
+a new op missing from any table fails with that table's name. Gradients, derivative tables
+and verification reports are rows of cells; one renderer for each medium keeps them looking
+alike everywhere. Depends on nothing else in the package.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+Rows = TypeVar("Rows", bound=dict[str, Any])
+
+
+class RuleTable:
+    """A registered table: its rows, and which keys it must have — every op of ``OPS`` and
+    ``fn`` but ``without`` (ops it need not see, with the reason in its module), or ``keys``
+    when it is keyed by something else (a Taylor kind)."""
+
+    def __init__(self, rows: dict[str, Any], without: tuple[str, ...],
+                 keys: Callable[[], Iterable[str]] | None) -> None:
+        self.rows, self.without, self.keys = rows, without, keys
+
+
+#: Every op-keyed rule table, by name ("forward RULES"), in the order the modules register them.
+RULE_TABLES: dict[str, RuleTable] = {}
+
+
+def rule_table(name: str, rows: Rows, *, without: tuple[str, ...] = (),
+               keys: Callable[[], Iterable[str]] | None = None) -> Rows:
+    """Register ``rows`` as the rule table ``name``; returns it, so a module writes
+    ``RULES = rule_table("forward RULES", {...})``."""
+    RULE_TABLES[name] = RuleTable(rows, without, keys)
+    return rows
 
 
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

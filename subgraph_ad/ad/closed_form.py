@@ -29,6 +29,7 @@ import numpy as np
 from ..numeric.modes import values_of
 from ..core import Tape, Term, appended, dependencies
 from .forward import gen_graph
+from ..tables import rule_table
 
 #: a monomial: (atom index, non-zero exponent) pairs, by atom index
 Monomial = tuple[tuple[int, int], ...]
@@ -180,14 +181,14 @@ def _pow(e: _Expansion, p: list[dict[int, float]], d: list[int], args: tuple[int
 #: How each op combines its operands' polynomials: (expansion, operand polynomials, their degree
 #: bounds, operand indices) -> (polynomial or None for an atom, degree bound). Vars and function
 #: nodes are atoms.
-EXPAND = {
+EXPAND = rule_table("closed-form EXPAND", {
     "add": lambda e, p, d, args: (e.add(p[0], p[1], 1.0), max(d)),
     "sub": lambda e, p, d, args: (e.add(p[0], p[1], -1.0), max(d)),
     "neg": lambda e, p, d, args: ({m: -c for m, c in p[0].items()}, d[0]),
     "mul": lambda e, p, d, args: (e.mul(p[0], p[1]), d[0] + d[1]),
     "div": _div,
     "pow": _pow,
-}
+}, without=("fn",))
 
 
 def _times(a: Monomial, b: Monomial) -> Monomial:

@@ -19,7 +19,10 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from ..core import checks
 from ..core import Callback, Tape, Term, dependencies
 from ..core.graph import live_since
-from ..functions import QuadraticSlope, chain, differentiate, power_partial
+from ..functions import chain, differentiate, power_partial
+from ..functions.base import Dual
+from ..functions.view import view
+from ..tables import rule_table
 
 D = Optional[Term]  # a derivative: a Term, or None for a structural zero
 
@@ -54,7 +57,7 @@ def _div_rule(a: Term, b: Term, out: Term, da: D, db: D) -> D:
 
 #: The forward rules, one per op: (operands, output, operand derivatives) -> derivative.
 #: ``fn`` rows receive the function first.
-RULES: dict[str, Callable[..., D]] = {
+RULES: dict[str, Callable[..., D]] = rule_table("forward RULES", {
     "add": lambda a, b, out, da, db: add(da, db),
     "sub": lambda a, b, out, da, db: sub(da, db),
     "mul": lambda a, b, out, da, db: add(mul(da, b), mul(a, db)),
@@ -62,7 +65,7 @@ RULES: dict[str, Callable[..., D]] = {
     "pow": _pow_rule,
     "neg": lambda a, out, da: None if da is None else -da,
     "fn": differentiate,
-}
+})
 
 
 def derivative_order(term: Term) -> int:
@@ -149,13 +152,15 @@ def _rule(tape: Tape, i: int, node: Any, d: dict[int, D], unused: list[bool]) ->
     if node.op != "fn":
         return RULES[node.op](*operands, Term(tape, i), *(d[a] for a in node.args))
     mark = len(tape)
-    fn = node.payload
-    if isinstance(fn, QuadraticSlope) and d[node.args[0]] is not None:
-        # g′(u) (tanh′, σ′) through g's derivative, the node dg = g′·du the pass builds for
-        # g(u) too: d tanh′ = −2·tanh·d tanh, as d(1 − tanh²) would read
-        dg = RULES["fn"](fn.of, operands[0], fn.of(operands[0]), d[node.args[0]])
-        return None if dg is None else fn.through(operands[0], dg)
-    result = RULES["fn"](fn, *operands, Term(tape, i), *(d[a] for a in node.args))
+    through = view(tape, i).through() if d[node.args[0]] is not None else None
+    if through is not None:
+        # q = Q(g(u)) (tanh′, σ′) differentiated through g's derivative, the node dg the pass
+        # builds for g(u) too: d tanh′ = −2·tanh·d tanh, as d(1 − tanh²) reads
+        g, q = through
+        dg = RULES["fn"](g.node.payload, operands[0], g, d[node.args[0]])
+        result = None if dg is None else q(Dual(g, dg)).tangent
+    else:
+        result = RULES["fn"](node.payload, *operands, Term(tape, i), *(d[a] for a in node.args))
     if len(tape) > mark and not all(live_since(tape, mark, [-1 if result is None else result.index])):
         unused.append(True)
     return result

@@ -27,8 +27,10 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence
 
 from ..core import Callback, Tape, Term, dependencies
-from ..functions import QuadraticSlope, chain, is_condition, logical_or, power_partial, select, selection
+from ..functions import chain, logical_or, power_partial, select, selection
+from ..functions.view import view
 from .forward import derivative_order
+from ..tables import rule_table
 
 A = Optional[Term]  # an adjoint contribution: a Term, or None for a structural zero
 
@@ -49,18 +51,17 @@ def _mul_vjp(a: Term, b: Term, out: Term, bar: Term, need: tuple[bool, ...]) -> 
 
 
 def _fn_vjp(fn: Any, *args: Any) -> tuple[A, ...]:
-    """partial · bar for each argument that needs an adjoint; where f is linear in the argument
-    and the partial is a condition (select(c, a) in a), the selected adjoint select(c, bar)."""
+    """partial · bar for each argument that needs an adjoint; a partial that is a gate (a
+    condition: select(c, a) in a, relu′) selects bar instead (``chain``)."""
     n = fn.arity
     inputs, out, bar, need = args[:n], args[n], args[n + 1], args[n + 2]
     partials = fn.partials(*inputs, out)
-    return tuple(None if not wanted else select(p, bar) if fn.is_linear(k) and is_condition(p) else chain(p, bar)
-                 for k, (p, wanted) in enumerate(zip(partials, need)))
+    return tuple(chain(p, bar) if wanted else None for p, wanted in zip(partials, need))
 
 
 #: The reverse rules, one per op: (operands, output, the output's adjoint, which operands need
 #: one) -> each operand's contribution. ``fn`` rows receive the function first.
-VJPS: dict[str, Callable[..., tuple[A, ...]]] = {
+VJPS: dict[str, Callable[..., tuple[A, ...]]] = rule_table("reverse VJPS", {
     "add": lambda a, b, out, bar, need: (bar, bar),
     "sub": lambda a, b, out, bar, need: (bar, -bar),
     "mul": _mul_vjp,
@@ -68,7 +69,7 @@ VJPS: dict[str, Callable[..., tuple[A, ...]]] = {
     "pow": _pow_vjp,
     "neg": lambda a, out, bar, need: (-bar,),
     "fn": _fn_vjp,
-}
+})
 
 
 def grad_graph(z: Term, wrt: Term | Sequence[Term], callback: Callback | None = None) -> Term | list[Term]:
@@ -100,26 +101,37 @@ def _reaches(tape: Tape, order: list[int], targets: set[int]) -> set[int]:
     return reach
 
 
-def _slope_source(tape: Tape, i: int, node: Any, reach: set[int]) -> int | None:
-    """For a ``QuadraticSlope`` node q = g′(u) whose g(u) the sweep still visits (an earlier
-    node that depends on a var): g's index. q's adjoint then reaches u through g's, times
-    g′(u) = q once, so repeated passes close on g's nodes as 1 − g² did; elsewhere (g not on
-    the tape) the plain local partial."""
-    fn = node.payload
-    if node.op != "fn" or not isinstance(fn, QuadraticSlope):
+def _through(tape: Tape, i: int, node: Any, reach: set[int]) -> tuple[Term, Any] | None:
+    """For a node q = Q(g(u)) declared to run through g (tanh′, σ′) whose g(u) the sweep
+    still visits (an earlier node that depends on a var): (g, Q). q's adjoint then reaches u
+    through g's, as the adjoint of Q(g) written out would, so repeated passes close on g's
+    nodes; elsewhere (g not on the tape) the plain local partial."""
+    if node.op != "fn":
         return None
-    g = tape.find("fn", node.args, fn.of)
-    return g if g is not None and g < i and g in reach else None
+    found = view(tape, i).through(build=False)
+    return found if found is not None and found[0].index in reach else None
 
 
-def _slope_adjoint(fn: QuadraticSlope, bar: Term, g: Term, u: Term) -> Term:
-    """bar·∂q/∂g = bar·(linear + 2·square·g); without a linear part in the shape the adjoint of
-    1 − g·g had, (−bar − bar)·g, which later passes share (measured: F4's 10th repeated
-    ``grad_graph`` 18,359 nodes, against 19,877 for bar·(−2g))."""
-    if fn.linear_part:
-        return bar * fn.through(u, u.tape.const(1.0))
-    share = -bar if fn.square == -1.0 else bar * fn.square
-    return (share + share) * g
+def _through_adjoint(tape: Tape, top: int, g: int, bar: Term) -> Term:
+    """The adjoint that ``bar`` at Q(g) (node ``top``) gives g, by this sweep's own rules run
+    down Q(g)'s nodes: for tanh′ = 1 − g·g, (−bar − bar)·g, whose shape later passes share
+    (F4's 10th repeated ``grad_graph``: 18,359 nodes, against 19,877 for bar·(−2g))."""
+    nodes = tape.nodes
+    order = dependencies(tape, [top], stop=lambda j: j == g)
+    reach = _reaches(tape, order, {g})
+    adjoint: dict[int, Term] = {top: bar}
+    for i in reversed(order):
+        found = adjoint.get(i)
+        node = nodes[i]
+        if found is None or i == g or not node.args:
+            continue
+        need = tuple(a in reach for a in node.args)
+        extra = (node.payload,) if node.op == "fn" else ()
+        parts = VJPS[node.op](*extra, *(Term(tape, a) for a in node.args), Term(tape, i), found, need)
+        for a, part, wanted in zip(node.args, parts, need):
+            if wanted and part is not None:
+                adjoint[a] = part if a not in adjoint else adjoint[a] + part
+    return adjoint[g]
 
 
 def _masks(bar: Term) -> tuple[list[Term], Term]:
@@ -182,9 +194,10 @@ def _backward(tape: Tape, root: int, wrts: list[int]) -> list[int]:
         if found is None or not node.args:
             continue
         conditions, bar = _masks(found)
-        g = _slope_source(tape, i, node, reach)
-        if g is not None:  # g′(u) (tanh′, σ′): its adjoint joins g's, as for 1 − g²
-            add(g, _masked(conditions, _slope_adjoint(node.payload, bar, Term(tape, g), Term(tape, node.args[0]))))
+        through = _through(tape, i, node, reach)
+        if through is not None:  # Q(g(u)) (tanh′, σ′): bar·Q′(g) joins g's adjoint
+            g, q = through
+            add(g.index, _masked(conditions, _through_adjoint(tape, q(g).index, g.index, bar)))
             continue
         operands = [Term(tape, a) for a in node.args]
         need = tuple(a in reach for a in node.args)

@@ -1,10 +1,10 @@
 """The function layer: the UnaryFn/BinaryFn protocol and the built-ins, one module per family."""
 
-from .base import (FUNCTIONS, BinaryFn, Function, UnaryFn, chain, differentiate, local_derivatives, register,
-                   shares, sympy_hook)
+from .base import (FUNCTIONS, BinaryFn, Function, UnaryFn, chain, differentiate, gate, is_gate, local_derivatives,
+                   register, shares, sympy_hook)
 from .elementary import ELEMENTARY, Elementary
 from .binary import Atan2, Hypot, Pow, Xlogy, atan2, hypot, pow_, power_partial, xlogy
-from .exponential import (Cbrt, Exp, Expm1, Log, Log1p, LogBase, QuadraticSlope, Sigmoid, SigmoidSlope, Sqrt, cbrt, exp, expm1, log, log1p,
+from .exponential import (Cbrt, Exp, Expm1, Log, Log1p, LogBase, Sigmoid, SigmoidSlope, Sqrt, cbrt, exp, expm1, log, log1p,
                           log2, log10, sigmoid, sqrt)
 from .hyperbolic import Acosh, Asinh, Atanh, Sech2, SinhFn, Tanh, acosh, asinh, atanh, cosh, sinh, tanh
 from .piecewise import Abs, Sign, abs_, sign
@@ -17,10 +17,10 @@ from .gamma import (Erfinv, Gamma, Lgamma, LogAddExp, Polygamma, Sinc, SincDeriv
                     erfinv, gamma, lgamma, logaddexp, logaddexp2, logsumexp, polygamma, sinc, softplus)
 from .trigonometric import Acos, Asin, Atan, Cot, Csc, Sec, SinFn, Tan, acos, asin, atan, cos, cot, csc, sec, sin, tan
 
-__all__ = ["ELEMENTARY", "FUNCTIONS", "BinaryFn", "Elementary", "Function", "UnaryFn", "chain", "differentiate",
+__all__ = ["ELEMENTARY", "FUNCTIONS", "BinaryFn", "Elementary", "Function", "UnaryFn", "chain", "differentiate", "gate", "is_gate",
            "local_derivatives", "register", "shares", "sympy_hook",
            "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atan2", "Atanh", "Cbrt", "Cot", "Csc", "Erf", "Exp",
-           "Expm1", "Hypot", "Log", "Log1p", "LogBase", "Pow", "QuadraticSlope", "Sec", "Sech2", "Sigmoid", "SigmoidSlope", "Sign", "SinFn", "SinhFn", "Sqrt",
+           "Expm1", "Hypot", "Log", "Log1p", "LogBase", "Pow", "Sec", "Sech2", "Sigmoid", "SigmoidSlope", "Sign", "SinFn", "SinhFn", "Sqrt",
            "Tan", "Tanh", "Xlogy",
            "abs_", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "cos", "cosh", "cot", "csc",
            "erf", "erfc", "exp", "expm1", "hypot", "log", "log1p", "log2", "log10", "pow_", "power_partial", "sec", "sigmoid", "sign",

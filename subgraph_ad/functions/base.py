@@ -49,6 +49,12 @@ class Function:
     #: argument (a condition such as x > 0, sign, floor). Every engine takes it as constant in
     #: every var, Taylor mode's degree plan too, so a selection by it stays linear there.
     constant: bool = False
+    #: "My derivative runs through g": (g, Q) for a function whose value is Q(g(u)), computed
+    #: apart where Q cancels (tanh′ = sech² is Q(tanh) with Q(g) = 1 − g², σ′ is Q(σ) with
+    #: Q(g) = g − g²). Where g(u) is on the tape already, the engines differentiate Q(g) through
+    #: g's own derivative, so repeated passes close on g's nodes; elsewhere they read ``fdiff``,
+    #: which is Q′(g(u))·g′(u) unless the class writes its own. Q takes a Term or a ``Dual``.
+    through: tuple[Function, Callable[[Any], Any]] | None = None
 
     def f(self, *v: Any) -> Any:
         """The value; must work elementwise on floats and NumPy arrays. By default the spelling's
@@ -102,6 +108,8 @@ class Function:
         Terms, elementwise. On numbers or arrays: the plain value."""
         if len(args) != self.arity:
             raise TypeError(f"{self.name}() takes {self.arity} argument{'s' if self.arity > 1 else ''}, got {len(args)}")
+        if any(isinstance(a, Dual) for a in args):
+            return Dual.apply(self, args)
         terms = [a for a in args if isinstance(a, Term)]
         if terms:
             lifted = [terms[0]._lift(a) for a in args]
@@ -210,7 +218,12 @@ class UnaryFn(Function):
             cls.fdiff = fdiff  # type: ignore[method-assign]
 
     def fdiff(self, input: Term, output: Term) -> Term | None:
-        """The local derivative f′(input) as a Term of the same tape, or None for zero."""
+        """The local derivative f′(input) as a Term of the same tape, or None for zero; for a
+        function declared ``through`` (g, Q), Q′(g(u))·g′(u)."""
+        if self.through is not None:
+            g, q = self.through
+            inner = g(input)
+            return q(Dual(inner, g.fdiff(input, inner))).tangent  # type: ignore[attr-defined, no-any-return]
         raise NotImplementedError(
             f"UnaryFn {self.name!r} has no symbolic derivative, so it cannot be differentiated "
             "symbolically (eval, derive and grad still work where grad is defined); define "
@@ -223,7 +236,7 @@ class UnaryFn(Function):
 
     def gen_graph(self, input: Term, output: Term, derived: Term) -> Term | None:
         """d(output) given ``derived`` = d(input): the chain rule over ``fdiff``."""
-        return chain(self.partials(input, output)[0], derived)
+        return chain(self.partials(input, output)[0], derived)  # type: ignore[no-any-return]
 
 
 class BinaryFn(Function):
@@ -275,17 +288,59 @@ def _add(a: Term | None, b: Term | None) -> Term | None:
     return a if b is None else a + b
 
 
-def chain(local: Term | None, derived: Term | None) -> Term | None:
+def chain(local: Any, derived: Any) -> Any:
     """f′ · d(input), the chain rule. A reciprocal f′ = c / v is written as the quotient
     (c · d(input)) / v: the quotient rule reuses that node as its own output at the next order,
-    where a product with 1/v would differentiate the reciprocal again."""
+    where a product with 1/v would differentiate the reciprocal again. A partial that is a gate
+    (a condition: relu′ = u > 0) selects d(input) rather than multiplying it (``gate``)."""
     if local is None or derived is None:
         return None
+    if not isinstance(local, Term) or not isinstance(derived, Term):
+        return local * derived  # numbers, or the Duals of a ``through`` declaration
+    if is_gate(local):
+        return gate(local, derived)
     node = local.node
     if node.op == "div" and local.tape.nodes[node.args[0]].op == "const":
         numerator, denominator = (Term(local.tape, a) for a in node.args)
         return (numerator * derived) / denominator
     return local * derived
+
+
+def _is_condition(node: Any) -> bool:
+    return node.op == "fn" and bool(getattr(node.payload, "condition", False))
+
+
+def is_gate(partial: Any) -> bool:
+    """Whether a local partial is a gate: a condition (1 or 0: relu′ = u > 0, heaviside in h),
+    or a sum of conditions with constant weights (maximum′ = (a > b) + ½·(a == b)). A gate is
+    0 exactly where its piece of the function is flat, so it selects what it meets instead of
+    multiplying it: relu(log x) at x = 0 has derivative 0 at every order, not 0·inf."""
+    if not isinstance(partial, Term):
+        return False
+    nodes = partial.tape.nodes
+    stack = [partial.index]
+    while stack:
+        node = nodes[stack.pop()]
+        if _is_condition(node):
+            continue
+        if node.op == "add":
+            stack += node.args
+        elif node.op == "mul" and any(nodes[a].op == "const" for a in node.args):
+            stack += [a for a in node.args if nodes[a].op != "const"]
+        else:
+            return False
+    return True
+
+
+def gate(partial: Term, value: Term) -> Term:
+    """partial · value for a gate ``partial``, exactly 0 where it is 0 (also for an inf or nan
+    value): select(c, value) for a condition c, select(partial ≠ 0, partial · value) for a
+    weighted sum of them."""
+    from .kinks import not_equal, select
+
+    if _is_condition(partial.node):
+        return select(partial, value)
+    return select(not_equal(partial, 0.0), partial * value)
 
 
 def shares(fn: Function, inputs: Sequence[Term], output: Term, tangents: Sequence[Term | None],
@@ -317,6 +372,61 @@ def differentiate(fn: Function, *terms: Term | None) -> Term | None:
         for share in shares(fn, inputs, output, derived):  # type: ignore[arg-type]
             total = _add(total, share)
     return total
+
+
+class Dual:
+    """A value and its tangent (None: zero) carried through arithmetic and functions: how a
+    ``through`` declaration's Q is differentiated, on Terms, numbers or Duals of them, by the
+    same local derivatives every engine reads."""
+
+    def __init__(self, value: Any, tangent: Any) -> None:
+        self.value, self.tangent = value, tangent
+
+    @staticmethod
+    def apply(fn: Function, args: Sequence[Any]) -> Dual:
+        values = [a.value if isinstance(a, Dual) else a for a in args]
+        out = fn(*values)
+        found = fn.fdiff(*values, out)  # type: ignore[attr-defined]
+        parts = (found,) if fn.arity == 1 else tuple(found)
+        total = None
+        for a, p in zip(args, parts):
+            if isinstance(a, Dual):
+                total = _add(total, chain(p, a.tangent))
+        return Dual(out, total)
+
+    def _pair(self, other: Any) -> tuple[Any, Any]:
+        return (other.value, other.tangent) if isinstance(other, Dual) else (other, None)
+
+    def __add__(self, other: Any) -> Dual:
+        v, t = self._pair(other)
+        return Dual(self.value + v, _add(self.tangent, t))
+
+    __radd__ = __add__
+
+    def __neg__(self) -> Dual:
+        return Dual(-self.value, None if self.tangent is None else -self.tangent)
+
+    def __sub__(self, other: Any) -> Dual:
+        v, t = self._pair(other)
+        return Dual(self.value - v, _add(self.tangent, None if t is None else -t))
+
+    def __rsub__(self, other: Any) -> Dual:
+        return (-self).__add__(other)
+
+    def __mul__(self, other: Any) -> Dual:
+        v, t = self._pair(other)
+        return Dual(self.value * v, _add(chain(v, self.tangent), chain(self.value, t)))
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: Any) -> Dual:
+        v, t = self._pair(other)
+        out = self.value / v
+        return Dual(out, _add(self.tangent, None if t is None else -(out * t)) / v
+                    if (self.tangent is not None or t is not None) else None)
+
+    def __pow__(self, p: float) -> Dual:
+        return Dual(self.value ** p, chain(p * self.value ** (p - 1), self.tangent))
 
 
 def local_derivatives(fn: Function, inputs: tuple[Term, ...], output: Term) -> tuple[Partial, ...]:

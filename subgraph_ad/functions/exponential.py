@@ -3,8 +3,8 @@ written through the public UnaryFn door: a spelling and a local derivative each.
 
 Each local derivative reuses a node that exists already where it can (exp′ = exp, sqrt′ =
 0.5 / sqrt), so high orders close on the function's own output. σ′ = σ(1 − σ) is the exception
-in value: it rounds to 0 where σ rounds to 1 (u > 37), so σ′ is a function of its own
-(``QuadraticSlope``) whose derivatives still close on σ.
+in value: it rounds to 0 where σ rounds to 1 (u > 37), so σ′ is a function of its own whose
+derivative runs through σ (``Function.through``), so its derivatives still close on σ.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -55,45 +55,17 @@ class Sqrt(UnaryFn):
         return 0.5 / output
 
 
-class QuadraticSlope(UnaryFn):
-    """g′ of a function g whose derivative is a quadratic in its output, g′ = c + linear·g +
-    square·g² (tanh′ = 1 − tanh², σ′ = σ − σ²), computed as a value of its own: the quadratic
-    cancels to nothing where g rounds to its limit. Its own derivative is still the quadratic's,
-    (linear + 2·square·g)·g′, and Taylor mode takes its coefficients past the first from g's
-    (``linear``·g_k + ``square``·Σ g_j·g_{k−j}), so derivative graphs keep their size."""
-
-    #: the coefficients of g and g² in g′ (``linear`` is 0 or 1)
-    linear_part: float = 0.0
-    square: float = -1.0
-
-    @property
-    def of(self) -> Function:
-        """g, the function this is the derivative of."""
-        raise NotImplementedError
-
-    def fdiff(self, input: Term, output: Term) -> Term:
-        return self.through(input, output)
-
-    def through(self, input: Term, dg: Term) -> Term:
-        """(linear + 2·square·g)·dg: the derivative of g′(input) given dg, g′ times a tangent
-        (g′ itself for the local derivative). The forward engines pass g's own derivative node,
-        which they have built already, so repeated passes close on g and its derivatives."""
-        if not self.linear_part:  # 2c·(g·dg): fewer nodes in repeated passes than (2c·g)·dg
-            return 2.0 * self.square * (self.of(input) * dg)
-        return (self.linear_part + 2.0 * self.square * self.of(input)) * dg
-
-
 @dataclass(frozen=True, repr=False)
-class SigmoidSlope(QuadraticSlope):
-    """σ′ = 1/(2 + 2·cosh u), which is σ(1 − σ) without its cancellation."""
+class SigmoidSlope(UnaryFn):
+    """σ′ = 1/(2 + 2·cosh u), which is σ − σ² without its cancellation: its derivative runs
+    through σ (``through``), so every order closes on σ's nodes."""
 
     name = "dsigmoid"
     spelling = ("dsigmoid",)
-    linear_part = 1.0
 
     @property
-    def of(self) -> Function:
-        return sigmoid
+    def through(self) -> tuple[Function, Callable[[Any], Any]]:  # type: ignore[override]
+        return sigmoid, lambda g: g - g * g
 
 
 @dataclass(frozen=True, repr=False)

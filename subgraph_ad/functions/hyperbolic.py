@@ -4,25 +4,26 @@ through the public UnaryFn door."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from ..core.term import Term
 from .base import Function, UnaryFn, register
 from .elementary import Step
-from .exponential import QuadraticSlope, sqrt
+from .exponential import sqrt
 
 
 @dataclass(frozen=True, repr=False)
-class Sech2(QuadraticSlope):
+class Sech2(UnaryFn):
     """tanh′ = sech² = 1/cosh², which is 1 − tanh² without its cancellation (0 for |u| > 19,
-    where tanh rounds to ±1); its derivatives are −2·tanh·sech², and so on, polynomials in tanh
-    times sech²."""
+    where tanh rounds to ±1); its derivative runs through tanh (``through``): −2·tanh·sech², and
+    so on, polynomials in tanh times sech²."""
 
     name = "sech2"
     spelling = ("sech2",)
 
     @property
-    def of(self) -> Function:
-        return tanh
+    def through(self) -> tuple[Function, Callable[[Any], Any]]:  # type: ignore[override]
+        return tanh, lambda g: 1.0 - g * g
 
 
 @dataclass(frozen=True, repr=False)

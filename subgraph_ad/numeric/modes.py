@@ -35,7 +35,9 @@ import numpy as np
 from ..core import checks
 from ..core import OPS, UNFED, Tape, Term, UnfedPlaceholder, dependencies
 from ..functions import Function, power_partial
+from ..functions.view import gates
 from ..tables import html_table, text_table
+from ..tables import rule_table
 
 Values = Mapping[Any, Any]
 
@@ -120,7 +122,7 @@ def _pow_partials(a: Any, b: Any, out: Any, exponent_is_constant: bool) -> tuple
 #: The local partial derivatives of each op with respect to its operands, as values:
 #: (operand values, output value, whether the last operand is a constant) -> partials;
 #: None for a partial that is structurally zero. ``fn`` rows receive the function first.
-PARTIALS: dict[str, Callable[..., tuple[Any, ...]]] = {
+PARTIALS: dict[str, Callable[..., tuple[Any, ...]]] = rule_table("numeric PARTIALS", {
     "add": lambda a, b, out, const: (1.0, 1.0),
     "sub": lambda a, b, out, const: (1.0, -1.0),
     "mul": lambda a, b, out, const: (b, a),
@@ -128,7 +130,7 @@ PARTIALS: dict[str, Callable[..., tuple[Any, ...]]] = {
     "pow": _pow_partials,
     "neg": lambda a, out, const: (-1.0,),
     "fn": lambda fn, *values: fn.numeric_partials(*values[:fn.arity], output=values[fn.arity]),
-}
+})
 
 
 def _partials(tape: Tape, i: int, vals: dict[int, Any]) -> tuple[Any, ...]:
@@ -149,6 +151,15 @@ def _times(partial: Any, tangent: Any) -> Any:
     if np.ndim(product) == 0:
         return product if tangent != 0.0 else np.float64(0.0)
     return np.where(tangent == 0.0, 0.0, product)
+
+
+def _gated(partial: Any, product: Any) -> Any:
+    """partial · tangent for a partial that is a gate (``functions.view.gates``: relu′ = u > 0):
+    0 wherever the gate is, also where the tangent is inf or nan, as the graph engines'
+    selection gives."""
+    if np.ndim(product) == 0:
+        return product if partial != 0.0 else np.float64(0.0)
+    return np.where(np.asarray(partial) == 0.0, 0.0, product)
 
 
 def _tangents(tape: Tape, roots: list[int], seeds: dict[int, Any], values: Values | None,
@@ -177,6 +188,8 @@ def _tangents(tape: Tape, roots: list[int], seeds: dict[int, Any], values: Value
                     contribution = fn.f(*(tangent[a] if j == k else vals[b] for j, b in enumerate(args)))
                 else:
                     contribution = _times(p, tangent[a])
+                    if isinstance(fn, Function) and gates(fn)[k]:
+                        contribution = _gated(p, contribution)
                 total = contribution if total is None else total + contribution
             if total is not None:
                 tangent[i] = total
@@ -307,10 +320,14 @@ def vjp(outputs: Term | Sequence[Term], cotangents: Sequence[Any], values: Value
         for i in reversed(list(vals)):
             if i not in adjoint or not tape.nodes[i].args:
                 continue
-            for a, p in zip(tape.nodes[i].args, _partials(tape, i, vals)):
+            fn = tape.nodes[i].payload
+            flags = gates(fn) if isinstance(fn, Function) else ()
+            for k, (a, p) in enumerate(zip(tape.nodes[i].args, _partials(tape, i, vals))):
                 if p is None:
                     continue
                 contribution = _times(p, adjoint[i])
+                if k < len(flags) and flags[k]:
+                    contribution = _gated(p, contribution)
                 adjoint[a] = contribution if a not in adjoint else adjoint[a] + contribution
     return Grad(tape, adjoint)
 

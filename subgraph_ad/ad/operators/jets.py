@@ -13,6 +13,7 @@ from ...core import Callback, Term
 from ..forward import derivative_order
 from .algebra import Lin
 from .passes import PARTIALS, Pass, linear_share, linear_slot
+from ...tables import rule_table
 
 
 Jets = dict[int, list[Lin]]
@@ -74,7 +75,7 @@ def _chain_jet(p: Pass, i: int, node: Any, jets: Jets, k: int) -> Lin:
 
 
 #: The jet rules: coefficient k of a node from its operands' coefficients up to k.
-JETS: dict[str, Callable[[Pass, int, Any, Jets, int], Lin]] = {
+JETS: dict[str, Callable[[Pass, int, Any, Jets, int], Lin]] = rule_table("operator JETS", {
     "add": lambda p, i, node, jets, k: p.alg.add(_coef(p, jets, node.args[0], k), _coef(p, jets, node.args[1], k)),
     "sub": lambda p, i, node, jets, k: p.alg.add(_coef(p, jets, node.args[0], k),
                                                  p.alg.scale(_coef(p, jets, node.args[1], k), -1)),
@@ -83,7 +84,7 @@ JETS: dict[str, Callable[[Pass, int, Any, Jets, int], Lin]] = {
     "div": _div_jet,
     "pow": _chain_jet,
     "fn": _chain_jet,
-}
+})
 
 
 def _jet_orders(p: Pass, root: int, n: int) -> dict[int, int]:

@@ -8,11 +8,13 @@ from fractions import Fraction
 from typing import Any, Callable, Optional
 
 from ...core import Callback, LimitError, Tape, Term, checks, dependencies
-from ...functions import QuadraticSlope
+from ...functions.base import Dual
+from ...functions.view import view
 from ..forward import derivative_order
 from .algebra import Lin, bits
 from .arguments import check_vars, check_weights, metric
 from .passes import Pass, linear_share, linear_slot
+from ...tables import rule_table
 
 
 Values = dict[int, Lin]
@@ -56,21 +58,22 @@ def _chain_laplacian(p: Pass, i: int, node: Any, lap: Values) -> Lin:
 
 
 def _fn_laplacian(p: Pass, i: int, node: Any, lap: Values) -> Lin:
-    """A function's Laplacian by the chain rule; g′(a) of a ``QuadraticSlope`` (tanh′, σ′) as
-    its quadratic q(g): Δq(g) = q′(g)·Δg + 2·square·∇g·∇g, which reuses g's own Laplacian where
-    the pass has built it (g is then a node the root needs)."""
-    fn = node.payload
-    if isinstance(fn, QuadraticSlope):
-        g = fn.of(Term(p.tape, node.args[0])).index
-        if g in lap:
-            alg = p.alg
-            slope = alg.add(alg.constant(Fraction(fn.linear_part)), {g: Fraction(2 * fn.square)})
-            return alg.add(alg.mul(slope, lap[g]), alg.scale(p.pair(g, g), 2 * fn.square))
+    """A function's Laplacian by the chain rule; q = Q(g(a)) declared to run through g (tanh′,
+    σ′) as Δq = Q′(g)·Δg + Q″(g)·∇g·∇g, which reuses g's own Laplacian where the pass has built
+    it (g is then a node the root needs)."""
+    through = view(p.tape, i).through()
+    if through is not None and through[0].index in lap:
+        g, q = through
+        one = p.tape.const(1.0)
+        slope = q(Dual(Dual(g, one), 1.0))  # Q′(g) and Q″(g): Q differentiated twice
+        first, second = (None if t is None else g._lift(t) for t in (slope.value.tangent, slope.tangent.tangent))
+        total = p.times(lap[g.index], first)
+        return p.alg.add(total, p.times(p.pair(g.index, g.index), second))
     return _chain_laplacian(p, i, node, lap)
 
 
 #: The Laplacian rules, one per op: (pass, node index, node, the operands' Laplacians) -> Lin.
-LAPLACIAN: dict[str, Callable[[Pass, int, Any, Values], Lin]] = {
+LAPLACIAN: dict[str, Callable[[Pass, int, Any, Values], Lin]] = rule_table("Laplacian LAPLACIAN", {
     "add": lambda p, i, node, lap: p.alg.add(lap.get(node.args[0]), lap.get(node.args[1])),
     "sub": lambda p, i, node, lap: p.alg.add(lap.get(node.args[0]), p.alg.scale(lap.get(node.args[1]), -1)),
     "neg": lambda p, i, node, lap: p.alg.scale(lap.get(node.args[0]), -1),
@@ -78,7 +81,7 @@ LAPLACIAN: dict[str, Callable[[Pass, int, Any, Values], Lin]] = {
     "div": _div_laplacian,
     "pow": _chain_laplacian,
     "fn": _fn_laplacian,
-}
+})
 
 
 def _laplacian_pass(p: Pass, root: int) -> Values:

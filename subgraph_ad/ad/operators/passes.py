@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence
 
 from ...core import Tape, Term, dependencies
-from ...functions import Function, power_partial
+from ...functions import Function, gate, is_gate, power_partial
 from .algebra import ONE, Algebra, Lin, Scalar, bits
 from .local import Local
+from ...tables import rule_table
 
 
 def _fn_partials(p: Pass, node: Any, operands: list[Term], out: Term) -> tuple[Optional[Term], ...]:
@@ -24,7 +25,9 @@ def _pow_partials(p: Pass, node: Any, operands: list[Term], out: Term) -> tuple[
 
 #: The local partials ∂out/∂operand of the ops a pass differentiates generically (None: zero),
 #: from the function's own ``fdiff`` or the power's ``power_partial``.
-PARTIALS: dict[str, Callable[..., tuple[Optional[Term], ...]]] = {"fn": _fn_partials, "pow": _pow_partials}
+#: The other ops have rules of their own in each pass (``ADJOINTS``, ``LAPLACIAN``, ``JETS``).
+PARTIALS: dict[str, Callable[..., tuple[Optional[Term], ...]]] = rule_table(
+    "operator PARTIALS", {"fn": _fn_partials, "pow": _pow_partials}, without=("add", "sub", "mul", "div", "neg"))
 
 
 class Pass:
@@ -124,9 +127,12 @@ class Pass:
 
     def times(self, value: Lin, f: Optional[Term]) -> Lin:
         """value · f for a local partial f; a reciprocal c/v is applied as a quotient (value·c)/v,
-        so no 1/v is built (``functions.chain`` does the same)."""
+        so no 1/v is built (``functions.chain`` does the same); a gate f (relu′ = u > 0) selects
+        the value instead (``functions.gate``), so a flat piece's inf never meets it."""
         if f is None or value is None:
             return None
+        if is_gate(f):
+            return self.alg.of(gate(f, self.alg.term(value)))
         node = f.node
         if node.op == "div" and self.tape.nodes[node.args[0]].op == "const":
             c = self.alg.number(node.args[0])
@@ -372,7 +378,7 @@ def _chain_adjoint(p: Pass, i: int, node: Any, bar: Lin) -> list[tuple[int, Lin]
 
 
 #: How an adjoint reaches the operands, by op (a square's one operand gets 2·bar·a).
-ADJOINTS: dict[str, Callable[[Pass, int, Any, Lin], list[tuple[int, Lin]]]] = {
+ADJOINTS: dict[str, Callable[[Pass, int, Any, Lin], list[tuple[int, Lin]]]] = rule_table("operator ADJOINTS", {
     "add": lambda p, i, node, bar: [(node.args[0], bar), (node.args[1], bar)],
     "sub": lambda p, i, node, bar: [(node.args[0], bar), (node.args[1], p.alg.scale(bar, -1))],
     "neg": lambda p, i, node, bar: [(node.args[0], p.alg.scale(bar, -1))],
@@ -380,4 +386,4 @@ ADJOINTS: dict[str, Callable[[Pass, int, Any, Lin], list[tuple[int, Lin]]]] = {
     "div": _div_adjoint,
     "pow": _chain_adjoint,
     "fn": _chain_adjoint,
-}
+})

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Callable
 
 from ...core import Node, Tape
 from ...core.ops import LEAVES
+from ...functions.view import gates
+from ...tables import rule_table
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .series import Series
@@ -22,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 #: The degree of a node whose Taylor series does not end (exp, a division by x, ...).
 UNBOUNDED = 1 << 30
 #: How many leading operands of a form enter coefficient k linearly (a_k in add, u_k in root, ...).
-LINEAR = {"add": 2, "sub": 2, "neg": 1, "div": 1, "root": 1, "linear": 1, "quadratic": 1}
+LINEAR = {"add": 2, "sub": 2, "neg": 1, "div": 1, "root": 1, "linear": 1, "through": 1, "gated": 2}
 
 
 def whole(node: Node) -> bool:
@@ -55,17 +57,19 @@ def _fn_degree(nodes: list[Node], node: Node, deg: list[int]) -> int:
     """0 for a function constant to differentiation; the moving argument's bound for one linear
     in it whose other arguments are free of wrt (select(c, a), xlogy(p, a)): coefficient k is
     then f of that argument's coefficient k (``recurrences``); else unbounded."""
-    fn = node.payload
+    fn = node.payload  # read as ``functions.view`` declares it: constant, linear, gated
     if fn.constant:
         return 0
     moving = [k for k, a in enumerate(node.args) if deg[a]]
     if len(moving) == 1 and fn.is_linear(moving[0]):
         return deg[node.args[moving[0]]]
+    if moving and all(gates(fn)[k] for k in moving):  # relu(u): u's coefficients, selected
+        return max(deg[node.args[k]] for k in moving)
     return UNBOUNDED
 
 
 #: The degree bound of a node that depends on wrt, by op, from its operands' bounds.
-DEGREES: dict[str, Callable[[list[Node], Node, list[int]], int]] = {
+DEGREES: dict[str, Callable[[list[Node], Node, list[int]], int]] = rule_table("Taylor DEGREES", {
     "add": _sum_degree,
     "sub": _sum_degree,
     "neg": _sum_degree,
@@ -73,7 +77,7 @@ DEGREES: dict[str, Callable[[list[Node], Node, list[int]], int]] = {
     "div": _div_degree,
     "pow": _pow_degree,
     "fn": _fn_degree,
-}
+})
 
 
 class Degrees:
@@ -158,5 +162,5 @@ def plan(series: Series, root: int, wanted: range) -> list[tuple[int, int]]:
                     uses[ka] = uses.get(ka, 0) + 1
                     uses[kb] = uses.get(kb, 0) + 1
         terms[key] = live
-        kinds[key] = 2 if best and form[0] in ("div", "root", "linear") else best
+        kinds[key] = 2 if best and form[0] in ("div", "root", "linear", "gated") else best
     return order

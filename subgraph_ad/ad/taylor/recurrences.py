@@ -16,10 +16,12 @@ Coefficients y_k = y⁽ᵏ⁾/k! of every node along x ↦ x + t, by the standar
   ``a ** b`` otherwise is exp(b·log(a)): the unary case with g = y; with a constant in x but not
   a positive number (0 ** b, a var base) it is dy = xlogy(y, a)·db (pow's own partial), so that 0 ** b has the
   derivatives 0 where b > 0 rather than 0·(−inf);
-- g′ of a function g whose g′ is a quadratic in g (``QuadraticSlope``: sech² = 1 − tanh², σ′ = σ − σ²):
-  coefficient 0 is its own node (accurate where the quadratic cancels), coefficient k the
-  quadratic's, c·Σ_{j=0..k} g_j·g_{k−j} ("square") plus g_k ("quadratic", σ′), whose products
-  pair up under interning;
+- a function whose value is Q(g(u)), declared to run through g (``Function.through``: sech² is
+  1 − tanh², σ′ is σ − σ²): coefficient 0 is its own node (accurate where Q cancels),
+  coefficient k that of the node Q(g) ("through"), whose products pair up under interning;
+- a function whose partials are gates (``functions.is_gate``: relu′ = u > 0, maximum′): its
+  partials have degree 0, and coefficient k is the gate applied to the operand's coefficient k
+  ("gated"), a selection, so the flat piece's inf or nan never meets a product;
 - a function linear in one argument (``linear``: xlogy(p, a) = p·log(a), 0 where p is 0) whose
   other arguments are constant in x: coefficient k is f(p_k, a).
 
@@ -34,9 +36,11 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from ...core import Node, Term
-from ...functions import QuadraticSlope, local_derivatives, log, power_partial
+from ...functions import gate, log, power_partial
+from ...functions.view import view
 from .coefficients import Lazy
 from .plan import whole
+from ...tables import rule_table
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .series import Series
@@ -90,22 +94,25 @@ def _unary(s: Series, build: Callable[[], tuple[int, Optional[Term]]]) -> Form:
 
 
 def _fn_form(s: Series, i: int, node: Node) -> Form:
-    fn = node.payload
-    linear = [k for k, a in enumerate(node.args) if fn.is_linear(k)
+    v = view(s.tape, i)
+    linear = [k for k, a in enumerate(node.args) if v.linear(k)
               and all(s.degree(b) == 0 for j, b in enumerate(node.args) if j != k)]
     if linear:  # linear in the one argument that moves: coefficient k is f(p_k, a)
         return ("linear", node.args[linear[0]], i)
-    if fn.arity == 2:  # ("binary", a, ga, ca, b, gb, cb): the ODE recurrence over both operands
-        inputs = tuple(Term(s.tape, a) for a in node.args)
-        return _chained(s, "binary", lambda: list(zip(node.args, local_derivatives(fn, inputs, Term(s.tape, i)))))
+    through = v.through()
+    if through is not None:  # coefficients past 0 from Q(g)'s
+        g, q = through
+        return ("through", q(g).index)
+    if v.all_gated(s.degree):  # each moving operand's coefficient k selected by its gate
+        return ("gated", node.args[0], node.args[-1])
+    if v.fn.arity == 2:  # ("binary", a, ga, ca, b, gb, cb): the ODE recurrence over both operands
+        return _chained(s, "binary", lambda: list(zip(node.args, v.partials())))
     (u,) = node.args
-    if isinstance(fn, QuadraticSlope):  # coefficients past 0 from g's, as the quadratic's
-        return ("quadratic" if fn.linear_part else "square", fn.of(Term(s.tape, u)).index, fn.square)
-    if fn.power == 0.5:
+    if getattr(v.fn, "power", None) == 0.5:
         return ("root", u)
     if s.negated(i) is not None:
         return ("neg", s.negated(i))
-    return _unary(s, lambda: (u, local_derivatives(fn, (Term(s.tape, u),), Term(s.tape, i))[0]))
+    return _unary(s, lambda: (u, v.partials()[0]))
 
 
 def _pow_form(s: Series, i: int, node: Node) -> Form:
@@ -131,7 +138,7 @@ def _pow_form(s: Series, i: int, node: Node) -> Form:
 
 
 #: The form of a node that depends on wrt, by op.
-FORMS: dict[str, Callable[[Series, int, Node], Form]] = {
+FORMS: dict[str, Callable[[Series, int, Node], Form]] = rule_table("Taylor FORMS", {
     "add": lambda s, i, node: ("add", *node.args),
     "sub": lambda s, i, node: ("sub", *node.args),
     "mul": lambda s, i, node: ("mul", *node.args),
@@ -139,19 +146,13 @@ FORMS: dict[str, Callable[[Series, int, Node], Form]] = {
     "neg": lambda s, i, node: ("neg", node.args[0]),
     "pow": _pow_form,
     "fn": _fn_form,
-}
+})
 
 
 def _mul_products(s: Series, form: Form, i: int, k: int) -> list[Product]:
     a, b = form[1], form[2]
     low, high = max(0, k - s.degree(b)), min(k, s.degree(a))
     return [((a, j), (b, k - j), 1.0) for j in range(low, high + 1)]
-
-
-def _square_products(s: Series, form: Form, i: int, k: int) -> list[Product]:
-    g, c = form[1], form[2]
-    low, high = max(0, k - s.degree(g)), min(k, s.degree(g))
-    return [((g, j), (g, k - j), c) for j in range(low, high + 1)]
 
 
 def _div_products(s: Series, form: Form, i: int, k: int) -> list[Product]:
@@ -174,6 +175,21 @@ def _linear_coefficient(s: Series, form: Form, i: int, k: int, terms: list[Lazy]
     return s.arith.canon((c, node.payload(*args).index))
 
 
+def _gated_coefficient(s: Series, form: Form, i: int, k: int, terms: list[Lazy]) -> Lazy:
+    """Σ gate(p_m, a_{m,k}) over the moving operands: each gate (degree 0) selects the operand's
+    coefficient k, its scalar kept apart (select(c, c′·T) = c′·select(c, T))."""
+    tape = s.tape
+    v = view(tape, i)
+    shares: list[Lazy] = []
+    for a, p in zip(v.operands, v.partials()):
+        value = s.get(a, k) if p is not None and k <= s.degree(a) else None
+        if p is not None and value is not None:
+            c, t = value
+            moving = Term(tape, t) if t is not None else tape.const(1.0)
+            shares.append(s.arith.canon((c, gate(p, moving).index)))
+    return s.arith.total(shares)
+
+
 def _unary_products(s: Series, form: Form, i: int, k: int) -> list[Product]:
     """k·y_k = Σ_{j=1..k} j·u_j·g_{k−j} summed over the form's (u, g, c) triples: one for a
     function of one operand, two for a BinaryFn."""
@@ -191,7 +207,7 @@ def _none(s: Series, form: Form, i: int, k: int) -> list[Product]:
 
 
 #: The products (coefficient, coefficient, factor) that coefficient k of a node sums, by kind.
-PRODUCTS: dict[str, Callable[[Series, Form, int, int], list[Product]]] = {
+PRODUCTS: dict[str, Callable[[Series, Form, int, int], list[Product]]] = rule_table("Taylor PRODUCTS", {
     "zero": _none, "var": _none, "add": _none, "sub": _none, "neg": _none,
     "mul": _mul_products,
     "div": _div_products,
@@ -199,9 +215,9 @@ PRODUCTS: dict[str, Callable[[Series, Form, int, int], list[Product]]] = {
     "unary": _unary_products,
     "binary": _unary_products,
     "linear": _none,
-    "square": _square_products,
-    "quadratic": _square_products,
-}
+    "through": _none,
+    "gated": _none,
+}, keys=lambda: COMPUTE)
 
 
 def _negative(value: Lazy) -> Lazy:
@@ -238,7 +254,7 @@ SCALES: dict[str, Callable[[Series, Form, int, int, Callable[[int], Any]], Any]]
 }
 
 #: Coefficient k of a node from its form and its products' values, by kind.
-COMPUTE: dict[str, Callable[[Series, Form, int, int, list[Lazy]], Lazy]] = {
+COMPUTE: dict[str, Callable[[Series, Form, int, int, list[Lazy]], Lazy]] = rule_table("Taylor COMPUTE", {
     "zero": lambda s, form, i, k, terms: None,
     "var": lambda s, form, i, k, terms: (1.0, None) if k == 1 else None,
     "add": lambda s, form, i, k, terms: s.arith.total([s.get(form[1], k), s.get(form[2], k)]),
@@ -250,6 +266,6 @@ COMPUTE: dict[str, Callable[[Series, Form, int, int, list[Lazy]], Lazy]] = {
     "unary": _unary_coefficient,
     "binary": _unary_coefficient,
     "linear": _linear_coefficient,
-    "square": lambda s, form, i, k, terms: s.arith.total(terms),
-    "quadratic": lambda s, form, i, k, terms: s.arith.total([s.get(form[1], k)] + terms),
-}
+    "through": lambda s, form, i, k, terms: s.get(form[1], k),
+    "gated": _gated_coefficient,
+}, keys=lambda: PRODUCTS)

@@ -33,6 +33,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from ...tables import rule_table
 from ...functions import Function
 from ...functions.elementary import steps
 from ..program import Operand, Program
@@ -153,6 +154,7 @@ LOWERING: dict[str, Lowering] = {
     "neg": lambda a, operands, dtype, fn: f"-{a[0]}",
     "fn": _function,
 }
+rule_table("C LOWERING", LOWERING)
 
 
 def c_body(program: Program, dtype: str = "double") -> str:

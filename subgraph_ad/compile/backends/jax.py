@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ...tables import rule_table
 from ...functions import Function
 from ...functions.elementary import Elementary, steps
 from ...functions.gamma import Polygamma
@@ -228,6 +229,7 @@ LOWERING: dict[str, Lowering] = {
     "neg": lambda a, operands, fn, names, key: f"-{a[0]}",
     "fn": lambda a, operands, fn, names, key: _call(a, fn, names, key),
 }
+rule_table("JAX LOWERING", LOWERING)
 
 
 def source(program: Program) -> tuple[str, dict[str, Any]]:

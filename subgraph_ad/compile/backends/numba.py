@@ -34,6 +34,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ...tables import rule_table
 from ...functions import Function
 from ...functions.elementary import ELEMENTARY, Elementary, steps
 from ..cache import CACHE_MIN_STEPS, cache_key, cache_load, cache_store
@@ -377,6 +378,7 @@ LOWERING: dict[str, Lowering] = {
     "neg": lambda e, a, operands, fn: e.op("fneg", a[0]),
     "fn": lambda e, a, operands, fn: _function(e, a, fn),
 }
+rule_table("Numba LOWERING", LOWERING)
 
 
 @dataclass

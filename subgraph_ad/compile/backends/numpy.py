@@ -19,6 +19,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from ...tables import rule_table
 from ...functions.elementary import steps
 from ..cache import CACHE_MIN_STEPS
 from ..program import (CHUNK, Operand, Program, allocate, callee, chunks, define, literal, namespace, read_counts,
@@ -47,6 +48,7 @@ LOWERING: dict[str, _Row] = {
     # a function of any arity: {a} is its operands in order; blocks: only without ufuncs
     "fn": _Row("{f}{a})", "_np.copyto({r}, {f}{a}))"),
 }
+rule_table("NumPy LOWERING", LOWERING)
 
 
 #: The deepest a one-point statement nests the values it computes in place (``scalar_source``):
