@@ -392,7 +392,7 @@ def main() -> int:
         plot(results, out / "sizes.png")
         written.append("sizes.png")
     except ImportError:
-        print("matplotlib is not installed: no plot (pip install 'subgraph_ad[bench]')")
+        print("matplotlib is not installed: no plot (pip install matplotlib)")
     print(f"wrote {', '.join(written)} in {out} in {time.perf_counter() - started:.0f} s")
     return 0
 

@@ -15,7 +15,7 @@ def save(name: str, draw: Callable[[Any], None]) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print(f"(plot {name}.png skipped: pip install 'subgraph_ad[plot]' for matplotlib)")
+        print(f"(plot {name}.png skipped: pip install matplotlib)")
         return
     Path("out").mkdir(exist_ok=True)
     plt.figure(figsize=(6, 4))

@@ -17,7 +17,7 @@ hand it to other array libraries (``devices``):
 - ``"numba"``: each chunk as one loop over the points in SIMD vectors (8 points an instruction
   with AVX-512), LLVM IR compiled through llvmlite, Numba's LLVM binding; Numba compiles what
   has no IR of its own (a user's Python function). Run on slices of the points by every core
-  (``pip install 'subgraph_ad[numba]'``). Without Numba, or for a user function Numba cannot
+  (``pip install numba``). Without Numba, or for a user function Numba cannot
   compile, it warns (``BackendWarning``) at the first call on arrays and uses ``"numpy"``:
   results are the same, only speed differs. An input passed as one number stays one number.
 

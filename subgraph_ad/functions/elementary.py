@@ -80,7 +80,7 @@ def _scipy(name: str) -> Callable[..., Any] | None:
 
 def _special(name: str, scalar: Callable[[float], float]) -> Callable[..., Any]:
     """An array function for a ``math`` special function: SciPy's ufunc when installed
-    (``pip install 'subgraph_ad[special]'``), else ``math`` point by point."""
+    (``pip install scipy``), else ``math`` point by point."""
 
     def array(v: Any) -> Any:
         found = _scipy(name)

@@ -10,7 +10,7 @@ be (cos(πx) − sinc(x))/x, 0/0 at x = 0, so sinc's derivatives are functions o
 stable upward for π|x| >= k and downward below: finite, and right, at 0 and to a few ulps of
 their size everywhere, at every order. Values come from SciPy's ufuncs (gamma and
 lgamma fall back to ``math`` without SciPy; the others need it: ``pip install
-'subgraph_ad[special]'``).
+scipy``).
 
 >>> import subgraph_ad as sad
 >>> tape = sad.Tape(); x = tape.var("x", 0.0)
@@ -43,7 +43,7 @@ def _needs_scipy(name: str) -> Callable[..., Any]:
     def array(*v: Any) -> Any:
         found = _scipy(name)
         if found is None:
-            raise ImportError(f"{name} needs SciPy for its values: pip install 'subgraph_ad[special]'")
+            raise ImportError(f"{name} needs SciPy for its values: pip install scipy")
         return found(*v)
 
     array.__name__ = name

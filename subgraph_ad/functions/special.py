@@ -1,7 +1,7 @@
 """The error functions erf and erfc, written through the public UnaryFn door.
 
 Their derivative ±2/√π·exp(−u²) closes on exp, so every order stays small in Taylor mode.
-Values come from SciPy's ufuncs when SciPy is installed (``pip install 'subgraph_ad[special]'``),
+Values come from SciPy's ufuncs when SciPy is installed (``pip install scipy``),
 else from ``math.erf`` point by point (the ``erf`` elementary); compiled code uses ``math.erf``.
 """
 

@@ -60,7 +60,7 @@ PREAMBLE = """#ifndef INFINITY
 #endif
 """
 
-INSTALL = "pip install 'subgraph_ad[cuda]' (CuPy for CUDA 12: cupy-cuda12x)"
+INSTALL = "pip install cupy-cuda12x (CuPy for CUDA 12)"
 
 
 def available() -> bool:

@@ -47,7 +47,7 @@ def _jax() -> tuple[Any, Any]:
         import jax
         import jax.numpy as jnp
     except ImportError as error:
-        raise ImportError(f"JAX is not installed ({error}); pip install 'subgraph_ad[jax]'") from error
+        raise ImportError(f"JAX is not installed ({error}); pip install jax") from error
     return jax, jnp
 
 

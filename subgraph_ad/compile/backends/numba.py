@@ -74,7 +74,7 @@ def _target() -> _Target:
     except (ImportError, ValueError):  # ValueError: removed from sys.modules by hand
         found = None
     if found is None:
-        raise ImportError("Numba is not installed (pip install 'subgraph_ad[numba]')")
+        raise ImportError("Numba is not installed (pip install numba)")
     return _host()
 
 
