@@ -25,7 +25,7 @@ from typing import Any, Callable, TypeVar, cast
 
 import numpy as np
 
-from .system import (ADD, CHAIN, CHAIN0, DIV, LINEAR, MUL, NEG, QUADRATIC, ROOT, SCALE, SQUARE, STATE, SUB, VADD,
+from .system import (ADD, CHAIN, CHAIN0, COPY, DIV, GATE, GATE0, LINEAR, MUL, NEG, ROOT, SCALE, STATE, SUB, VADD,
                      VCONST, VDIV, VMUL, VNATIVE, VNEG, VPOW, VSUB)
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -226,10 +226,14 @@ def fill(code: np.ndarray, scalars: np.ndarray, segments: np.ndarray, c: np.ndar
             elif op == LINEAR:
                 for m in range(first, end):
                     c[code[m, 1], k] = c[code[m, 2], k] * c[code[m, 3], zero]
-            else:  # SQUARE, QUADRATIC
+            elif op == COPY:
                 for m in range(first, end):
-                    i, a = code[m, 1], code[m, 2]
-                    c[i, k] = scalars[m] * _dot(c, a, a, zero, k, k) + (c[a, k] if op == QUADRATIC else 0.0)
+                    c[code[m, 1], k] = c[code[m, 2], k]
+            else:  # GATE0, GATE: a gate selects, so 0·inf is 0
+                for m in range(first, end):
+                    i, a, p = code[m, 1], code[m, 2], code[m, 3]
+                    term = c[p, zero] * c[a, k] if c[p, zero] != 0.0 else 0.0
+                    c[i, k] = term if op == GATE0 else c[i, k] + term
 
 
 @_jit

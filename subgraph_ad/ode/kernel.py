@@ -8,7 +8,8 @@ instruction reading only what the order before or its operands at this order hav
 - MUL    Σ_{j=0..k} a_j·b_{k−j}                 - SCALE  a_0·b_k (a constant in t)
 - DIV    (a_k − Σ_{j=1..k} b_j·q_{k−j}) / b_0    - ROOT   (u_k − Σ_{j=1..k−1} y_j·y_{k−j}) / (2·y_0)
 - CHAIN0, CHAIN  = / += c·Σ_{j=1..k} j·u_j·g_{k−j} / k  (a function of u with derivative c·g)
-- LINEAR p_k·f(1, a)                           - SQUARE, QUADRATIC  c·Σ g_j·g_{k−j} (+ g_k)
+- LINEAR p_k·f(1, a)                           - COPY  a_k (a function through Q(g): Q(g)'s)
+- GATE0, GATE  = / += p_0·a_k where p_0 ≠ 0, else 0 (a gate selects: 0·inf is 0)
 
 The same instructions run compiled on one member in ``compiled.py`` (the Numba backend's
 stepping loop); this is the NumPy backend's, and the values of a function the compiled kernel
@@ -20,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..functions.elementary import ELEMENTARY
-from .system import (ADD, CHAIN, CHAIN0, DIV, LINEAR, MUL, NATIVE, NEG, QUADRATIC, ROOT, SCALE, STATE, SUB, VADD,
+from .system import (ADD, CHAIN, CHAIN0, COPY, DIV, GATE, GATE0, LINEAR, MUL, NATIVE, NEG, ROOT, SCALE, STATE, SUB, VADD,
                      VCALL, VCONST, VDIV, VMUL, VNATIVE, VNEG, VPOW, VSUB, System)
 
 _ARITHMETIC = {VADD: np.add, VSUB: np.subtract, VMUL: np.multiply, VDIV: np.divide, VPOW: np.power}
@@ -70,5 +71,8 @@ def fill_numpy(code: np.ndarray, scalars: np.ndarray, c: np.ndarray, order: int)
                 c[i, k] = term if op == CHAIN0 else c[i, k] + term
             elif op == LINEAR:
                 c[i, k] = c[a, k] * c[b, 0]
-            else:  # SQUARE, QUADRATIC
-                c[i, k] = s * np.einsum("jb,jb->b", c[a, :k + 1], c[a, k::-1]) + (c[a, k] if op == QUADRATIC else 0.0)
+            elif op == COPY:
+                c[i, k] = c[a, k]
+            else:  # GATE0, GATE
+                term = np.where(c[b, 0] != 0.0, c[b, 0] * c[a, k], 0.0)
+                c[i, k] = term if op == GATE0 else c[i, k] + term

@@ -26,10 +26,11 @@ from ..ad.taylor.series import Series
 from ..core import Tape, Term
 from ..core.ops import LEAVES
 from ..functions.elementary import ELEMENTARY, steps
+from ..functions.view import view
 
 #: The kernel's instruction codes (``kernel.py``): how row i gets its coefficient k.
 #: CHAIN0 is a row's first CHAIN (it assigns, the rest add), SCALE a product with a constant.
-STATE, ADD, SUB, NEG, MUL, DIV, ROOT, CHAIN, LINEAR, SQUARE, QUADRATIC, CHAIN0, SCALE = range(13)
+STATE, ADD, SUB, NEG, MUL, DIV, ROOT, CHAIN, LINEAR, COPY, GATE, CHAIN0, SCALE, GATE0 = range(14)
 #: The value instructions (op, row, a, b) with a scalar: a constant, the arithmetic, a call of a
 #: function's ``f`` (b: its index in ``System.calls``, the operands in a and ``VSECOND``), and
 #: from ``VNATIVE`` on the elementaries of ``NATIVE`` by number.
@@ -42,7 +43,7 @@ _VALUE_OPS = {"add": VADD, "sub": VSUB, "mul": VMUL, "div": VDIV, "neg": VNEG, "
 #: The operands whose coefficient k a form's coefficient k reads (computed first at each order);
 #: a chain's g is read at orders below k only.
 _SAME_ORDER = {"add": (1, 2), "sub": (1, 2), "mul": (1, 2), "div": (1, 2), "neg": (1,), "root": (1,),
-               "linear": (1,), "square": (1,), "quadratic": (1,)}
+               "linear": (1,), "through": (1,)}
 
 
 class _Moving(Degrees):
@@ -101,6 +102,8 @@ def _reads(form: tuple, k: int) -> list[tuple[int, int]]:
 
 
 def _same_order(form: tuple) -> list[int]:
+    if form[0] == "gated":
+        return list(form[1:])
     if form[0] in ("unary", "binary"):
         return [form[at] for at in range(1, len(form), 3)]
     return [form[at] for at in _SAME_ORDER.get(form[0], ())]
@@ -122,6 +125,7 @@ def _build(tape: Tape, time: Optional[Term], states: Sequence[Term], rhs: Sequen
     series.degree = _Moving(tape, set(state_of), time_index)
     forms: dict[int, tuple] = {}
     extra: dict[int, int] = {}  # a linear form's node -> its f(…, 1, …) node
+    gates: dict[int, list[tuple[int, int]]] = {}  # a gated form's node -> its (operand, gate) pairs
     need: dict[int, int] = {}  # the highest order of each node that is read
     # A chain's g is read one order below its node, so a chain of ever new derivatives (digamma′ =
     # polygamma(1, ·), …) ends after p links; a node read at order 0 only is a value.
@@ -142,6 +146,12 @@ def _build(tape: Tape, time: Optional[Term], states: Sequence[Term], rhs: Sequen
             forms[i] = series.form(i)
         form = forms[i]
         reads = [(form[1], k - 1)] if form[0] == "state" else _reads(form, k)
+        if form[0] == "gated":
+            if i not in gates:
+                v = view(tape, i)
+                gates[i] = [(a, p.index) for a, p in zip(v.operands, v.partials()) if p is not None]
+                forms[i] = form = ("gated", *(a for a, _ in gates[i]))  # the operands that move
+            reads = [(a, k) for a, _ in gates[i]] + [(p, 0) for _, p in gates[i]]
         if form[0] == "linear":
             if i not in extra:
                 args = [tape.const(1.0) if a == form[1] else Term(tape, a) for a in node.args]
@@ -160,7 +170,7 @@ def _build(tape: Tape, time: Optional[Term], states: Sequence[Term], rhs: Sequen
     constant = {i for i, form in forms.items() if form == ("zero",) and need[i] > 0}
     for i in laid:
         if i in forms:
-            _lay_out(forms[i], row[i], row, extra.get(i), constant, code, scalars)
+            _lay_out(forms[i], row[i], row, extra.get(i), gates.get(i, []), constant, code, scalars)
     values, constants, calls = _values(tape, laid, row, {*state_of, time_index})
     code_ = np.array(code, dtype=np.int64).reshape(-1, 4)
     table, segments = _scheduled(code_)
@@ -186,7 +196,7 @@ def _scheduled(code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     for op, i, a, b in code.tolist():
         operands = [(a, b)[c - 2] for c in _READS_SAME.get(op, (2,))]
         level[i] = max([level.get(i, 0)] + [level.get(r, 0) + 1 for r in operands])
-    group = {CHAIN: CHAIN0}
+    group = {CHAIN: CHAIN0, GATE: GATE0}
     kinds = [group.get(op, op) for op in code[:, 0].tolist()]
     order = sorted(range(len(code)), key=lambda m: (level[int(code[m, 1])], kinds[m], m))
     table = np.array(order, dtype=np.int64)
@@ -266,8 +276,8 @@ def _topological(forms: dict[int, tuple]) -> list[int]:
     return order
 
 
-def _lay_out(form: tuple, i: int, row: dict[int, int], scale: Optional[int], constant: set[int],
-             code: list[tuple[int, int, int, int]], scalars: list[float]) -> None:
+def _lay_out(form: tuple, i: int, row: dict[int, int], scale: Optional[int], gates: list[tuple[int, int]],
+             constant: set[int], code: list[tuple[int, int, int, int]], scalars: list[float]) -> None:
     """The instructions for row i's coefficients past 0 (none for a constant, t or a state);
     a product with a node constant in t is a scaling (``constant``: the tape indices of those)."""
     kind = form[0]
@@ -294,6 +304,10 @@ def _lay_out(form: tuple, i: int, row: dict[int, int], scale: Optional[int], con
         assert scale is not None  # set with the form
         code.append((LINEAR, i, row[form[1]], row[scale]))
         scalars.append(0.0)
-    elif kind in ("square", "quadratic"):
-        code.append((SQUARE if kind == "square" else QUADRATIC, i, row[form[1]], 0))
-        scalars.append(float(form[2]))
+    elif kind == "through":  # the coefficients of Q(g), a node of its own
+        code.append((COPY, i, row[form[1]], 0))
+        scalars.append(0.0)
+    elif kind == "gated":  # Σ gate(p, a_k): p's coefficient 0 selects and weighs a's coefficient k
+        for m, (a, p) in enumerate(gates):
+            code.append((GATE0 if m == 0 else GATE, i, row[a], row[p]))
+            scalars.append(0.0)
