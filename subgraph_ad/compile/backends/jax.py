@@ -31,6 +31,7 @@ import numpy as np
 
 from ...functions.elementary import Elementary, steps
 from ...functions.gamma import Polygamma
+from ..devices import DeviceCompiled
 from ..program import Lowering, Operand, Program, Step, define, literal
 from .c import NotLowerable
 
@@ -287,3 +288,26 @@ def function(program: Program) -> Callable[..., tuple[Any, ...]]:
         return compute(*args)  # type: ignore[no-any-return]
 
     return call
+
+
+class JaxCompiled(DeviceCompiled):
+    """The program as a function of JAX arrays or numbers, broadcast like NumPy."""
+
+    backend = "jax"
+
+    def __init__(self, program: Program, names: list[str], single: bool) -> None:
+        super().__init__(program, names, single)
+        self._function = function(program)
+
+    def _run(self, *args: Any) -> Any:
+        return self._shaped(self._function(*args))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (JaxCompiled, (self.program, self.names, self.single))
+
+
+def compiled(program: Program, names: list[str], single: bool, dtype: str,
+             fallback: Callable[[], Callable[..., Any]]) -> JaxCompiled:
+    """``lambdify``'s callable (``registry.Device``): float64, or float32 for float32 arrays;
+    nothing stands in for JAX, so ``fallback`` is never used."""
+    return JaxCompiled(program, names, single)
