@@ -146,7 +146,7 @@ def _on_backend(compiled: Any, backend: str | None) -> Any:
     """``compiled`` rebuilt for ``backend`` (CUDA on a GPU worker), or as it came."""
     if backend is None or backend == compiled.backend:
         return compiled
-    from .devices import CudaCompiled
+    from .backends.cuda import CudaCompiled
     from .lambdify import Compiled
 
     if not isinstance(compiled, Compiled):

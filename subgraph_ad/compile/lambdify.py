@@ -4,10 +4,10 @@ The nodes are laid out once into a program with one statement per node, so a cal
 per-node Python dispatch. Nothing more is generated until a call needs it, and then once: the
 one-point code on the first call with numbers, each backend's kernel on the first call with
 its pattern of numbers and arrays. Big programs are compiled in chunks of ``chunk`` steps
-(``program.chunks``), so compiling takes time linear in the program's size. Two backends run
-the program on NumPy arrays, one module each under ``compile/backends`` (found by name in
-``BACKENDS``; a function lowers itself, so none knows the built-ins); ``"jax"`` and ``"cuda"``
-hand it to other array libraries (``devices``):
+(``program.chunks``), so compiling takes time linear in the program's size. Each backend is one
+module, found by name in ``registry.BACKENDS`` (a function lowers itself, so none knows the
+built-ins). Two run the program on NumPy arrays; ``"jax"`` and ``"cuda"`` hand it to other
+array libraries (``devices``):
 
 - ``"numpy"`` (default): NumPy ufuncs over blocks of points. Each intermediate lives in a
   register (a preallocated block-sized buffer) that is reused as soon as its value is dead
@@ -50,49 +50,22 @@ import os
 import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Protocol, Sequence, cast
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
 from ..core import Term
 from ..core.var_names import vars_of
 from ..numeric.modes import floating
-from . import config
-from .backends import numba as numba_backend
+from . import config, registry
 from .backends import numpy as numpy_backend
-from .devices import BackendWarning, CudaCompiled, JaxCompiled, described
 from .cache import CACHE_MIN_STEPS
+from .devices import BackendWarning, DeviceCompiled, described
 from .program import CHUNK, Program, build_program, define
+from .registry import Host
 
 #: Points per block of the NumPy backend: 16384 float64 = 128 KiB per register (measured best).
 BLOCK = 16384
-
-
-class Backend(Protocol):
-    """What ``Compiled`` asks of a backend module (one file under ``backends``, which lowers a
-    ``Program`` by its own table keyed by op name).
-
-    Optional: ``OPTIONS``, the names of ``lambdify``'s options its ``kernel`` takes as keywords
-    (``"chunk"``: steps per compiled chunk, ``"cache"``: use the persistent cache); ``GRAIN``,
-    points that its kernel blocks by itself, so that a slice of fewer than ``block`` points (a
-    multiple of ``GRAIN``) can go to each core.
-    """
-
-    NAME: str
-
-    def kernel(self, program: Program, scalars: tuple[bool, ...], /, *, chunk: int = ..., cache: bool = ...) -> Any:
-        """The program compiled for this pattern of number (True) and array inputs; ImportError
-        when the backend's library is missing, any other error when it cannot compile."""
-
-    def worker(self, kernel: Any, step: int, /) -> Callable[[Sequence[Any], Sequence[np.ndarray]], None]:
-        """One thread's runner: inputs (numbers, or slices of at most ``step`` points) -> outputs."""
-
-
-#: The backends of NumPy arrays by name, run by ``Compiled``: a new one is a module and an entry here.
-BACKENDS: dict[str, Backend] = {"numpy": numpy_backend, "numba": numba_backend}
-
-#: Every name ``lambdify`` takes: those, and the backends of other array libraries (``devices``).
-NAMES = (*BACKENDS, "jax", "cuda")
 
 
 @functools.lru_cache(maxsize=None)
@@ -153,8 +126,7 @@ class Compiled:
     def __init__(self, program: Program, names: list[str], single: bool, backend: str,
                  block: int = BLOCK, parallel: bool = True, warn: bool = False, chunk: int = CHUNK,
                  cache: bool = True) -> None:
-        if backend not in BACKENDS:
-            raise ValueError(f"lambdify backend must be {' or '.join(map(repr, BACKENDS))}, got {backend!r}")
+        registry.as_host(registry.backend(backend))  # a ValueError now, not at the first call on arrays
         for name, value in (("block", block), ("chunk", chunk)):
             if isinstance(value, bool) or not (isinstance(value, int) and value > 0):
                 raise ValueError(f"lambdify {name} must be a positive int, got {value!r}")
@@ -200,7 +172,7 @@ class Compiled:
         """Whether generated Python code goes through the persistent cache."""
         return self.cache and len(self.program.steps) >= CACHE_MIN_STEPS
 
-    def _options(self, backend: Backend) -> dict[str, Any]:
+    def _options(self, backend: Host) -> dict[str, Any]:
         """The options of this call a backend takes (those named in its ``OPTIONS``)."""
         return {name: getattr(self, name) for name in getattr(backend, "OPTIONS", ())}
 
@@ -270,7 +242,7 @@ class Compiled:
             return kernel
         with self._lock:
             if scalars not in self._kernels:
-                backend = BACKENDS[self.backend]
+                backend = registry.as_host(registry.backend(self.backend))
                 try:
                     self._kernels[scalars] = backend.kernel(self.program, scalars, **self._options(backend))
                 except Exception as error:
@@ -286,7 +258,7 @@ class Compiled:
             why = str(error)
         else:  # e.g. a user function's f that Numba cannot type
             first = str(error).splitlines()[0] if str(error) else ""
-            why = (f"{BACKENDS[self.backend].NAME} could not compile this program "
+            why = (f"{registry.backend(self.backend).NAME} could not compile this program "
                    f"({type(error).__name__}: {first})")
         warnings.warn(f"lambdify(backend={self.backend!r}): {why}; using the NumPy backend", BackendWarning,
                       stacklevel=5)
@@ -303,7 +275,7 @@ class Compiled:
         outs = [np.empty(size) for _ in self.program.outputs]
         if size:
             kernel = self._kernel(tuple(v.ndim == 0 for v in flat))
-            backend = BACKENDS[self.backend]  # after the kernel: building it may have fallen back to NumPy
+            backend = registry.as_host(registry.backend(self.backend))  # after the kernel: it may have fallen back
             step = self._step(backend, size)
 
             def worker() -> Run:
@@ -318,7 +290,7 @@ class Compiled:
             self._split(worker, size, step)
         return tuple(o.reshape(shape) for o in outs)
 
-    def _step(self, backend: Backend, size: int) -> int:
+    def _step(self, backend: Host, size: int) -> int:
         """Points per slice: a block; for a backend with a ``GRAIN`` (its own blocking inside a
         slice), fewer where that gives every core a slice (10⁴ points on two cores: two)."""
         grain: int | None = getattr(backend, "GRAIN", None)
@@ -369,29 +341,35 @@ class Compiled:
 
 def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], backend: str | None = None,
              block: int = BLOCK, parallel: bool = True, *, warn: bool = False, chunk: int = CHUNK,
-             cache: bool = True, dtype: str | None = None) -> Compiled | JaxCompiled | CudaCompiled:
+             cache: bool = True, dtype: str | None = None) -> Compiled | DeviceCompiled:
     """Compile ``outputs`` as a function of the vars ``inputs``.
 
     Returns a value for one output and a tuple for a list; works elementwise on arrays, with
     every output broadcast to the inputs' common shape, and on Dask arrays blockwise. IEEE
     semantics: never raises on values, and no NumPy warnings unless ``warn=True``. ``backend``
-    is ``"numpy"``, ``"numba"`` or ``"cuda"`` (each falls back to NumPy with a ``BackendWarning``
-    when unusable; CUDA returns CuPy arrays of ``dtype``, float64 by default, or float32), or
-    ``"jax"`` (a function of JAX arrays for ``jax.jit``/``vmap``/``grad``; see ``devices``),
-    by default ``config.default_backend()`` (``SUBGRAPH_AD_BACKEND``, else ``"numpy"``);
-    ``block`` is the NumPy backend's points per block; ``parallel`` lets either backend share
-    the blocks out over every core. Code is generated on first use, in chunks of ``chunk``
-    steps; ``cache=False`` skips the persistent cache of compiled code (``SUBGRAPH_AD_CACHE``).
+    is a name of ``registry.BACKENDS``: ``"numpy"``, ``"numba"`` or ``"cuda"`` (each falls back
+    to NumPy with a ``BackendWarning`` when unusable; CUDA returns CuPy arrays of ``dtype``,
+    float64 by default, or float32), or ``"jax"`` (a function of JAX arrays for
+    ``jax.jit``/``vmap``/``grad``; see ``devices``), by default ``config.default_backend()``
+    (``SUBGRAPH_AD_BACKEND``, else ``"numpy"``); ``block`` is the NumPy backend's points per
+    block; ``parallel`` lets either host backend share the blocks out over every core. Code is
+    generated on first use, in chunks of ``chunk`` steps; ``cache=False`` skips the persistent
+    cache of compiled code (``SUBGRAPH_AD_CACHE``).
     """
     if backend is None:
         backend = config.default_backend()
-        if backend not in NAMES:
+        if backend not in registry.BACKENDS:
             raise ValueError(f"lambdify: the default backend is {backend!r} (subgraph_ad.compile.config.backend, or "
-                             f"the environment variable {config.ENV}), expected {' or '.join(map(repr, NAMES))}")
-    if backend not in NAMES:
-        raise ValueError(f"lambdify backend must be {' or '.join(map(repr, NAMES))}, got {backend!r}")
-    if dtype is not None and backend != "cuda" and dtype != "float64":
-        raise ValueError(f"lambdify dtype={dtype!r} is for backend 'cuda'; backend {backend!r} computes in float64")
+                             f"the environment variable {config.ENV}), expected "
+                             f"{' or '.join(map(repr, registry.names()))}")
+    module = registry.backend(backend)
+    dtypes = getattr(module, "DTYPES", ("float64",))
+    if dtype is not None and dtype not in dtypes:
+        takers = [name for name in registry.names() if dtype in getattr(registry.backend(name), "DTYPES", ())]
+        if not takers:
+            raise ValueError(f"lambdify dtype must be one of {dtypes} for backend {backend!r}, got {dtype!r}")
+        raise ValueError(f"lambdify dtype={dtype!r} is for backend {' or '.join(map(repr, takers))}; "
+                         f"backend {backend!r} computes in {' or '.join(dtypes)}")
     outs, single = _as_list(outputs, "outputs")
     ins, _ = _as_list(vars_of(outs[0].tape, inputs, "lambdify"), "inputs")  # names and Symbols: vars
     tape = ins[0].tape
@@ -403,9 +381,7 @@ def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], back
         ins[0]._lift(t)  # same tape, or a clear ValueError
     program = build_program(tape, ins, outs)
     names = cast("list[str]", [v.name for v in ins])  # each is a var (check_var above): its name is a str
-    if backend == "jax":
-        return JaxCompiled(program, names, single)
-    if backend == "cuda":
-        fallback = functools.partial(Compiled, program, names, single, "numpy", block, parallel, warn, chunk, cache)
-        return CudaCompiled(program, names, single, dtype or "float64", fallback)
-    return Compiled(program, names, single, backend, block, parallel, warn, chunk, cache)
+    if registry.host(module):
+        return Compiled(program, names, single, backend, block, parallel, warn, chunk, cache)
+    fallback = functools.partial(Compiled, program, names, single, "numpy", block, parallel, warn, chunk, cache)
+    return registry.as_device(module).compiled(program, names, single, dtype or dtypes[0], fallback)

@@ -1,10 +1,12 @@
 """The straight-line program every backend lowers, and the analyses they share.
 
 ``build_program`` lays out once, in tape order, the nodes some outputs need: one
-``(dest, op, operands, fn)`` step per node. A backend is then a lowering of each step to its own
-statements; what does not depend on the target (which value is read last where, which values
-can share a buffer, how a constant or a NumPy/math function is spelled in generated code) lives
-here, so a new backend is one lowering table over this program.
+``(dest, op, operands, fn)`` step per node, lowered once for every backend (``POWERS``: a power
+by a constant that NumPy computes without ``pow`` is written as the op NumPy uses). A backend is
+then a lowering of each step to its own statements, one ``Lowering`` per op in its ``LOWERING``
+table; what does not depend on the target (which value is read last where, which values can
+share a buffer, how a constant or a NumPy/math function is spelled in generated code) lives
+here, so a new backend is one module over this program and one entry in ``registry.BACKENDS``.
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ import math
 import sys
 import types
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
 from ..core import Tape, Term, dependencies
-from ..functions import Function
+from ..functions import Function, sqrt
 from ..functions.elementary import steps
 from .cache import cache_key, cache_load, cache_store
 
@@ -31,6 +33,27 @@ Operand = tuple[str, Any]
 #: One statement: the node it defines, its op, its operands and, for ``"fn"``, the function
 #: (a UnaryFn or a BinaryFn: one operand per argument, in order).
 Step = tuple[int, str, tuple[Operand, ...], Function | None]
+
+#: What a backend writes into: an IR emitter, the namespace of generated code, a C type.
+C = TypeVar("C")
+#: How a backend writes one step: from its context, the step's operands as it names them and the
+#: step itself, the step's value as it names it (an expression, an IR value, or for a backend
+#: that writes into buffers, the statements). A backend's ``LOWERING`` has one for every op and
+#: ``"fn"``, all of this one signature.
+Lowering = Callable[[C, list[str], Step], str]
+
+#: Powers by a constant that NumPy computes without ``pow`` (``x ** k`` on an array calls
+#: ``square`` for 2, ``reciprocal`` for -1 and ``sqrt`` for 0.5, and its power loop does the same
+#: for a scalar exponent of 2 or 0.5), as the op every backend writes instead: the base -> the
+#: step's op, operands and function. Every other power is the C library's ``pow`` in every backend
+#: (NumPy's scalars and ``float_power``, Python's ``math.pow``, C, Numba, XLA on the CPU), not
+#: NumPy's AVX-512 array loop, which calls SVML's ``pow`` (1 ulp from it at ~5 % of points).
+#: The tape folds x ** 1 and x ** 0 before they get here.
+POWERS: dict[float, Callable[[Operand], tuple[str, tuple[Operand, ...], Function | None]]] = {
+    2.0: lambda x: ("mul", (x, x), None),
+    -1.0: lambda x: ("div", (("c", 1.0), x), None),
+    0.5: lambda x: ("fn", (x,), sqrt),
+}
 
 
 @dataclass(frozen=True)
@@ -47,7 +70,7 @@ class Program:
 
 
 def build_program(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) -> Program:
-    """Lay out the nodes the outputs need (iterative, in tape order)."""
+    """Lay out the nodes the outputs need (iterative, in tape order), powers lowered (``POWERS``)."""
     input_index = {v.index: k for k, v in enumerate(inputs)}
     refs: dict[int, Operand] = {}
     steps = []
@@ -64,7 +87,11 @@ def build_program(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) -
         elif op == "const":
             refs[i] = ("c", float(payload))
         else:
-            steps.append((i, op, tuple([refs[a] for a in args]), payload if op == "fn" else None))
+            operands = tuple([refs[a] for a in args])
+            if op == "pow" and operands[1][0] == "c" and operands[1][1] in POWERS:
+                steps.append((i, *POWERS[operands[1][1]](operands[0])))
+            else:
+                steps.append((i, op, operands, payload if op == "fn" else None))
             refs[i] = ("t", i)
     return Program(len(inputs), tuple(steps), tuple(refs[t.index] for t in outputs))
 

@@ -12,8 +12,11 @@ import subgraph_ad as sad
 from subgraph_ad import Tape, lambdify
 from subgraph_ad.compile.backends import numba as numba_backend
 from subgraph_ad.compile.backends.numpy import block_source
-from subgraph_ad.compile.lambdify import BACKENDS, BackendWarning
+from subgraph_ad.compile.lambdify import BackendWarning
 from subgraph_ad.compile.program import build_program
+
+#: The backends that compute on NumPy arrays in this process.
+HOSTS = ("numba", "numpy")
 
 
 class Atan2(sad.BinaryFn):
@@ -54,7 +57,7 @@ def _compile(inputs, outputs, backend):
     return g
 
 
-@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize("backend", HOSTS)
 def test_a_user_binaryfn_with_lowering_matches_numpy_and_eval(backend):
     tape = Tape()
     y, x = tape.var("y"), tape.var("x")
@@ -74,7 +77,7 @@ def test_a_user_binaryfn_with_lowering_matches_numpy_and_eval(backend):
     assert g(1.0, -2.0) != g(-2.0, 1.0)  # the operand order is kept
 
 
-@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize("backend", HOSTS)
 def test_a_binaryfn_inside_derivatives_compiles_and_matches_eval(backend):
     tape = Tape()
     y, x = tape.var("y"), tape.var("x")
@@ -88,7 +91,7 @@ def test_a_binaryfn_inside_derivatives_compiles_and_matches_eval(backend):
         assert math.isclose(value, term.eval({y: 0.25, x: 1.5}), rel_tol=1e-12)
 
 
-@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize("backend", HOSTS)
 def test_a_binaryfn_without_lowering_uses_its_f(backend):
     tape = Tape()
     a, b = tape.var("a"), tape.var("b")

@@ -114,18 +114,19 @@ def test_numba_at_every_vector_width_with_and_without_libmvec(monkeypatch, width
     """The C library's functions lane by lane (no libmvec: other systems) and on whole vectors,
     at 4 doubles a vector (AVX2) and 8 (AVX-512; LLVM splits it where the CPU has less)."""
     pytest.importorskip("numba")
+    from subgraph_ad.compile.backends import llvm_ir
     from subgraph_ad.compile.backends import numba as numba_backend
 
     host = dataclasses.replace(numba_backend._target(), width=width)
     monkeypatch.setattr(numba_backend, "_host", lambda: host)
     if not vector_functions:
-        monkeypatch.setattr(numba_backend, "_libmvec", lambda: None)
+        monkeypatch.setattr(llvm_ir, "_libmvec", lambda: None)
     inputs, outputs = _every_op_and_function()
     f = lambdify(list(inputs), outputs, backend="numba", chunk=7)
     source, tables = numba_backend.kernel_source(f.program, (), 7)
     assert f"<{width} x double>" in source
     kinds = {kind for kind, *_ in tables.helpers}
-    assert ("mvec" in kinds) == bool(vector_functions and numba_backend._libmvec()) and "fn" in kinds
+    assert ("mvec" in kinds) == bool(vector_functions and llvm_ir._libmvec()) and "fn" in kinds
     xs, ys, zs = np.linspace(0.1, 0.9, 37), np.linspace(1.0, 3.0, 37), np.linspace(-1.6, 1.6, 37)
     with warnings.catch_warnings():
         warnings.simplefilter("error", BackendWarning)

@@ -18,7 +18,7 @@ import sympy
 
 import subgraph_ad as sad
 from subgraph_ad import Tape
-from subgraph_ad.compile.lambdify import BACKENDS, BackendWarning
+from subgraph_ad.compile.lambdify import BackendWarning
 from subgraph_ad.functions import FUNCTIONS
 from subgraph_ad.ad.taylor.plan import DEGREES
 from subgraph_ad.core import OPS
@@ -84,7 +84,7 @@ def test_a_user_function_gets_every_path_from_its_one_rule(kind):
     points = np.linspace(-1.0, 1.0, 7)
     d2 = z.diff(x, 2)
     reference = np.array([float(sympy.diff(expr, X, 2).subs(X, p)) for p in points])
-    for backend in sorted(BACKENDS):
+    for backend in ("numba", "numpy"):
         if backend == "numba":
             pytest.importorskip("numba")
         with warnings.catch_warnings():

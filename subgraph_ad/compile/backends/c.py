@@ -4,7 +4,7 @@
 spelling (every elementary's ``c`` template), reading ``in0, in1, …`` and assigning ``out0,
 out1, …``: the caller declares those, so the same text is the inside of a C loop, of a CUDA
 kernel or of a CuPy ``ElementwiseKernel``. IEEE semantics: no fast math, ``pow()`` for powers
-(but x², 1/x and √x as NumPy computes them), nan and inf spelled ``NAN`` and ``INFINITY``;
+(x², 1/x and √x are a product, a quotient and ``sqrt`` already: ``program.POWERS``), nan and inf spelled ``NAN`` and ``INFINITY``;
 ``dtype="float"`` writes the ``float`` forms of the math functions (``expf``) and of the
 literals (``1.0f``), so nothing is computed in double.
 
@@ -29,14 +29,13 @@ import re
 import shutil
 import subprocess
 import tempfile
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
 from ...tables import rule_table
-from ...functions import Function
 from ...functions.elementary import steps
-from ..program import Operand, Program
+from ..program import Lowering, Operand, Program, Step
 
 NAME = "C"
 
@@ -104,54 +103,38 @@ def _math(name: str, dtype: str) -> str:
     return name + ("f" if ctype(dtype) == "float" else "")
 
 
-def _power(a: Sequence[str], operands: Sequence[Operand], dtype: str) -> str:
-    """``pow()``, except for the constant exponents NumPy itself computes otherwise (its power
-    ufunc with a scalar exponent, which is how the NumPy backend calls it): x ** 2 is x*x (one
-    correctly rounded product; glibc's ``pow`` may round it the other way), x ** -1 is 1/x, and
-    x ** 0.5 is sqrt(x), which differs from ``pow`` at −0 (−0, not +0) and −inf (nan, not +inf).
-    Other integer powers stay ``pow()``: x*x*x would round twice."""
-    kind, e = operands[1]
-    if kind == "c" and e == 2.0:
-        return f"{a[0]} * {a[0]}"
-    if kind == "c" and e == -1.0:
-        return f"{literal(1.0, dtype)} / {a[0]}"
-    if kind == "c" and e == 0.5:
-        return f"{_math('sqrt', dtype)}({a[0]})"
-    return f"{_math('pow', dtype)}({a[0]}, {a[1]})"
-
-
-def _function(a: Sequence[str], operands: Sequence[Operand], dtype: str, fn: Function | None) -> str:
+def _function(dtype: str, a: list[str], step: Step) -> str:
     """A function's spelling as C: its elementaries' templates applied in turn, the first to the
     operands, each to the text of the one before (a template that reads its argument twice,
     like ``sign``, repeats a pure call, which is only ever cost). NotLowerable where a template
     calls a function that C99's ``<math.h>`` lacks (SciPy's ``erfinv``)."""
+    fn = step[3]
     chain = steps(fn.spelling) if fn is not None else ()
     if not chain:
         raise NotLowerable(f"{fn.kind} {fn.name!r} has no spelling (its value is only the Python function f), "  # type: ignore[union-attr]
                            "so it cannot be compiled to C or CUDA; give it a spelling of elementary operations "
                            "(see subgraph_ad.functions.ELEMENTARY), or use the NumPy or Numba backend")
-    for step in chain:  # refused here, not as an undefined symbol when the compiled code loads
-        missing = sorted({m.group(1) for m in _ANY_CALL.finditer(step.c)} - C99_MATH - C99_MACROS)
+    for elementary in chain:  # refused here, not as an undefined symbol when the compiled code loads
+        missing = sorted({m.group(1) for m in _ANY_CALL.finditer(elementary.c)} - C99_MATH - C99_MACROS)
         if missing:
             raise NotLowerable(f"{fn.kind} {fn.name!r} cannot be compiled to C or CUDA: its elementary "  # type: ignore[union-attr]
-                               f"{step.name!r} calls {', '.join(missing)}, which C99's <math.h> does not have; "
+                               f"{elementary.name!r} calls {', '.join(missing)}, which C99's <math.h> does not have; "
                                "use the NumPy or Numba backend")
     text = template(chain[0].c, dtype).format(*a)
-    for step in chain[1:]:
-        text = template(step.c, dtype).format(text)
+    for elementary in chain[1:]:
+        text = template(elementary.c, dtype).format(text)
     return text
 
 
-#: An op's C expression from its operands' text, the operands, the dtype and, for ``"fn"``, the
-#: function.
-Lowering = Callable[[Sequence[str], Sequence[Operand], str, Optional[Function]], str]
-LOWERING: dict[str, Lowering] = {
-    "add": lambda a, operands, dtype, fn: f"{a[0]} + {a[1]}",
-    "sub": lambda a, operands, dtype, fn: f"{a[0]} - {a[1]}",
-    "mul": lambda a, operands, dtype, fn: f"{a[0]} * {a[1]}",
-    "div": lambda a, operands, dtype, fn: f"{a[0]} / {a[1]}",
-    "pow": lambda a, operands, dtype, fn: _power(a, operands, dtype),
-    "neg": lambda a, operands, dtype, fn: f"-{a[0]}",
+#: Each op's C expression, in the C type named by the context. A power is ``pow()``: the
+#: powers NumPy computes otherwise are other ops by now (``program.POWERS``).
+LOWERING: dict[str, Lowering[str]] = {
+    "add": lambda dtype, a, step: f"{a[0]} + {a[1]}",
+    "sub": lambda dtype, a, step: f"{a[0]} - {a[1]}",
+    "mul": lambda dtype, a, step: f"{a[0]} * {a[1]}",
+    "div": lambda dtype, a, step: f"{a[0]} / {a[1]}",
+    "pow": lambda dtype, a, step: f"{_math('pow', dtype)}({a[0]}, {a[1]})",
+    "neg": lambda dtype, a, step: f"-{a[0]}",
     "fn": _function,
 }
 rule_table("C LOWERING", LOWERING)
@@ -168,8 +151,8 @@ def c_body(program: Program, dtype: str = "double") -> str:
         kind, v = r
         return f"in{v}" if kind == "in" else literal(v, dtype) if kind == "c" else f"t{v}"
 
-    lines = [f"const {kind_of} t{dest} = {LOWERING[op]([ref(r) for r in args], args, dtype, fn)};"
-             for dest, op, args, fn in program.steps]
+    lines = [f"const {kind_of} t{step[0]} = {LOWERING[step[1]](kind_of, [ref(r) for r in step[2]], step)};"
+             for step in program.steps]
     lines += [f"out{k} = {ref(r)};" for k, r in enumerate(program.outputs)]
     return "\n".join(lines)
 

@@ -26,13 +26,17 @@ it would work.
 from __future__ import annotations
 
 import math
+import threading
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..devices import BackendWarning, DeviceCompiled
 from ..program import Operand, Program, last_use
-from .c import c_body, ctype
+from .c import LOWERING as LOWERING  # CUDA is C99 (``c_body``): its table is C's
+from .c import NotLowerable, c_body, ctype
 
 NAME = "CUDA"
 
@@ -314,3 +318,42 @@ def _argument(cupy: Any, value: Any, dtype: str, k: int) -> Any:
         raise TypeError(f"argument {k} must be a number or an array of numbers, got {type(value).__name__} "
                         f"{value!r:.80}")
     return np.dtype(dtype).type(array) if array.ndim == 0 else cupy.asarray(array, dtype=dtype)
+
+
+class CudaCompiled(DeviceCompiled):
+    """The program as fused CUDA kernels, compiled at the first call; ``fallback()`` makes the
+    NumPy backend's ``Compiled`` that runs instead where CUDA cannot."""
+
+    def __init__(self, program: Program, names: list[str], single: bool, dtype: str,
+                 fallback: Callable[[], Callable[..., Any]]) -> None:
+        if dtype not in DTYPES:
+            raise ValueError(f"lambdify dtype must be one of {DTYPES} for backend 'cuda', got {dtype!r}")
+        super().__init__(program, names, single)
+        self.dtype, self._fallback = dtype, fallback
+        #: "cuda", or "numpy" once CUDA turned out unusable here.
+        self.backend = "cuda"
+        self._function: Callable[..., Any] | None = None
+        self._lock = threading.Lock()
+
+    def _built(self) -> Callable[..., Any]:
+        if self._function is None:
+            with self._lock:
+                if self._function is None:
+                    try:
+                        kernels = function(self.program, self.dtype)
+                        self._function = lambda *args: self._shaped(kernels(*args))
+                    except (ImportError, NotLowerable) as error:
+                        warnings.warn(f"lambdify(backend='cuda'): {error}; using the NumPy backend", BackendWarning,
+                                      stacklevel=5)
+                        self.backend, self._function = "numpy", self._fallback()
+        return self._function
+
+    def _run(self, *args: Any) -> Any:
+        return self._built()(*args)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (CudaCompiled, (self.program, self.names, self.single, self.dtype, self._fallback))
+
+
+#: ``lambdify``'s callable (``registry.Device``).
+compiled = CudaCompiled

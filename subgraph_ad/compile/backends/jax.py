@@ -30,10 +30,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ...tables import rule_table
-from ...functions import Function
 from ...functions.elementary import Elementary, steps
 from ...functions.gamma import Polygamma
-from ..program import Operand, Program, define, literal
+from ..devices import DeviceCompiled
+from ..program import Lowering, Operand, Program, Step, define, literal
 from .c import NotLowerable
 
 NAME = "JAX"
@@ -183,9 +183,12 @@ def _callees(step: Elementary, names: dict[str, Any]) -> list[str]:
     return out
 
 
-def _call(a: Sequence[str], fn: Function, names: dict[str, Any], key: str) -> str:
-    """``fn`` on its operands in JAX: its spelling, each elementary's calls nested in turn; with
-    no spelling, its ``f`` where that traces with JAX (checked here, on abstract values)."""
+def _call(names: dict[str, Any], a: list[str], step: Step) -> str:
+    """A function on its operands in JAX: its spelling, each elementary's calls nested in turn;
+    with no spelling, its ``f`` where that traces with JAX (checked here, on abstract values)."""
+    dest, _, _, fn = step
+    assert fn is not None  # a "fn" step carries its function
+    key = f"_fn{dest}"
     chain = steps(fn.spelling)
     if isinstance(fn, Polygamma):
         names["_polygamma"] = _polygamma()
@@ -202,32 +205,23 @@ def _call(a: Sequence[str], fn: Function, names: dict[str, Any], key: str) -> st
         names[key] = fn.f
         return f"{key}({', '.join(a)})"
     text = ", ".join(a)
-    for step in chain:
-        for opening in _callees(step, names):
+    for elementary in chain:
+        for opening in _callees(elementary, names):
             text = f"{opening}{text})"
     return text
 
 
-def _power(a: Sequence[str], operands: Sequence[Operand]) -> str:
-    """``jnp.power`` (real powers: nan, not complex), except where NumPy's power ufunc with a
-    scalar exponent computes otherwise, as the NumPy backend calls it: x*x, 1/x and sqrt(x)."""
-    kind, e = operands[1]
-    if kind == "c" and e in (2.0, -1.0, 0.5):
-        return {2.0: f"{a[0]} * {a[0]}", -1.0: f"1.0 / {a[0]}", 0.5: f"_jnp.sqrt({a[0]})"}[e]
-    return f"_jnp.power({a[0]}, {a[1]})"
-
-
-#: An op's JAX expression from its operands' text and the operands, the function (``"fn"``),
-#: the namespace and a key to store a callee under.
-Lowering = Callable[[Sequence[str], Sequence[Operand], Any, dict[str, Any], str], str]
-LOWERING: dict[str, Lowering] = {
-    "add": lambda a, operands, fn, names, key: f"{a[0]} + {a[1]}",
-    "sub": lambda a, operands, fn, names, key: f"{a[0]} - {a[1]}",
-    "mul": lambda a, operands, fn, names, key: f"{a[0]} * {a[1]}",
-    "div": lambda a, operands, fn, names, key: f"{a[0]} / {a[1]}",
-    "pow": lambda a, operands, fn, names, key: _power(a, operands),
-    "neg": lambda a, operands, fn, names, key: f"-{a[0]}",
-    "fn": lambda a, operands, fn, names, key: _call(a, fn, names, key),
+#: Each op's JAX expression, in the namespace of the generated code. A power is ``jnp.power``
+#: (on the CPU, XLA calls the C library's ``pow``, as the other backends do; real powers: nan, not
+#: complex): the powers NumPy computes otherwise are other ops by now (``program.POWERS``).
+LOWERING: dict[str, Lowering[dict[str, Any]]] = {
+    "add": lambda names, a, step: f"{a[0]} + {a[1]}",
+    "sub": lambda names, a, step: f"{a[0]} - {a[1]}",
+    "mul": lambda names, a, step: f"{a[0]} * {a[1]}",
+    "div": lambda names, a, step: f"{a[0]} / {a[1]}",
+    "pow": lambda names, a, step: f"_jnp.power({a[0]}, {a[1]})",
+    "neg": lambda names, a, step: f"-{a[0]}",
+    "fn": _call,
 }
 rule_table("JAX LOWERING", LOWERING)
 
@@ -244,8 +238,8 @@ def source(program: Program) -> tuple[str, dict[str, Any]]:
 
     ins = [f"v{k}" for k in range(program.n_inputs)]
     lines = [f"def _f({', '.join(ins)}):", f"    {', '.join(ins)}, = _floating({', '.join(ins)})"]
-    for dest, op, args, fn in program.steps:
-        lines.append(f"    t{dest} = " + LOWERING[op]([ref(r) for r in args], args, fn, names, f"_fn{dest}"))
+    for step in program.steps:
+        lines.append(f"    t{step[0]} = " + LOWERING[step[1]](names, [ref(r) for r in step[2]], step))
     lines.append(f"    _shape = _jnp.broadcast_shapes({', '.join(f'_jnp.shape({v})' for v in ins)})")
     outs = [f"_jnp.broadcast_to({ref(r)}, _shape)" for r in program.outputs]
     lines.append(f"    return ({', '.join(outs)},)")
@@ -296,3 +290,26 @@ def function(program: Program) -> Callable[..., tuple[Any, ...]]:
         return compute(*args)  # type: ignore[no-any-return]
 
     return call
+
+
+class JaxCompiled(DeviceCompiled):
+    """The program as a function of JAX arrays or numbers, broadcast like NumPy."""
+
+    backend = "jax"
+
+    def __init__(self, program: Program, names: list[str], single: bool) -> None:
+        super().__init__(program, names, single)
+        self._function = function(program)
+
+    def _run(self, *args: Any) -> Any:
+        return self._shaped(self._function(*args))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (JaxCompiled, (self.program, self.names, self.single))
+
+
+def compiled(program: Program, names: list[str], single: bool, dtype: str,
+             fallback: Callable[[], Callable[..., Any]]) -> JaxCompiled:
+    """``lambdify``'s callable (``registry.Device``): float64, or float32 for float32 arrays;
+    nothing stands in for JAX, so ``fallback`` is never used."""
+    return JaxCompiled(program, names, single)

@@ -6,47 +6,89 @@ block's working set stays in cache. NumPy releases the GIL inside a ufunc, so th
 different blocks scale. A single point runs a straight-line Python function instead, where
 ufunc dispatch would cost more than the arithmetic.
 
-A function lowers through its spelling: its elementaries' ufuncs are applied in turn into the
-register (the first on its operands, one or two); without a spelling its ``f`` is called and
-the result copied in.
+Every op and function is one ``Lowering`` of ``LOWERING``, for all three kinds of code (Python
+floats, NumPy scalars, blocks). A function lowers through its spelling: its elementaries' ufuncs
+are applied in turn into the register (the first on its operands, one or two); without a
+spelling its ``f`` is called and the result copied in. A power is the C library's ``pow``
+(``float_power``), as in every backend.
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ...tables import rule_table
 from ...functions.elementary import steps
 from ..cache import CACHE_MIN_STEPS
-from ..program import (CHUNK, Operand, Program, allocate, callee, chunks, define, literal, namespace, read_counts,
-                       scalar_call)
+from ..program import (CHUNK, Lowering, Operand, Program, Step, allocate, callee, chunks, define, literal, namespace,
+                       read_counts, scalar_call)
 
 NAME = "NumPy"
 #: The options of ``lambdify`` this backend takes.
 OPTIONS = ("chunk", "cache")
 
 
-class _Row(NamedTuple):
-    """How one op is written: ``{0}``, ``{1}`` are its operands, ``{f}`` opens the call of a
-    function's ``f`` and ``{r}`` is the buffer a block statement writes."""
+@dataclass
+class _Writer:
+    """What a statement is written for: the namespace of the generated code, Python floats
+    (``python``: operators and ``math``) or NumPy scalars, or a block register (``out``) that a
+    ufunc writes with ``out=``; and whether the code so far is Python floats only (``pure``)."""
 
-    scalar: str  # NumPy scalars, or Python floats for everything but pow (``scalar_source``)
-    block: str
+    names: dict[str, Any]
+    python: bool = False
+    out: str | None = None
+    pure: bool = True
 
 
-LOWERING: dict[str, _Row] = {
-    "add": _Row("{0} + {1}", "_np.add({0}, {1}, out={r})"),
-    "sub": _Row("{0} - {1}", "_np.subtract({0}, {1}, out={r})"),
-    "mul": _Row("{0} * {1}", "_np.multiply({0}, {1}, out={r})"),
-    "div": _Row("{0} / {1}", "_np.divide({0}, {1}, out={r})"),
-    "pow": _Row("_np.power({0}, {1})", "_np.power({0}, {1}, out={r})"),  # real powers: nan, not complex
-    "neg": _Row("-{0}", "_np.negative({0}, out={r})"),
-    # a function of any arity: {a} is its operands in order; blocks: only without ufuncs
-    "fn": _Row("{f}{a})", "_np.copyto({r}, {f}{a}))"),
+def _operator(symbol: str, ufunc: str) -> Lowering[_Writer]:
+    """An arithmetic op: the operator on numbers, its ufunc into a block's register."""
+    def lower(w: _Writer, a: list[str], step: Step) -> str:
+        if w.out is not None:
+            return f"_np.{ufunc}({', '.join(a)}, out={w.out})"
+        return f"{symbol}{a[0]}" if len(a) == 1 else f"{a[0]} {symbol} {a[1]}"
+
+    return lower
+
+
+def _pow(w: _Writer, a: list[str], step: Step) -> str:
+    """The C library's pow (what ``build_program`` leaves as a power): ``math.pow`` on Python
+    floats, NumPy's ``float_power`` (its loop over ``pow``; its ``power`` calls SVML's on AVX-512)."""
+    if w.python:
+        return f"_math.pow({a[0]}, {a[1]})"
+    return f"_np.float_power({a[0]}, {a[1]}{'' if w.out is None else f', out={w.out}'})"
+
+
+def _function(w: _Writer, a: list[str], step: Step) -> str:
+    """A function by its spelling: its elementaries' ufuncs in turn into the register, or on
+    Python floats its ``scalar`` steps; with no spelling (or on NumPy scalars) its ``f``."""
+    dest, _, _, fn = step
+    assert fn is not None  # a "fn" step carries its function
+    key = f"_fn{dest}"
+    if fn.spelling and w.out is not None:
+        return "\n".join(_in_place(fn, a, w.out, w.names, key))
+    if fn.spelling and w.python:
+        text, pure = scalar_call(fn, a, w.names, key)
+        w.pure = w.pure and pure
+        return text
+    if w.python:  # f as on the IEEE path: on NumPy scalars
+        w.pure = False
+        a = [f"_np.float64({x})" for x in a]
+    call = f"{callee(fn.f, w.names, key)}{', '.join(a)})"
+    return call if w.out is None else f"_np.copyto({w.out}, {call})"
+
+
+LOWERING: dict[str, Lowering[_Writer]] = {
+    "add": _operator("+", "add"),
+    "sub": _operator("-", "subtract"),
+    "mul": _operator("*", "multiply"),
+    "div": _operator("/", "divide"),
+    "pow": _pow,
+    "neg": _operator("-", "negative"),
+    "fn": _function,
 }
 rule_table("NumPy LOWERING", LOWERING)
 
@@ -61,8 +103,8 @@ def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str
 
     By default one assignment per node, each to a name of its own (``t<node>``), and every
     function is its own ``f`` on NumPy scalars: IEEE results everywhere. ``python=True`` writes
-    the fast path for Python floats: operators, ``math.pow`` (``sqrt`` for a power of 0.5, as
-    NumPy computes it) and each function's spelling on floats (the elementaries' ``scalar``:
+    the fast path for Python floats: operators, ``math.pow`` (the C library's, as every
+    backend's power; ``program.POWERS`` are already other ops) and each function's spelling on floats (the elementaries' ``scalar``:
     ``math`` functions, which raise (ZeroDivisionError, ValueError, OverflowError) exactly where
     the IEEE result is not a finite real of the same operation, so a caller reruns such a point
     on the default path); a function with no spelling gets its ``f`` on NumPy scalars, as on
@@ -74,8 +116,7 @@ def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str
     127k-step gradient's point runs 2.5× faster than with one statement and name per node.
     Also returns whether that code is pure Python floats (``math`` and operators only), which
     cannot warn."""
-    names = namespace()
-    pure = True
+    w = _Writer(namespace(), python)
     inputs = [f"v{k}" for k in range(program.n_inputs)]
     reads = read_counts(program, output=2) if python else {}  # an output's name is kept to the end
     where: dict[int, str] = {}
@@ -89,7 +130,8 @@ def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str
         return inputs[v] if kind == "in" else literal(v)
 
     lines = [f"def _f({', '.join(inputs)}):"]
-    for dest, op, args, fn in program.steps:
+    for step in program.steps:
+        dest, op, args, _ = step
         read: list[int] = []  # the named values this statement reads, once per read
         depth = 0
         a = []
@@ -106,21 +148,7 @@ def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str
             else:
                 a.append(ref(r))
                 read.append(v)
-        if python and op in _INFIX:  # the most common case, written without ``format``
-            text = f"{a[0]} {_INFIX[op]} {a[1]}"
-        elif python and op == "pow":
-            text = f"_math.sqrt({a[0]})" if args[1] == ("c", 0.5) else f"_math.pow({a[0]}, {a[1]})"
-        elif python and fn is not None and fn.spelling:
-            text, own = scalar_call(fn, a, names, f"_fn{dest}")
-            pure = pure and own
-        else:
-            f = ""
-            if fn is not None:
-                if python:  # f as on the default path: on NumPy scalars
-                    pure = False
-                    a = [f"_np.float64({x})" for x in a]
-                f = callee(fn.f, names, f"_fn{dest}")
-            text = LOWERING[op].scalar.format(*a, f=f, a=", ".join(a))
+        text = LOWERING[op](w, a, step)
         if not python:
             lines.append(f"    t{dest} = {text}")
             continue
@@ -136,11 +164,7 @@ def scalar_source(program: Program, python: bool = False) -> tuple[str, dict[str
         if dest not in reads:  # never read: free after this statement
             free.append(name)
     lines.append(f"    return ({', '.join(ref(r) for r in program.outputs)},)")
-    return "\n".join(lines) + "\n", names, pure
-
-
-#: The binary operators of the one-point code on Python floats.
-_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+    return "\n".join(lines) + "\n", w.names, w.pure
 
 
 def block_source(program: Program, scalars: tuple[bool, ...] = (), chunk: int = CHUNK) -> tuple[str, dict[str, Any], int]:
@@ -158,7 +182,7 @@ def block_source(program: Program, scalars: tuple[bool, ...] = (), chunk: int = 
     """
     location, count = allocate(program)
     where = {v: f"{kind}{j}" for v, (kind, j) in location.items()}
-    names = namespace()
+    w = _Writer(namespace())
 
     def scalar(k: int) -> bool:
         return k < len(scalars) and scalars[k]
@@ -174,14 +198,12 @@ def block_source(program: Program, scalars: tuple[bool, ...] = (), chunk: int = 
         body: list[str] = []
         used: set[str] = set()
         parts.append((body, used))
-        for dest, op, args, fn in program.steps[a:b]:
-            x, r = [ref(y) for y in args], where[dest]
-            used.update(x + [r])
-            if fn is not None and fn.spelling:
-                body += _in_place(fn, x, r, names, f"_fn{dest}")
-            else:
-                f = callee(fn.f, names, f"_fn{dest}") if fn is not None else ""
-                body.append(LOWERING[op].block.format(*x, r=r, f=f, a=", ".join(x)))
+        for step in program.steps[a:b]:
+            dest, op, args, _ = step
+            x = [ref(y) for y in args]
+            w.out = where[dest]
+            used.update(x + [w.out])
+            body += LOWERING[op](w, x, step).split("\n")
     for k, output in enumerate(program.outputs):  # inputs, constants, a node listed twice
         if ref(output) != f"o{k}":
             parts[-1][0].append(f"o{k}[...] = {ref(output)}")
@@ -200,7 +222,7 @@ def block_source(program: Program, scalars: tuple[bool, ...] = (), chunk: int = 
               "        _I = (" + "".join(f"v{k}, " if scalar(k) else f"v{k}[_a:_b], " for k in range(program.n_inputs)) + ")",
               "        _Ob = [o[_a:_b] for o in _O]"]
     lines += [f"        _c{c}(_I, _Ob, _R)" for c in range(len(parts))]
-    return "\n".join(lines) + "\n", names, count
+    return "\n".join(lines) + "\n", w.names, count
 
 
 #: Where a chunk finds each name it uses (constants are literals): inputs (numbers ``v``,
