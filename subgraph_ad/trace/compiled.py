@@ -103,8 +103,8 @@ class Programs(Generic[T]):
     def make(self, key: Any, signature: Sequence[Any], kwargs: dict[str, Any] | None = None
              ) -> tuple[Callable[..., Any], T]:
         """The program of ``signature`` (``compile_traced``), kept for ``key`` with what f read
-        outside its arguments. A caller runs it under ``collector_paused`` with the program's first
-        call, which may write and compile the code."""
+        outside its arguments. A caller that wants the program's first call (which may write and
+        compile the code) inside the collector's pause too wraps both in ``collector_paused``."""
         with collector_paused():
             entry = compile_traced(self.f, signature, self.what, self.build, self.backend, kwargs)
             self.captured[key], self.entries[key] = Captured(self.f, self.what), entry

@@ -84,7 +84,7 @@ class Traced:
         try:
             with tracing(self.tape):
                 self.out = f(*args, **(kwargs or {}))
-        except Exception as error:  # shown ending in the user's own line: see trace_errors
+        except Exception as error:  # shown ending in the user's own line: see errors
             raise in_user_code(error, what, f) from None
 
     def vars_of(self, k: int) -> list[Term]:

@@ -84,14 +84,13 @@ def strip(tree: Tree, nb: int) -> Tree:
 
 
 class Transformed:
-    """A callable that traces ``f`` once per signature, builds the outputs with ``build(trace)``
-    (flat Terms, and how to assemble their values), compiles them, and runs the compiled program,
-    on one point or (``vmap``) on the columns of a batch."""
+    """The transform ``build`` of ``f`` (see the module), compiled with ``backend``; ``cache``
+    holds its program per signature."""
 
     def __init__(self, f: Callable[..., Any], what: str, build: Build, backend: str | None = None) -> None:
         check_callable(f, what)
-        self.f, self.what, self.build, self.backend = f, what, build, backend
-        self.cache: Programs[Assemble] = Programs(f, what, self._program, backend)  # one per signature
+        self.f, self.what, self.build = f, what, build
+        self.cache: Programs[Assemble] = Programs(f, what, self._program, backend)
         functools.update_wrapper(self, f, updated=())
 
     def _program(self, trace: Traced) -> tuple[list[Term], Term | list[Term], Assemble]:
