@@ -3,7 +3,7 @@
 The cases (the points are struct-of-arrays, one array per input; a var that is one number for
 every point, like F2's y, is passed as that number):
 
-- F1–F5 (benchmarks/functions.py), the n-th derivative alone, n = 4, 8, 10, 20, on 10⁷ and 10⁸
+- F1–F5 (subgraph_ad/benchmark_functions.py), the n-th derivative alone, n = 4, 8, 10, 20, on 10⁷ and 10⁸
   points. JAX: our program run by JAX (``jit``), JAX's Taylor mode ``jet`` (``jit``), and nested
   ``grad`` (``jit∘vmap``; only to n = 4 by default: at n = 8 XLA needs 20 s and more to compile
   F3 and F4, whose nested graphs triple per order).
@@ -54,11 +54,8 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX and CuPy 
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from functions import FUNCTIONS, written_with  # noqa: E402
-from many_variables import SAD, rosenbrock, s_function  # noqa: E402
-
 import subgraph_ad as sad  # noqa: E402
+from subgraph_ad.benchmark_functions import BENCHMARKS, SAD, rosenbrock, s_function, written_with  # noqa: E402
 from subgraph_ad.compile.backends import cuda  # noqa: E402
 from subgraph_ad.compile.backends import jax as jax_backend  # noqa: E402
 from subgraph_ad.compile.program import build_program  # noqa: E402
@@ -202,7 +199,7 @@ def function_case(name: str, n: int, size: int, max_nested: int) -> Case:
     jax, jnp = _jax()
     from jax.experimental.jet import jet
 
-    tape, f, x = FUNCTIONS[name]()
+    tape, f, x = BENCHMARKS[name]()
     ins = [sad.Term(tape, i) for i, node in enumerate(tape.nodes) if node.op == "var"]
     rng = np.random.default_rng(n)
     low, high = (0.5, 3.0) if name == "F5" else (-3.0, 3.0)  # F5: log(w1) > 0 below the sqrt at w1 > 1
@@ -374,7 +371,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="tiny sizes on the CPU: the NumPy backend for ours, JAX on the CPU (no GPU needed)")
     parser.add_argument("--no-install", action="store_true", help="do not pip install cupy-cuda12x / jax[cuda12]")
     parser.add_argument("--max-nested", type=int, default=4, help="highest order for JAX's nested grad (default 4)")
-    parser.add_argument("--functions", default=",".join(FUNCTIONS), help="which of F1–F5 (default all)")
+    parser.add_argument("--functions", default=",".join(BENCHMARKS), help="which of F1–F5 (default all)")
     parser.add_argument("--orders", default=",".join(map(str, ORDERS)), help="orders n (default 4,8,10,20)")
     parser.add_argument("--mlps", default=MLPS, help=f"the MLPs' widths d-h1-h2 (default {MLPS})")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where gpu.json and gpu.md go")

@@ -40,49 +40,18 @@ from typing import Any, Callable
 import numpy as np
 
 import subgraph_ad as sad
+from subgraph_ad.benchmark_functions import HIDDEN, SAD, network_data
+from subgraph_ad.benchmark_functions import MANY_VARIABLES as CASES  # name: (the scalar loop, number of variables)
 from subgraph_ad.compile.lambdify import BackendWarning
 from subgraph_ad.core import dependencies
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import median_of  # noqa: E402
+from run import median_of  # the script's folder is on sys.path when it runs
 
 RESULTS = Path(__file__).resolve().parent / "results"
 POINTS = 10_000
 HESSIAN_POINTS = 1_000
 #: Above this many variables the dense peers' Hessian batch is not run (n² numbers per point).
 DENSE_BATCH_MAX = 100
-SAMPLES, HIDDEN = 8, 16
-
-
-def _data() -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(0)
-    return rng.standard_normal((SAMPLES, 4)), rng.standard_normal(SAMPLES)
-
-
-def rosenbrock(x: Any, np_: Any = np) -> Any:
-    return sum(100 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2 for i in range(len(x) - 1))
-
-
-def s_function(x: Any, np_: Any = np) -> Any:
-    squares = x[0] * x[0]
-    for v in x[1:]:
-        squares = squares + v * v
-    return sum(np_.sin(x[i] * x[i + 1]) for i in range(len(x) - 1)) + np_.exp(squares)
-
-
-def network(w: Any, np_: Any = np) -> Any:
-    """Squared loss of tanh(W1 x + b1) · W2 + b2 over the samples; w holds W1, b1, W2, b2."""
-    inputs, targets = _data()
-    loss = 0.0
-    for x, y in zip(inputs, targets):
-        out = w[96]
-        for h in range(HIDDEN):
-            pre = w[64 + h]
-            for j in range(4):
-                pre = pre + w[4 * h + j] * float(x[j])
-            out = out + w[80 + h] * np_.tanh(pre)
-        loss = loss + (out - float(y)) ** 2
-    return loss
 
 
 def rosenbrock_array(x: Any, xp: Any) -> Any:
@@ -98,18 +67,13 @@ def s_array(x: Any, xp: Any) -> Any:
 def network_array(w: Any, xp: Any) -> Any:
     """``network`` with matrices: W1 = w[0:64] as 16 rows of 4, b1 = w[64:80], W2 = w[80:96],
     b2 = w[96] (the same layout as the loop's w[4h + j], w[64 + h], w[80 + h], w[96])."""
-    inputs, targets = _data()
+    inputs, targets = network_data()
     w1 = w[:4 * HIDDEN].reshape(HIDDEN, 4)
     b1, w2, b2 = w[4 * HIDDEN:5 * HIDDEN], w[5 * HIDDEN:6 * HIDDEN], w[6 * HIDDEN]
     hidden = xp.tanh(xp.asarray(inputs) @ w1.T + b1)
     return xp.sum((hidden @ w2 + b2 - xp.asarray(targets)) ** 2)
 
 
-#: name: (the scalar loop, number of variables)
-CASES: dict[str, tuple[Callable[..., Any], int]] = {
-    "R10": (rosenbrock, 10), "R100": (rosenbrock, 100), "R1000": (rosenbrock, 1000),
-    "S": (s_function, 50), "M": (network, 97),
-}
 #: name: the same function as array code, what JAX and PyTorch are given
 ARRAY_CODE: dict[str, Callable[[Any, Any], Any]] = {
     "R10": rosenbrock_array, "R100": rosenbrock_array, "R1000": rosenbrock_array, "S": s_array, "M": network_array,
@@ -123,8 +87,6 @@ def peer_function(name: str, xp: Any) -> Callable[[Any], Any]:
 FORMS = {"ours": "scalar loop over x[i] (Terms)", "casadi": "scalar loop over x[i] (SX)",
          "symengine": "scalar loop over x[i] (symbols)", "jax": "array code (jax.numpy: slicing, sum, matmul)",
          "torch": "array code (torch: slicing, sum, matmul)"}
-#: sad's functions under NumPy's names, for the traced/peer versions
-SAD = type("sadnp", (), {"sin": staticmethod(sad.sin), "exp": staticmethod(sad.exp), "tanh": staticmethod(sad.tanh)})
 PROGRAMS = ("gradient", "hessian", "hvp")
 
 

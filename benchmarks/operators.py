@@ -27,61 +27,14 @@ from typing import Any, Callable
 import numpy as np
 
 import subgraph_ad as sad
+from subgraph_ad.benchmark_functions import OPERATOR_CASES as CASES  # name: (u, dimension d)
+from subgraph_ad.benchmark_functions import gauss_sin, mlp, weights
 from subgraph_ad.core import dependencies
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import many_variables  # noqa: E402
+import many_variables  # the script's folder is on sys.path when it runs
 
 RESULTS = Path(__file__).resolve().parent / "results"
 POINTS = 10_000
-WIDTH = 8
-
-
-def gauss_sin(x: Any, np_: Any = sad) -> Any:
-    """exp(−Σ xᵢ²)·Π sin xᵢ, written with scalars (x a list of Terms or SymPy symbols)."""
-    squares = x[0] ** 2
-    for v in x[1:]:
-        squares = squares + v**2
-    product = np_.sin(x[0])
-    for v in x[1:]:
-        product = product * np_.sin(v)
-    return np_.exp(-squares) * product
-
-
-def weights(d: int) -> tuple[np.ndarray, ...]:
-    """The network's weights, seeded: W₁ (8×d), b₁, W₂ (8×8), b₂, w₃, scaled by 1/√fan-in."""
-    rng = np.random.default_rng(d)
-    return (rng.standard_normal((WIDTH, d)) / np.sqrt(d), rng.standard_normal(WIDTH),
-            rng.standard_normal((WIDTH, WIDTH)) / np.sqrt(WIDTH), rng.standard_normal(WIDTH),
-            rng.standard_normal(WIDTH) / np.sqrt(WIDTH))
-
-
-def mlp(x: Any, np_: Any = sad) -> Any:
-    """w₃·tanh(W₂ tanh(W₁x + b₁) + b₂), written with scalars."""
-    W1, b1, W2, b2, w3 = weights(len(x))
-    hidden = []
-    for j in range(WIDTH):
-        pre = float(b1[j])
-        for i, v in enumerate(x):
-            pre = pre + float(W1[j, i]) * v
-        hidden.append(np_.tanh(pre))
-    out = 0.0
-    for k in range(WIDTH):
-        pre = float(b2[k])
-        for j, h in enumerate(hidden):
-            pre = pre + float(W2[k, j]) * h
-        out = out + float(w3[k]) * np_.tanh(pre)
-    return out
-
-
-def rosenbrock(x: Any, np_: Any = sad) -> Any:
-    return sum(100 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2 for i in range(len(x) - 1))
-
-
-CASES: dict[str, tuple[Callable[..., Any], int]] = {
-    "gauss_sin-4": (gauss_sin, 4), "gauss_sin-16": (gauss_sin, 16), "gauss_sin-64": (gauss_sin, 64),
-    "mlp-4": (mlp, 4), "mlp-16": (mlp, 16), "rosenbrock-100": (rosenbrock, 100),
-}
 #: The direct biharmonic is stopped past this many times the nested one's nodes (or u's, if more).
 DIRECT_BUDGET = 20
 #: The cases whose biharmonic JAX builds as the Hessian trace of its Laplacian (larger ones take

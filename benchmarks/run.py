@@ -5,7 +5,7 @@ Numba backends) and, measured in the same run, SymPy (diff + lambdify(cse=True))
 installed, SymEngine (lambdify, LLVM when available), JAX two ways — nested grad and its Taylor
 mode ``jax.experimental.jet``, each jit(vmap)ed over the points — and PyTorch (nested
 autograd.grad with create_graph). F1–F5 are functions of one scalar, so every peer is given F
-written on one scalar with its own functions (functions.written_with), as its documentation
+written on one scalar with its own functions (benchmark_functions.written_with), as its documentation
 writes such a function.
 
 Sizes: ours = nodes appended after f is built (Taylor: all orders up to n; diff: the n-th alone),
@@ -43,12 +43,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from functions import FUNCTIONS, TEXT, written_with  # noqa: E402
-
-import subgraph_ad as sad  # noqa: E402
-from subgraph_ad.core import dependencies  # noqa: E402
-from subgraph_ad.ad.taylor import taylor_graph  # noqa: E402
+import subgraph_ad as sad
+from subgraph_ad.ad.taylor import taylor_graph
+from subgraph_ad.benchmark_functions import BENCHMARKS, TEXT, written_with
+from subgraph_ad.core import dependencies
 
 RESULTS = Path(__file__).resolve().parent / "results"
 POINTS = 100_000
@@ -127,7 +125,7 @@ def ours(name: str, n: int, method: str, repeats: int, backends: list[str]) -> t
         return len(tape) - mark, tape, x, d
 
     # f on a fresh tape each time, untimed: the peers' timings start from a built expression too
-    build_time, (size, tape, x, d) = median_time(build, max(repeats, BUILD_RUNS), FUNCTIONS[name])
+    build_time, (size, tape, x, d) = median_time(build, max(repeats, BUILD_RUNS), BENCHMARKS[name])
     ops = sum(tape.nodes[i].op not in ("var", "const") for i in dependencies(tape, [d.index]))
     row: dict[str, Any] = {"size": size, "ops": ops, "build": build_time}
     others = [v for v in tape.vars.values() if v != x]
@@ -144,7 +142,7 @@ def ours(name: str, n: int, method: str, repeats: int, backends: list[str]) -> t
 def sympy_peer(name: str, n: int, repeats: int) -> tuple[dict[str, Any], Callable[[], Any]]:
     import sympy
 
-    tape, f, x = FUNCTIONS[name]()
+    tape, f, x = BENCHMARKS[name]()
     expr = f.to_sympy()
     X = sympy.Symbol(x.name)
     others = [v for v in tape.vars.values() if v != x]
@@ -173,7 +171,7 @@ def sympy_peer(name: str, n: int, repeats: int) -> tuple[dict[str, Any], Callabl
 def symengine_peer(name: str, n: int, repeats: int) -> tuple[dict[str, Any], Callable[[], Any]]:
     import symengine as se
 
-    tape, f, x = FUNCTIONS[name]()
+    tape, f, x = BENCHMARKS[name]()
     expr = se.sympify(str(f.to_sympy()))
     X = se.Symbol(x.name)
     others = [v for v in tape.vars.values() if v != x]

@@ -23,10 +23,10 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .core import checks
 from .ad.reverse import grad_graph
-from .compile.lambdify import lambdify
+from .core import Term, checks
 from .trace import Traced
+from .trace.compiled import call, compile_traced, program
 
 
 def split(a: int, b: int) -> int:
@@ -67,24 +67,27 @@ def checkpointed_grad(step: Callable[[Any], Any], x0: Any, n_steps: int) -> Chec
     checks.count(n_steps, "n_steps", "checkpointed_grad")
     state = np.asarray(x0, dtype=float)
     size = max(state.size, 1)
-    trace = Traced(step, (state.shape,), "checkpointed_grad")
-    outs, shape = trace.outputs("checkpointed_grad")
-    if shape != state.shape:
-        raise ValueError(f"checkpointed_grad: step must return the shape of its argument {state.shape}, got {shape}")
-    xs = trace.flat
-    run = lambdify(xs, outs)
-    # the VJP c ↦ cᵀ·∂step/∂x, with the cotangent c as inputs (traced on the same tape)
-    cs = [trace.tape.var(f"c{k}") for k in range(size)]
-    weighted = outs[0] * cs[0]
-    for o, c in zip(outs[1:], cs[1:]):
-        weighted = weighted + o * c
-    vjp = lambdify(xs + cs, list(grad_graph(weighted, xs)))
+
+    def build(trace: Traced) -> tuple[list[Term], list[Term], Callable[..., Any]]:
+        """The step, and beside it the VJP c ↦ cᵀ·∂step/∂x with the cotangent c as inputs
+        (traced on the same tape)."""
+        outs, shape = trace.outputs("checkpointed_grad")
+        if shape != state.shape:
+            raise ValueError(f"checkpointed_grad: step must return the shape of its argument {state.shape}, got {shape}")
+        xs = trace.flat
+        cs = [trace.tape.var(f"c{k}") for k in range(size)]
+        weighted = outs[0] * cs[0]
+        for o, c in zip(outs[1:], cs[1:]):
+            weighted = weighted + o * c
+        return xs, outs, program(xs + cs, list(grad_graph(weighted, xs)))
+
+    run, vjp = compile_traced(step, [state.shape], "checkpointed_grad", build)
     calls = 0
 
     def forward(x: np.ndarray) -> np.ndarray:
         nonlocal calls
         calls += 1
-        return np.array(run(*x), dtype=float)
+        return np.array(call(run, x), dtype=float)
 
     x = state.ravel() if state.ndim else state.reshape(1)
     # the forward sweep keeps x_k only where the schedule will start from: the split points
@@ -99,7 +102,7 @@ def checkpointed_grad(step: Callable[[Any], Any], x0: Any, n_steps: int) -> Chec
         if b - a == 0:
             continue
         if b - a == 1:
-            cotangent = np.array(vjp(*xa, *cotangent.T), dtype=float).reshape(size, -1).T
+            cotangent = np.array(call(vjp, [*xa, *cotangent.T]), dtype=float).reshape(size, -1).T
             continue
         m = split(a, b)
         xm = xa

@@ -35,15 +35,15 @@ from typing import Any, Callable
 import numpy as np
 
 from .ad import operators as ops
-from .captured import Captured
-from .compile.devices import on_host
-from .compile.lambdify import lambdify
 from .core import Tape, Term
 from .interop.dask_arrays import lazy  # Dask
 from .interop.numpy_dispatch import TermArray
-from .nesting import outer_tape, terms_in
 from .pytrees import real_leaf
-from .trace import Traced, _argnums, _check_callable, _Transformed, vmap
+from .trace import Traced, vmap
+from .trace.compiled import Programs, call, program
+from .trace.nesting import outer_tape, terms_in
+from .trace.tracer import check_callable, positions
+from .trace.transform import Transformed
 
 #: Probe evaluations per compiled call of the stochastic Laplacian: x and v are broadcast to
 #: (points, probes) blocks of about this many entries, so memory stays bounded.
@@ -88,14 +88,16 @@ def _estimate(compiled: Callable[..., Any], columns: list[np.ndarray], probes: n
     rows = [p[None, :] for p in probes]
     for start in range(0, n, step):
         part = [c[start:start + step, None] for c in columns]
-        found = compiled(*part, *rows)
+        found = call(compiled, part + rows)
         found = found[0] if isinstance(found, tuple) else found
         out[start:start + step] = np.mean(np.broadcast_to(found, (len(part[0]), samples)), axis=1)
     return out
 
 
+#: How an operator's values are shaped: (outputs, points) -> (points, *operator shape).
+Shape = Callable[[np.ndarray], np.ndarray]
 #: How a batched operator is built on a trace: (tape, xs, u) -> (inputs, Terms, shape of values).
-Build = Callable[[Tape, list[Term], Term], tuple[list[Term], list[Term], Callable[[np.ndarray], np.ndarray]]]
+Build = Callable[[Tape, list[Term], Term], tuple[list[Term], list[Term], Shape]]
 
 
 class _Batched:
@@ -105,11 +107,13 @@ class _Batched:
 
     def __init__(self, f: Callable[..., Any], what: str, build: Build, backend: str | None,
                  stochastic: tuple[int, int] | None = None) -> None:
-        _check_callable(f, what)
-        self.f, self.what, self.build, self.backend, self.stochastic = f, what, build, backend, stochastic
-        self.cache: dict[int, tuple[Any, Callable[[np.ndarray], np.ndarray]]] = {}
-        self.captured: dict[int, Captured] = {}  # per d: what f read beyond its argument
+        check_callable(f, what)
+        self.f, self.what, self.build, self.stochastic = f, what, build, stochastic
+        self.cache: Programs[Shape] = Programs(f, what, self._program, backend)  # one per d
         functools.update_wrapper(self, f)
+
+    def _program(self, trace: Traced) -> tuple[list[Term], list[Term], Shape]:
+        return self.build(trace.tape, trace.vars_of(0), trace.scalar_output(self.what))
 
     def __call__(self, points: Any) -> Any:
         if outer_tape(list(terms_in(points)), self.what) is not None:
@@ -121,20 +125,14 @@ class _Batched:
             raise ValueError(f"{self.what}: points must be an array of shape (d,) for one point or (n, d) for a "
                              f"batch, got a number {points!r}")
         d = array.shape[-1]
-        if d not in self.cache or self.captured[d].changed() is not None:
-            trace = Traced(self.f, ((d,),), self.what)
-            xs = trace.vars_of(0)
-            inputs, terms, shape = self.build(trace.tape, xs, trace.scalar_output(self.what))
-            compiled = on_host(lambdify(inputs, terms, backend=self.backend))
-            self.captured[d], self.cache[d] = Captured(self.f, self.what), (compiled, shape)
-        compiled, shape = self.cache[d]
+        compiled, shape = self.cache.get(d) or self.cache.make(d, [(d,)])
         flat = array.reshape(-1, d)
         columns = [np.ascontiguousarray(flat[:, k]) for k in range(d)]
         if self.stochastic:
             samples, seed = self.stochastic
             values = _estimate(compiled, columns, _probes(d, samples, seed))[None, :]
         else:
-            found = compiled(*columns)
+            found = call(compiled, columns)
             values = np.array([np.broadcast_to(v, flat.shape[:1]) for v in (found if isinstance(found, tuple) else (found,))])
         out = shape(values)  # (points, *operator shape)
         out = out.reshape(array.shape[:-1] + out.shape[1:])
@@ -144,7 +142,7 @@ class _Batched:
         return f"<{self.what} of {getattr(self.f, '__name__', self.f)!r}>"
 
 
-class _Operator(_Transformed):
+class _Operator(Transformed):
     """The operator of u with respect to its argument ``argnums``, one point x of shape (d,): a
     transform like ``grad`` (traced and compiled per signature, nested inside another trace); a
     batch of points (..., d) runs it under ``vmap``, the other arguments the same at every
@@ -156,7 +154,7 @@ class _Operator(_Transformed):
         self.argnums = argnums
 
         def traced(trace: Traced) -> tuple[list[Term], Any]:
-            (k,) = _argnums(argnums, len(trace.trees), what, one=True)
+            (k,) = positions(argnums, len(trace.trees), what, one=True)
             if len(trace.array_argument(k, what)) != 1:
                 raise ValueError(f"{what}: argument {k} is the point, an array of shape (d,), got the shape "
                                  f"{trace.trees[k].meta}")
@@ -175,7 +173,7 @@ class _Operator(_Transformed):
         super().__init__(f, what, traced, backend)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        (k,) = _argnums(self.argnums, len(args), self.what, one=True)
+        (k,) = positions(self.argnums, len(args), self.what, one=True)
         points = args[k]
         traced_points = isinstance(points, (Term, TermArray))
         if not traced_points:
@@ -255,7 +253,7 @@ def laplacian(u: Any, xs: Any = None, weights: Any = None, *, samples: int | Non
     tape = u.tape
     with tape.trial():
         vs = _probe_vars(tape, len(vars_))
-        compiled = on_host(lambdify(vars_ + vs, _second_directional(u, vars_, vs), backend=backend))
+        compiled = program(vars_ + vs, _second_directional(u, vars_, vs), backend)
         at = [np.array([float(tape.value_of(x))]) for x in vars_]
     return float(_estimate(compiled, at, _probes(len(vars_), count, seeded))[0])
 

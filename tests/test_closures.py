@@ -314,7 +314,7 @@ def test_a_rebound_helper_function_is_seen():
 
 
 def test_more_state_than_the_budget_warns_once_and_still_runs():
-    from subgraph_ad.captured import BUDGET
+    from subgraph_ad.trace.captured import BUDGET
 
     table = [float(k) for k in range(BUDGET + 10)]
     g = sad.grad(lambda w: w * table[1])

@@ -33,9 +33,10 @@ from subgraph_ad.functions import FUNCTIONS
 
 from .commands import DRAW_FORMATS, cmd_animate, cmd_diff, cmd_grad, cmd_render, cmd_verify, one_expression
 from .operators import cmd_laplacian
-from .common import (MAX_FRAMES, MAX_LENGTH, MAX_ORDER, MAX_POINTS, MAX_SYMPY_CHARS, MAX_TAPE_NODES, PROG,
-                     SYMPY_TIMEOUT, CliError, UsageError, _AllFunctions, _LoadFunction, _Parser, count, limit, limit_message, points,
-                     seconds, stdin_expression, stdin_lines)
+from .inputs import stdin_expression, stdin_lines
+from .limits import (MAX_FRAMES, MAX_LENGTH, MAX_ORDER, MAX_POINTS, MAX_SYMPY_CHARS, MAX_TAPE_NODES, PROG, SYMPY_TIMEOUT,
+                     CliError, UsageError, limit_message)
+from .parser import AllFunctions, LoadFunction, Parser, count, limit, points, seconds
 
 # -- the parser ------------------------------------------------------------------------------------
 DESCRIPTION = """\
@@ -117,12 +118,12 @@ column and is checked against mpmath.diff at 50 digits instead.""",
 
 def build_parser() -> argparse.ArgumentParser:
     formatter = argparse.RawDescriptionHelpFormatter
-    parser = _Parser(prog=PROG, description=DESCRIPTION, epilog=EXAMPLES["main"], formatter_class=formatter)
+    parser = Parser(prog=PROG, description=DESCRIPTION, epilog=EXAMPLES["main"], formatter_class=formatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {sad.__version__}")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress on stderr (there is none anyway when stderr is not a terminal)")
-    parser.add_argument("--all-functions", action=_AllFunctions)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    parser.add_argument("--all-functions", action=AllFunctions)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
     def common(p: argparse.ArgumentParser, help: str) -> None:
         p.lists_functions = True  # type: ignore[attr-defined]
@@ -133,10 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"refuse an expression longer than N characters (default {MAX_LENGTH}; 0 = no limit)")
         p.add_argument("--max-tape-nodes", type=limit, default=MAX_TAPE_NODES, metavar="N",
                        help=f"stop when the tape would pass N nodes (default {MAX_TAPE_NODES:,}; 0 = no limit)")
-        p.add_argument("--fn", action=_LoadFunction, metavar="MODULE:NAME",
+        p.add_argument("--fn", action=LoadFunction, metavar="MODULE:NAME",
                        help="register the UnaryFn/BinaryFn instance NAME of MODULE (a .py file in the current "
                             "directory, or any importable module) so EXPR can use it; repeatable")
-        p.add_argument("--all-functions", action=_AllFunctions)
+        p.add_argument("--all-functions", action=AllFunctions)
 
     def method(p: argparse.ArgumentParser) -> None:
         p.add_argument("--method", choices=METHODS, default="auto",

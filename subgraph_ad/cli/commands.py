@@ -16,9 +16,10 @@ from subgraph_ad.tables import text_table
 from subgraph_ad.testing import Report, check_against_sympy, sympy_form
 from subgraph_ad.viz.record import notation
 
-from .common import (CliError, RowPrinter, UsageError, bind_point, check_output, constants_line, constants_used,
-                     distinct_outputs, draw_options, dump_json, number, parse_expression, parse_point, read_expression,
-                     say, show, vars_of, wrt_sequence)
+from .inputs import bind_point, constants_used, parse_expression, parse_point, read_expression, vars_of, wrt_sequence
+from .limits import CliError, UsageError
+from .output import (RowPrinter, check_output, constants_line, distinct_outputs, draw_options, dump_json, number, say,
+                     show)
 
 
 def _expression(args: argparse.Namespace) -> tuple[str, sad.Term, dict[str, float]]:

@@ -16,8 +16,9 @@ from subgraph_ad.tables import text_table
 from subgraph_ad.testing import RTOL, SYMBOLIC_MAX_NODES, budgeted
 
 from .commands import _form, _print_form
-from .common import (CliError, UsageError, bind_point, constants_line, constants_used, dump_json, number,
-                     parse_expression, parse_point, read_expression, say, show, vars_of, wrt_sequence)
+from .inputs import bind_point, constants_used, parse_expression, parse_point, read_expression, vars_of, wrt_sequence
+from .limits import CliError, UsageError
+from .output import constants_line, dump_json, number, say, show
 
 
 def _reference(f: sad.Term, ours: list[sad.Term], names: list[str], point: dict[str, float]) -> Iterator[Any]:

@@ -21,9 +21,7 @@ at a zero of f⁽ⁿ⁾ no float method has relative accuracy (e^x·sin x's deri
 from __future__ import annotations
 
 import math
-import sys
 import warnings
-from pathlib import Path
 from typing import Callable
 
 import mpmath
@@ -33,9 +31,8 @@ import pytest
 import subgraph_ad as sad
 from subgraph_ad import Tape, Term, taylor_graph
 from subgraph_ad.ad.accuracy import PROBES, AccuracyWarning, screen
+from subgraph_ad.benchmark_functions import BENCHMARKS  # F1–F5
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from functions import FUNCTIONS  # noqa: E402  (the benchmark's F1–F5)
 
 DIGITS = 150
 TOLERANCE = 1e-10
@@ -249,14 +246,14 @@ def test_the_warning_names_the_derivative_and_the_estimate() -> None:
 
 
 @pytest.mark.parametrize("n", [10, 20, 30])
-@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@pytest.mark.parametrize("name", sorted(BENCHMARKS))
 def test_well_conditioned_builds_do_not_warn(name: str, n: int) -> None:
     """The benchmark's F1–F5 at moderate orders lose nothing worth a warning (their Taylor-mode
     values agree with SymPy's to 1e-12 and better: tests/ad/test_taylor.py)."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", AccuracyWarning)
         for method in METHODS:
-            tape, f, x = FUNCTIONS[name]()
+            tape, f, x = BENCHMARKS[name]()
             METHODS[method](f, x, n)
 
 

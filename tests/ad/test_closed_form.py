@@ -3,8 +3,6 @@ sizes against SymPy's own cse form and against the recurrence, the cases where t
 gives up or the form is refused for accuracy at a probe point, and the monomial encoding."""
 
 import math
-import sys
-from pathlib import Path
 
 import mpmath
 import numpy as np
@@ -19,10 +17,9 @@ from subgraph_ad.ad import diff as diff_module
 from subgraph_ad.ad.closed_form import WIDTH, _Expansion
 from subgraph_ad.core import dependencies
 from subgraph_ad.ad.diff import diff
+from subgraph_ad.benchmark_functions import BENCHMARKS  # F1–F5
 from conftest import OutputTanh, close, sympy_value
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from functions import FUNCTIONS  # noqa: E402  (the benchmark's F1–F5)
 
 CASES = {  # closed forms of every shape: polynomial, Laurent (1/x^k), products of functions
     "x^3*exp(2x)": lambda x, y: x**3 * exp(2 * x),
@@ -61,13 +58,13 @@ def test_closed_forms_are_smaller_than_sympys_cse_form_and_the_recurrence(name):
     # SymPy simplifies the 10th derivative of F1/F5 to a closed form; ours must need fewer
     # operations than that form after cse (counted here, in the same run), and than Taylor
     # mode's recurrence for the same order.
-    tape, f, x = FUNCTIONS[name]()
+    tape, f, x = BENCHMARKS[name]()
     d = diff(f, x, 10, method="taylor")
     others = {sympy.Symbol(v.name): v.value for v in tape.vars.values() if v != x}
     expr = sympy.diff(f.to_sympy(), sympy.Symbol(x.name), 10).subs(others)
     replacements, reduced = sympy.cse(expr)
     sympy_ops = sum(sympy.count_ops(e) for _, e in replacements) + sympy.count_ops(reduced[0])
-    tape2, f2, x2 = FUNCTIONS[name]()
+    tape2, f2, x2 = BENCHMARKS[name]()
     recurrence = taylor_graph(f2, x2, 10)[-1]
     assert _ops(tape, d.index) < sympy_ops
     assert 2 * _ops(tape, d.index) < _ops(tape2, recurrence.index)
@@ -88,10 +85,10 @@ def test_where_the_expansion_cannot_pay_the_recurrence_stays(name, monkeypatch):
     # sums of products of sin, cos, exp, 1/(1+x^2) (F3) and of three nested tanh (F4) expand to
     # more terms than the recurrence has nodes: the n-th derivative is the recurrence's, node
     # for node, and nothing the attempt built is left on the tape
-    tape, f, x = FUNCTIONS[name]()
+    tape, f, x = BENCHMARKS[name]()
     d = diff(f, x, 10, method="taylor")
     monkeypatch.setattr(diff_module, "horner", lambda tape, root, mark, wrt: root)
-    tape2, f2, x2 = FUNCTIONS[name]()
+    tape2, f2, x2 = BENCHMARKS[name]()
     recurrence = diff(f2, x2, 10, method="taylor")
     assert tape.nodes == tape2.nodes and d.index == recurrence.index
 

@@ -1,18 +1,14 @@
 """diff and derivatives: SymPy-style arguments, every method giving equal values, the orders of
 a Taylor run, and method="auto" building whichever way appends fewer nodes."""
 
-import sys
-from pathlib import Path
-
 import pytest
 import sympy
 
 import subgraph_ad as sad
 from subgraph_ad import Tape, exp, log, sin, tan, tanh
+from subgraph_ad.benchmark_functions import BENCHMARKS  # F1–F5
 from conftest import close, sympy_value
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from functions import FUNCTIONS  # noqa: E402  (the benchmark's F1–F5)
 
 X, Y = sympy.symbols("x y")
 
@@ -35,10 +31,10 @@ def test_diff_counts_follow_sympy():
         f.diff(x, -1)
 
 
-@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@pytest.mark.parametrize("name", sorted(BENCHMARKS))
 @pytest.mark.parametrize("n", [1, 3, 6])
 def test_methods_give_equal_values(name, n):
-    tape, f, x = FUNCTIONS[name]()
+    tape, f, x = BENCHMARKS[name]()
     values = [f.diff(x, n, method=m).eval() for m in ("graph", "taylor", "auto")]
     assert close(values[1], values[0], rtol=1e-10) and close(values[2], values[0], rtol=1e-10)
 

@@ -2,19 +2,14 @@
 compiled for one point and for batches), and the node counts of the many-variables benchmark
 pinned below CasADi SX's counts for the same functions."""
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import scipy.sparse
 import sympy
 
 import subgraph_ad as sad
+from subgraph_ad.benchmark_functions import MANY_VARIABLES, SAD
 from subgraph_ad.core import dependencies
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from many_variables import CASES, SAD  # noqa: E402
 
 
 def system(xs, np_):
@@ -65,7 +60,7 @@ def test_a_sparse_hessian_compiles_each_symmetric_pair_once():
     n = 6
     tape = sad.Tape()
     xs = [tape.var(f"x{i}") for i in range(n)]
-    f, _ = CASES["S"]
+    f, _ = MANY_VARIABLES["S"]
     sparse = sad.hessian(f(xs, SAD), xs, sparse=True)
     assert len(sparse.terms) == n * n and len({t.index for t in sparse.terms}) == n * (n + 1) // 2
     compiled = sparse.compile(xs)
@@ -170,7 +165,7 @@ CASADI = {"R10": (93, 107, 165), "R100": (993, 1142, 1785), "S": (544, 2263, 133
 def test_node_counts_are_pinned_below_casadi(name):
     """The graphs the benchmark measures: gradient appended ≤ 1.25 × f's nodes, and the Hessian
     and HVP graphs (f's part included, as CasADi counts) no larger than CasADi's."""
-    f, n = CASES[name]
+    f, n = MANY_VARIABLES[name]
     _, casadi_hessian, casadi_hvp = CASADI[name]
     sizes = {}
     for what in ("gradient", "hessian", "hvp"):

@@ -6,8 +6,6 @@ functions — their node counts pinned, and every bad input refused with the tap
 import copy
 import itertools
 import math
-import sys
-from pathlib import Path
 
 import mpmath
 import numpy as np
@@ -17,11 +15,10 @@ import sympy
 import subgraph_ad as sad
 from conftest import Softplus
 from subgraph_ad.ad import operators as ops
+from subgraph_ad.benchmark_functions import gauss_sin, mlp, rosenbrock
 from subgraph_ad.core import dependencies
 from subgraph_ad.functions import FUNCTIONS, sympy_hook
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from operators import gauss_sin, mlp, rosenbrock  # noqa: E402
 
 RTOL = 1e-10
 

@@ -3,8 +3,6 @@
 structural zeros and transactions."""
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,10 +11,9 @@ import sympy
 import subgraph_ad as sad
 from subgraph_ad import Tape, UnaryFn, cos, exp, log, sigmoid, sin, sqrt, tan, tanh, taylor_graph
 from subgraph_ad.testing import assert_matches_sympy
+from subgraph_ad.benchmark_functions import BENCHMARKS  # F1–F5
 from conftest import Softplus, close, sympy_value
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from functions import FUNCTIONS  # noqa: E402  (the benchmark's F1–F5)
 
 POINTS = [1.15, 1.45, 1.9]  # > 1, where every F (F5: log(w1) > 0) is real
 
@@ -29,9 +26,9 @@ def _graph_derivatives(f, x, n):
     return out
 
 
-@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@pytest.mark.parametrize("name", sorted(BENCHMARKS))
 def test_benchmark_functions_agree_with_repeated_gen_graph_to_order_12(name):
-    tape, f, x = FUNCTIONS[name]()
+    tape, f, x = BENCHMARKS[name]()
     ours = taylor_graph(f, x, 12)
     reference = _graph_derivatives(f, x, 12)
     for p in POINTS:
@@ -47,9 +44,9 @@ def test_benchmark_functions_agree_with_repeated_gen_graph_to_order_12(name):
 SYMPY_ORDER = {"F1": 12, "F2": 12, "F3": 12, "F4": 8, "F5": 12}
 
 
-@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@pytest.mark.parametrize("name", sorted(BENCHMARKS))
 def test_benchmark_functions_match_sympy(name):
-    tape, f, x = FUNCTIONS[name]()
+    tape, f, x = BENCHMARKS[name]()
     n = SYMPY_ORDER[name]
     ours = taylor_graph(f, x, n)
     expr = f.to_sympy()
@@ -121,13 +118,13 @@ def _unfolded(tape, start):
     return found
 
 
-EVERY_CASE = sorted(FUNCTIONS) + sorted(ARITHMETIC) + sorted(BUILTINS)
+EVERY_CASE = sorted(BENCHMARKS) + sorted(ARITHMETIC) + sorted(BUILTINS)
 
 
 def _case(name):
     """(tape, z, x) for a benchmark function, an arithmetic case or a built-in of a composite."""
-    if name in FUNCTIONS:
-        return FUNCTIONS[name]()
+    if name in BENCHMARKS:
+        return BENCHMARKS[name]()
     tape = Tape()
     x, y = tape.var("x", 0.6), tape.var("y", 1.3)
     return tape, ARITHMETIC[name](x, y) if name in ARITHMETIC else BUILTINS[name](0.5 + x * x / 3), x
@@ -349,7 +346,7 @@ TARGETS = {
 
 @pytest.mark.parametrize("name, n", sorted(SIZES))
 def test_node_counts(name, n):
-    tape, f, x = FUNCTIONS[name]()
+    tape, f, x = BENCHMARKS[name]()
     mark = len(tape)
     taylor_graph(f, x, n)
     appended = len(tape) - mark
@@ -360,7 +357,7 @@ def test_node_counts(name, n):
 def test_taylor_grows_quadratically():
     sizes = []
     for n in (10, 20, 40):
-        tape, f, x = FUNCTIONS["F4"]()
+        tape, f, x = BENCHMARKS["F4"]()
         mark = len(tape)
         taylor_graph(f, x, n)
         sizes.append(len(tape) - mark)

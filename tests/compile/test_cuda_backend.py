@@ -26,10 +26,9 @@ import subgraph_ad as sad
 from subgraph_ad import Tape, lambdify
 from subgraph_ad.compile.backends import c, cuda
 from subgraph_ad.compile.program import build_program
+from subgraph_ad import benchmark_functions as bench
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import functions as bench  # noqa: E402
 from conftest import Softplus  # noqa: E402
 
 #: What makes the CUDA source C++ for one CPU thread: blockIdx.x = threadIdx.x = 0 and
@@ -252,13 +251,13 @@ def test_scratch_arrays_are_dropped_after_their_last_reader():
 
 # -- the whole call path, on the CPU ---------------------------------------------------------------
 @needs_cxx
-@pytest.mark.parametrize("name", sorted(bench.FUNCTIONS))
+@pytest.mark.parametrize("name", sorted(bench.BENCHMARKS))
 def test_the_kernels_run_on_the_cpu_give_numpys_values(monkeypatch, name):
     """F1–F5 and derivatives 1..10 through ``cuda.function`` with the stand-in CuPy: NumPy
     inputs broadcast ((5, 1) with (1, 3)), the other var as one number (a kernel of its own,
     reading it once); values within 1e-13 of each derivative's largest value, as the C tests."""
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy())
-    tape, f, x = bench.FUNCTIONS[name]()
+    tape, f, x = bench.BENCHMARKS[name]()
     ds = [f] + [f.diff(x, n) for n in range(1, 11)]
     variables = [sad.Term(tape, i) for i, node in enumerate(tape.nodes) if node.op == "var"]
     run = cuda.function(build_program(tape, variables, ds))

@@ -206,7 +206,7 @@ def test_operators_sparse_and_hutchinson_take_a_backend():
 
 def test_the_package_default_reaches_the_traced_transforms(monkeypatch):
     """config.backend = "jax": sad.grad compiles a JAX function, with no backend= of its own."""
-    import subgraph_ad.trace as trace
+    import subgraph_ad.trace.compiled as compiled
 
     made = []
 
@@ -214,7 +214,7 @@ def test_the_package_default_reaches_the_traced_transforms(monkeypatch):
         made.append(sad.lambdify(*args, **kwargs))
         return made[-1]
 
-    monkeypatch.setattr(trace, "lambdify", recording)
+    monkeypatch.setattr(compiled, "lambdify", recording)
     monkeypatch.setattr(config, "backend", "jax")
     w = np.array([0.3, -0.5, 1.2])
     assert np.allclose(sad.grad(rosenbrock)(w), rosenbrock_gradient(w), rtol=1e-13)

@@ -4,8 +4,6 @@ derivative program against our own (n+1)-th, strong zeros included."""
 
 import functools
 import math
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -18,9 +16,8 @@ from subgraph_ad.compile.backends import jax as jax_backend
 from subgraph_ad.compile.backends.c import NotLowerable
 from subgraph_ad.compile.program import build_program
 from subgraph_ad.functions import FUNCTIONS
+from subgraph_ad import benchmark_functions as bench
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import functions as bench  # noqa: E402
 from conftest import Cube, Softplus  # noqa: E402
 
 TINY = np.finfo(float).tiny
@@ -85,9 +82,9 @@ def test_every_builtin_function_matches_numpy_under_jit_and_vmap(name):
         assert ok.all(), [(tuple(a[i] for a in args), got[i], ref[i]) for i in np.nonzero(~ok)[0][:5]]
 
 
-@pytest.mark.parametrize("name", sorted(bench.FUNCTIONS))
+@pytest.mark.parametrize("name", sorted(bench.BENCHMARKS))
 def test_benchmark_derivatives_to_order_12_match_numpy_under_jit_and_vmap(name):
-    tape, f, x = bench.FUNCTIONS[name]()
+    tape, f, x = bench.BENCHMARKS[name]()
     ds = [f] + [f.diff(x, n) for n in range(1, 13)]
     vs = variables(tape)
     run = jax_backend.function(build_program(tape, vs, ds))
@@ -100,11 +97,11 @@ def test_benchmark_derivatives_to_order_12_match_numpy_under_jit_and_vmap(name):
             assert got.dtype == jnp.float64 and near(got, ref, 1e-12), (name, n)
 
 
-@pytest.mark.parametrize("name", sorted(bench.FUNCTIONS))
+@pytest.mark.parametrize("name", sorted(bench.BENCHMARKS))
 def test_grad_of_our_nth_derivative_is_our_next_one(name):
     """jax.grad differentiates the graph of d^n f/dx^n once more (jit∘vmap∘grad over the grid);
     the (n+1)-th derivative we build, run on NumPy, is the oracle, to 1e-12 of its scale."""
-    tape, f, x = bench.FUNCTIONS[name]()
+    tape, f, x = bench.BENCHMARKS[name]()
     vs = variables(tape)
     k = next(i for i, v in enumerate(vs) if v.index == x.index)
     grid = np.linspace(-2.0, 2.0, 41) + (2.5 if name == "F5" else 0.0)

@@ -4,20 +4,18 @@ IEEE values, argument errors, the Numba fallback, pickling and Dask on a local c
 import pickle
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import subgraph_ad as sad
 from subgraph_ad import Tape, exp, lambdify, log, sigmoid, sin, sqrt, tan, tanh
+from subgraph_ad.benchmark_functions import BENCHMARKS  # F1–F5
 from subgraph_ad.compile.backends.numpy import block_source
 from subgraph_ad.compile.lambdify import BackendWarning
 from subgraph_ad.compile.program import build_program
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from functions import FUNCTIONS  # noqa: E402
-from conftest import Softplus  # noqa: E402
+from conftest import Softplus
 
 BACKENDS = ["numpy", "numba"]
 
@@ -28,9 +26,9 @@ def _close(a, b):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@pytest.mark.parametrize("name", sorted(BENCHMARKS))
 def test_benchmark_derivatives_match_eval(name, backend):
-    tape, f, x = FUNCTIONS[name]()
+    tape, f, x = BENCHMARKS[name]()
     ds = sad.taylor_graph(f, x, 8)
     others = [v for v in tape.vars.values() if v != x]
     points = np.linspace(-2, 2, 40_001)  # several blocks, and a ragged last one
@@ -87,7 +85,7 @@ def test_a_scalar_input_over_many_blocks_and_threads(backend):
 
 
 def test_registers_are_reused_and_inputs_never_written():
-    tape, f, x = FUNCTIONS["F4"]()
+    tape, f, x = BENCHMARKS["F4"]()
     ds = sad.taylor_graph(f, x, 10)
     program = build_program(tape, [x], ds)
     source, _, registers = block_source(program)
@@ -100,7 +98,7 @@ def test_registers_are_reused_and_inputs_never_written():
 
 
 def test_outputs_and_their_single_use_chains_need_no_register():
-    tape, f, x = FUNCTIONS["F2"]()
+    tape, f, x = BENCHMARKS["F2"]()
     d10 = sad.taylor_graph(f, x, 10)[-1]  # -sin(x): sin straight into the output, negated there
     source, _, registers = block_source(build_program(tape, [x, tape.vars["y"]], [d10]))
     assert registers == 0
@@ -118,7 +116,7 @@ def test_outputs_and_their_single_use_chains_need_no_register():
 def test_generated_source_is_deterministic():
     sources = []
     for _ in range(2):
-        tape, f, x = FUNCTIONS["F3"]()
+        tape, f, x = BENCHMARKS["F3"]()
         sources.append(lambdify([x], f.diff(x, 4)).block_source)
     assert sources[0] == sources[1]
 
@@ -177,7 +175,7 @@ def test_argument_errors():
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_pickle_round_trip(backend):
-    tape, f, x = FUNCTIONS["F1"]()
+    tape, f, x = BENCHMARKS["F1"]()
     g = lambdify([x], [f, f.diff(x, 5)], backend=backend)
     h = pickle.loads(pickle.dumps(g))
     points = np.linspace(-2, 2, 11)
@@ -201,7 +199,7 @@ def dask_client():
 def test_dask_blockwise_on_a_local_cluster(dask_client):
     import dask.array as da
 
-    tape, f, x = FUNCTIONS["F3"]()
+    tape, f, x = BENCHMARKS["F3"]()
     ds = sad.taylor_graph(f, x, 6)
     g1 = lambdify([x], ds[-1])
     g = lambdify([x], [f, ds[-1]])
@@ -218,7 +216,7 @@ def test_dask_blockwise_on_a_local_cluster(dask_client):
 def test_dask_with_a_scalar_and_two_inputs(dask_client):
     import dask.array as da
 
-    tape, f, x = FUNCTIONS["F5"]()
+    tape, f, x = BENCHMARKS["F5"]()
     w2 = tape.vars["w2"]
     g = lambdify([x, w2], f.diff(x, 4))
     points = np.linspace(1.1, 3, 1000)

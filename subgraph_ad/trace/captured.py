@@ -45,7 +45,7 @@ BUDGET = 4096
 
 _ABSENT = object()  # a global name f reads that is not bound (an attribute name, or a builtin)
 _SCALARS = (int, float, complex, str, bytes, bool, type(None), np.generic)
-_OWN = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the package (this is trace/captured.py)
 _PACKAGE = __name__.split(".")[0]
 
 

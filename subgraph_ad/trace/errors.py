@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-#: Folders whose frames are not the user's code.
+#: Folders whose frames are not the user's code: NumPy's and this package's (two levels up: trace/errors.py).
 INTERNAL = tuple(os.path.dirname(os.path.abspath(m.__file__ or "")) + os.sep for m in (np,)) + (
-    os.path.dirname(os.path.abspath(__file__)) + os.sep,)
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,)
 
 
 def _internal(tb: TracebackType) -> bool:

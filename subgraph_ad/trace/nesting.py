@@ -32,7 +32,7 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from .core import Tape, Term, dependencies
+from ..core import Tape, Term, dependencies
 
 _local = threading.local()
 _origins: weakref.WeakKeyDictionary[Tape, str] = weakref.WeakKeyDictionary()

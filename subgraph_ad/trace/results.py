@@ -1,0 +1,191 @@
+"""A traced transform's result, assembled from its program's values: the structure of an
+argument (a gradient, a tangent) or of f's result filled in, float32 kept where the arguments
+had it, and matrices from their distinct structural nonzeros (dense, ``scipy.sparse``, or JAX's
+blocks of pytrees). Nested in another trace, the values are Terms of that trace and the result
+holds them (a ``TermArray`` for an array).
+
+>>> import numpy as np
+>>> tree_values(Tree("tuple", None, (Tree("leaf", ()), Tree("leaf", (2,)))), [1.0, 2.0, 3.0], 0, ())
+((1.0, array([2., 3.])), 3)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..ad.matrices import Sparse, sparse_matrix
+from ..core import Tape, Term
+from ..interop.numpy_dispatch import TermArray
+from ..pytrees import Tree, flatten, leaf_shapes, unflatten
+from .tracer import Traced
+
+#: How a built transform turns the program's values into its result: (the outputs' values, each
+#: a number or an array of the batch's shape; the batch shape) -> result.
+Assemble = Callable[[list[Any], tuple[int, ...]], Any]
+
+
+def block(values: list[Any], start: int, shape: tuple[int, ...], batch: tuple[int, ...]) -> Any:
+    """Values start.. as one leaf of ``shape`` per batch point: a float for one number at one
+    point."""
+    size = math.prod(shape)
+    part = values[start:start + size]
+    if part and isinstance(part[0], Term):  # nested: Terms of the outer trace
+        return part[0] if not shape else term_array(part, shape)
+    if not batch:
+        return float(part[0]) if not shape else np.array(part, dtype=float).reshape(shape)
+    out = np.empty(batch + (size,))
+    for k, v in enumerate(part):
+        out[..., k] = v
+    return out.reshape(batch + shape)
+
+
+def term_array(terms: Sequence[Any], shape: tuple[int, ...]) -> Any:
+    array = np.empty(len(terms), dtype=object)
+    array[:] = list(terms)
+    return array.reshape(shape).view(TermArray)
+
+
+def result_dtype(leaves: list[list[Any]]) -> Any:
+    """The float dtype a result keeps: float32 (or float16) where every floating array among the
+    arguments has it, None (float64) otherwise — as JAX keeps float32, Python numbers weak."""
+    kinds = {np.asarray(leaf).dtype for found in leaves for leaf in found
+             if isinstance(leaf, (np.ndarray, np.floating)) and np.asarray(leaf).dtype.kind == "f"}
+    if not kinds:
+        return None
+    kept = np.result_type(*kinds)
+    return kept if kept.itemsize < 8 else None
+
+
+def cast(result: Any, dtype: Any) -> Any:
+    """Every float leaf of a result as ``dtype``."""
+    if dtype is None:
+        return result
+    leaves, tree = flatten(result, "result")
+    return unflatten(tree, [dtype.type(v) if isinstance(v, float) else np.asarray(v, dtype=dtype)
+                            if isinstance(v, np.ndarray) and v.dtype.kind == "f" else v for v in leaves])
+
+
+def tree_values(tree: Tree, values: list[Any], start: int, batch: tuple[int, ...]) -> tuple[Any, int]:
+    """The pytree ``tree`` filled from the stack at ``start``; and where the next values start."""
+    leaves = []
+    for shape in leaf_shapes(tree):
+        leaves.append(block(values, start, shape, batch))
+        start += math.prod(shape)
+    return unflatten(tree, leaves), start
+
+
+def leafwise(trace: Traced, k: int, values: list[Any], start: int, batch: tuple[int, ...]) -> tuple[Any, int]:
+    """Argument k's structure filled from the stack (a gradient, a tangent)."""
+    return tree_values(trace.trees[k], values, start, batch)
+
+
+def shaped(shape: tuple[int, ...]) -> Assemble:
+    return lambda values, batch: block(values, 0, shape, batch)
+
+
+def _nonzeros(matrix: Sparse, tape: Tape) -> tuple[list[Term], np.ndarray]:
+    """The distinct Terms of a sparse matrix (a symmetric pair is one Term, compiled once), and
+    for each entry the position of its Term among them. No nonzero at all still compiles one
+    Term, the 0, of which nothing is taken."""
+    distinct: dict[int, Term] = {}
+    for t in matrix.terms:
+        distinct.setdefault(t.index, t)
+    position = {i: k for k, i in enumerate(distinct)}
+    terms = list(distinct.values()) or [tape.zero]
+    return terms, np.array([position[t.index] for t in matrix.terms], dtype=np.intp)
+
+
+def sparse_result(matrix: Sparse, tape: Tape) -> tuple[list[Term], Assemble]:
+    """A traced sparse matrix: its distinct nonzero Terms, and their values as a ``scipy.sparse``
+    CSR matrix (a dense ndarray without SciPy); one point only."""
+    terms, take = _nonzeros(matrix, tape)
+
+    def assemble(values: list[Any], batch: tuple[int, ...]) -> Any:
+        if values and isinstance(values[0], Term):
+            raise TypeError("sparse=True cannot nest inside another transform: a scipy.sparse matrix holds numbers, "
+                            "not the Terms of the outer trace; use sparse=False there")
+        if batch:
+            raise TypeError("a sparse matrix (sparse=True) is one point's; vmap a dense one (sparse=False)")
+        return sparse_matrix(matrix.rows, matrix.cols, np.array(values, dtype=float)[take], matrix.shape)
+
+    return terms, assemble
+
+
+def _dense(matrix: Sparse, tape: Tape, shape: tuple[int, ...]) -> tuple[list[Term], Assemble]:
+    """A traced dense matrix from its structural nonzeros only, scattered into zeros of
+    ``shape``: a Hessian of n vars compiles its distinct nonzeros, not n² entries that are
+    mostly the constant 0 (Rosenbrock-1000: 1,999 distinct Terms compiled, not 1,000,000)."""
+    terms, take = _nonzeros(matrix, tape)
+    flat = np.array(matrix.rows, dtype=np.intp) * matrix.shape[1] + np.array(matrix.cols, dtype=np.intp)
+
+    def scatter(values: list[Any], batch: tuple[int, ...]) -> Any:
+        if values and isinstance(values[0], Term):  # nested: Terms of the outer trace, zeros its 0
+            entries = [values[0].tape.zero] * (matrix.shape[0] * matrix.shape[1])
+            for k, t in zip(flat, take):
+                entries[k] = values[t]
+            return entries[0] if not shape else term_array(entries, shape)
+        out = np.zeros(batch + (matrix.shape[0] * matrix.shape[1],))
+        if batch:
+            for k, t in zip(flat, take):  # one column per entry: no stack of all the values first
+                out[..., k] = values[t]
+        else:
+            out[flat] = np.array(values, dtype=float)[take]
+        if not batch and not shape:
+            return float(out[0])
+        return out.reshape(batch + shape)
+
+    return terms, scatter
+
+def argument_tree(trace: Traced, argnums: int | tuple[int, ...], nums: tuple[int, ...]) -> Tree:
+    """The structure the derivative takes of the arguments: argument argnums's, or a tuple of them."""
+    if isinstance(argnums, int):
+        return trace.trees[nums[0]]
+    return Tree("tuple", None, tuple(trace.trees[k] for k in nums))
+
+
+def result_tree(trace: Traced, what: str) -> tuple[list[Term], Tree]:
+    """f's result: a pytree where it is a tuple, dict or namedtuple (JAX's layout), else one array
+    (a list of numbers or Terms reads as np.asarray reads it)."""
+    if isinstance(trace.out, (tuple, dict)):
+        return trace.tree_outputs(trace.out, what)
+    outs, shape = trace.outputs(what)
+    return outs, Tree("leaf", shape)
+
+
+def blocks(matrix: Sparse, tape: Tape, out_tree: Tree, in_tree: Tree) -> tuple[list[Term], Assemble]:
+    """A Jacobian of pytrees in JAX's layout: the result's structure, each leaf of it the
+    arguments' structure, each leaf of that a block of shape out_leaf.shape + in_leaf.shape —
+    from the distinct structural nonzeros only (``_dense``)."""
+    rows, cols = matrix.shape
+    terms, dense = _dense(matrix, tape, (rows, cols))
+    out_shapes, in_shapes = leaf_shapes(out_tree), leaf_shapes(in_tree)
+
+    def assemble(values: list[Any], batch: tuple[int, ...]) -> Any:
+        full = dense(values, batch)
+        parts, r = [], 0
+        for so in out_shapes:
+            row, c = [], 0
+            for si in in_shapes:
+                block = full[..., r:r + math.prod(so), c:c + math.prod(si)].reshape(batch + so + si)
+                row.append(block if block.ndim else block[()] if block.dtype == object else float(block))
+                c += math.prod(si)
+            parts.append(unflatten(in_tree, row))
+            r += math.prod(so)
+        return unflatten(out_tree, parts)
+
+    return terms, assemble
+
+
+def single(out_tree: Tree, in_tree: Tree, what: str) -> None:
+    if out_tree.kind != "leaf" or in_tree.kind != "leaf":
+        raise TypeError(f"{what}(..., sparse=True) is one matrix: of one array result by one array argument; for "
+                        "pytrees use sparse=False")
+
+
+
+
+__all__ = ["Assemble", "argument_tree", "block", "blocks", "cast", "leafwise", "result_dtype", "result_tree", "shaped",
+           "single", "sparse_result", "term_array", "tree_values"]

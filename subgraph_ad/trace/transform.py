@@ -1,0 +1,181 @@
+"""``Transformed``: what every traced transform is — a callable that traces ``f`` once per
+signature, builds its outputs with ``build(trace)`` (flat Terms, and how to assemble their
+values), compiles them (``compiled``), and runs the program on one point or, under ``vmap``, on
+the columns of a batch; called inside another trace, it appends to that trace instead
+(``nesting``). The transforms (``grad``, ``hessian``, …) differ only in their ``build``.
+
+>>> import subgraph_ad as sad
+>>> square = Transformed(lambda x: x * x, "square", lambda trace: ([trace.out], lambda values, batch: values[0]))
+>>> square(3.0), sad.grad(square)(3.0)
+(9.0, 6.0)
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..core import Tape, Term
+from ..interop import dask_arrays  # Dask: the hooks marked "Dask" below
+from ..pytrees import Tree, flatten, leaf_shapes, real_leaf, static_key
+from .compiled import Programs, call, collector_paused
+from .nesting import lifted, outer_tape, substitute, terms_in
+from .results import Assemble, cast, result_dtype
+from .tracer import Traced, check_callable
+
+#: How a transform is built on a trace: its outputs (flat Terms) and how to assemble their values.
+Build = Callable[[Traced], tuple[list[Term], Assemble]]
+
+
+def traced_leaf(what: str) -> Callable[[Any, str], tuple[Any, tuple[int, ...]]]:
+    """The leaf check of a nested call: Terms and arrays of them besides real numbers."""
+    check = real_leaf(what)
+
+    def leaf(value: Any, path: str) -> tuple[Any, tuple[int, ...]]:
+        if isinstance(value, Term):
+            return value, ()
+        if isinstance(value, np.ndarray) and value.dtype == object and next(terms_in(value), None) is not None:
+            return value, value.shape
+        return check(value, path)
+
+    return leaf
+
+
+def elements(leaf: Any) -> list[Any]:
+    """A leaf's numbers or Terms, flat in C order."""
+    if isinstance(leaf, Term):
+        return [leaf]
+    return list(np.asarray(leaf, dtype=object).ravel())
+
+
+def columns(leaf: Any, batched: tuple[bool, ...]) -> list[Any]:
+    """The inputs of a leaf's vars: its numbers, or with batch axes in front (one per level of
+    vmap where ``batched``), each var's values across the batch, with size-1 axes for the levels
+    that do not batch it, so every input broadcasts to the whole batch."""
+    array = np.asarray(leaf, dtype=float)
+    nb = sum(batched)
+    if not batched or not nb:
+        points: list[float] = array.ravel().tolist()  # Python floats: the one-point code's own type
+        return points
+    outer = array.shape[:nb]
+    full, at = [], 0
+    for b in batched:
+        full.append(outer[at] if b else 1)
+        at += b
+    point = array.reshape(tuple(full) + (-1,))
+    return list(np.ascontiguousarray(np.moveaxis(point, -1, 0)))
+
+def batch_shape(inputs: list[Any]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*(np.shape(v) for v in inputs)))
+    except ValueError:
+        sizes = sorted({np.shape(v) for v in inputs if np.ndim(v)})
+        raise ValueError(f"vmap: the batched arguments have different batch sizes {sizes}") from None
+
+
+def strip(tree: Tree, nb: int) -> Tree:
+    """The structure of one point: the leading ``nb`` batch axes off every leaf's shape."""
+    if tree.kind == "leaf":
+        return Tree("leaf", tree.meta[nb:])
+    return Tree(tree.kind, tree.meta, tuple(strip(c, nb) for c in tree.children))
+
+
+
+
+class Transformed:
+    """The transform ``build`` of ``f`` (see the module), compiled with ``backend``; ``cache``
+    holds its program per signature."""
+
+    def __init__(self, f: Callable[..., Any], what: str, build: Build, backend: str | None = None) -> None:
+        check_callable(f, what)
+        self.f, self.what, self.build = f, what, build
+        self.cache: Programs[Assemble] = Programs(f, what, self._program, backend)
+        functools.update_wrapper(self, f, updated=())
+
+    def _program(self, trace: Traced) -> tuple[list[Term], Term | list[Term], Assemble]:
+        terms, assemble = self.build(trace)
+        return trace.flat, terms or [trace.tape.zero], assemble
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.run(args, kwargs, None)
+
+    def _signature(self, args: Sequence[Any], kwargs: dict[str, Any],
+                   levels: Sequence[tuple[bool, ...]] | None) -> tuple[list[list[Any]], list[Tree], Any]:
+        """Each argument's leaves and per-point structure (batch axes taken off), and the key."""
+        check = real_leaf(self.what)
+        leaves, trees = [], []
+        for k, arg in enumerate(args):
+            found, tree = flatten(arg, f"argument {k}", check)
+            nb = sum(levels[k]) if levels is not None else 0
+            if nb:
+                for shape in leaf_shapes(tree):
+                    if len(shape) < nb:
+                        raise ValueError(f"vmap: argument {k} has a leaf of shape {shape}, with no batch axis to map "
+                                         "over; give in_axes=None for an argument that is not batched")
+                tree = strip(tree, nb)
+            leaves.append(found)
+            trees.append(tree)
+        return leaves, trees, (tuple(trees), static_key(kwargs, self.what))
+
+    def run(self, args: Sequence[Any], kwargs: dict[str, Any], levels: Sequence[tuple[bool, ...]] | None) -> Any:
+        """The transform at ``args``; ``levels``: per argument, whether each level of vmap (the
+        outermost first) batches it along a leading axis. Inside another trace, the transform's
+        Terms on that trace's tape (``inline``)."""
+        tape = outer_of(args, self.what) if levels is None else None
+        if tape is not None:
+            return self.inline(tape, args, kwargs)
+        leaves, trees, key = self._signature(args, kwargs, levels)
+        dtype = result_dtype(leaves)
+        entry = self.cache.get(key)
+        if entry is not None:
+            return cast(self._call(entry, leaves, levels), dtype)
+        with collector_paused():  # the first call too: it writes and compiles the code
+            return cast(self._call(self.cache.make(key, trees, kwargs), leaves, levels), dtype)
+
+    def inline(self, tape: Tape, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        """The transform inside the trace of ``tape``: f traced on fresh vars of that tape, the
+        transform built on them, and the arguments (Terms of the outer trace, or numbers as its
+        constants) substituted for the fresh vars (``nesting``). Nothing is compiled."""
+        leaves, trees = [], []
+        for k, arg in enumerate(args):
+            found, tree = flatten(arg, f"argument {k}", traced_leaf(self.what))
+            leaves.append(found)
+            trees.append(tree)
+        trace = Traced(self.f, trees, self.what, kwargs, tape)
+        terms, assemble = self.build(trace)
+        mapping = {}
+        for vars_, found in zip(trace.vars, leaves):
+            values = [lifted(tape, v) for leaf in found for v in elements(leaf)]
+            mapping.update({v.index: value for v, value in zip(vars_, values)})
+        return assemble(substitute(tape, terms, mapping), ())
+
+    @staticmethod
+    def _call(entry: tuple[Any, Assemble], leaves: list[list[Any]], levels: Sequence[tuple[bool, ...]] | None) -> Any:
+        """The compiled program run on the arguments' leaves, its values assembled."""
+        compiled, assemble = entry
+        if dask_arrays.any_lazy(leaves):  # Dask: lazily, one task per chunk of the batch
+            return dask_arrays.over_batch(compiled, assemble, leaves, levels, columns)
+        inputs: list[Any] = []
+        for k, found in enumerate(leaves):
+            for leaf in found:
+                inputs += columns(leaf, tuple(levels[k]) if levels is not None else ())
+        batch = batch_shape(inputs) if levels is not None else ()
+        return assemble(list(call(compiled, inputs)), batch)
+
+    def __repr__(self) -> str:
+        return f"<{self.what} of {getattr(self.f, '__name__', self.f)!r}>"
+
+
+def outer_of(args: Sequence[Any], what: str) -> Tape | None:
+    """The tape of the trace a call is nested in: of the Terms among the arguments, or of the
+    trace running; None for a call from plain Python."""
+    found: list[Any] = []
+    for arg in args:
+        found += flatten(arg, "argument", lambda value, path: (value, ()))[0]
+    return outer_tape(found, what)
+
+
+
+__all__ = ["Build", "Transformed", "batch_shape", "columns", "elements", "outer_of", "strip", "traced_leaf"]
