@@ -198,8 +198,8 @@ def _backward(tape: Tape, root: int, wrts: list[int]) -> list[int]:
         if through is not None:  # Q(g(u)) (tanh′, σ′): bar·Q′(g) joins g's adjoint (``slope``)
             g, q = through
             factor = slope(node.payload, g)
-            part = _through_adjoint(tape, q(g).index, g.index, bar) if factor is None else bar * factor
-            add(g.index, _masked(conditions, part))
+            share = _through_adjoint(tape, q(g).index, g.index, bar) if factor is None else bar * factor
+            add(g.index, _masked(conditions, share))
             continue
         operands = [Term(tape, a) for a in node.args]
         need = tuple(a in reach for a in node.args)

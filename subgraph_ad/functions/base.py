@@ -25,6 +25,7 @@ from typing import Any, Callable, Optional, Sequence, overload
 import numpy as np
 from numpy.typing import NDArray
 
+from ..core.tape import Tape
 from ..core.term import Term
 from .elementary import Step, steps
 
@@ -51,9 +52,10 @@ class Function:
     constant: bool = False
     #: "My derivative runs through g": (g, Q) for a function whose value is Q(g(u)), computed
     #: apart where Q cancels (tanh′ = sech² is Q(tanh) with Q(g) = 1 − g², σ′ is Q(σ) with
-    #: Q(g) = ¼ − (g − ½)²). Where g(u) is on the tape already, the engines differentiate Q(g) through
-    #: g's own derivative, so repeated passes close on g's nodes; elsewhere they read ``fdiff``,
-    #: which is Q′(g(u))·g′(u) unless the class writes its own. Q takes a Term or a ``Dual``.
+    #: Q(g) = ¼ − (g − ½)²). Where g(u) is on the tape already, the engines differentiate Q(g)
+    #: through g's own derivative, so repeated passes close on g's nodes; elsewhere they read
+    #: ``fdiff``, which is Q′(g(u))·g′(u) unless the class writes its own. Q′(g) that is more
+    #: than a constant times g is one node of g alone (``slope``). Q takes a Term or a ``Dual``.
     through: tuple[Function, Callable[[Any], Any]] | None = None
 
     def f(self, *v: Any) -> Any:
@@ -447,23 +449,26 @@ def slope(fn: Function, g: Term) -> Term | None:
     return fn.through[1](Dual(g, 1.0)).tangent  # type: ignore[index, no-any-return]
 
 
-
 def _scaled(fn: Function) -> bool:
-    """Whether Q′(g) of ``fn``'s ``through`` is c·g: read once on a scratch tape."""
+    """Whether Q′(g) of ``fn``'s ``through`` is c·g: read once per function on a scratch tape."""
     try:
         return _SCALED[fn]
     except KeyError:
         pass
-    from ..core.tape import Tape
+    except TypeError:  # an unhashable function: asked afresh
+        return _scratch_scaled(fn)
+    found = _SCALED[fn] = _scratch_scaled(fn)
+    return found
 
+
+def _scratch_scaled(fn: Function) -> bool:
     scratch = Tape(max_nodes=None)
     g = scratch.var("g")
     found = fn.through[1](Dual(g, 1.0)).tangent  # type: ignore[index]
-    nodes, i = scratch.nodes, found.index
+    nodes, i = scratch.nodes, int(found.index)
     while nodes[i].op == "neg" or (nodes[i].op == "mul" and nodes[nodes[i].args[0]].op == "const"):
         i = nodes[i].args[-1]
-    _SCALED[fn] = scaled = i == g.index
-    return scaled
+    return i == g.index
 
 
 def local_derivatives(fn: Function, inputs: tuple[Term, ...], output: Term) -> tuple[Partial, ...]:
