@@ -32,7 +32,7 @@ def conditions(system: System, values: Values, y: np.ndarray, t: np.ndarray) -> 
         c[system.time, 0] = t
     with np.errstate(all="ignore"):
         values(system, c)
-    return c[system.switches, 0]
+    return np.asarray(c[system.switches, 0])
 
 
 def changed(before: np.ndarray, after: np.ndarray) -> np.ndarray:
