@@ -1,8 +1,10 @@
 """The stepping loop in Numba: many Taylor steps of one member per call from Python.
 
 One call runs steps until it must hand back: the end of the span, a full output buffer, the
-step budget (``max_steps``), a failure, or a step whose event polynomials may have a zero
-(Python isolates those, ``events.py``, and finishes the step through ``apply``). Each step:
+step budget (``max_steps``), a failure, a step whose event polynomials may have a zero
+(Python isolates those, ``events.py``, and finishes the step through ``apply``), or a step at
+whose end a condition row has another value (Python locates the switch, ``switches.py``, and
+takes the step up to it). Each step:
 
 1. coefficient 0 of every row from the value table (``values``): the states', t's, then each
    node's operation in tape order, the elementaries by number (``system.NATIVE``);
@@ -46,8 +48,9 @@ except ImportError:  # pragma: no cover - without Numba the loop is never chosen
     _fast = _jit
 
 #: What ``run`` hands back for: the end of the span, a full buffer, the budget spent, a step to
-#: check for events, coefficients that are not finite, a step below the resolution of t.
-DONE, FULL, BUDGET, EVENT, NONFINITE, TOO_SMALL = 0, 1, 2, 3, -1, -2
+#: check for events, a step over a switch, coefficients that are not finite, a step below the
+#: resolution of t.
+DONE, FULL, BUDGET, EVENT, SWITCH, NONFINITE, TOO_SMALL = 0, 1, 2, 3, 4, -1, -2
 #: The slots of ``real`` (floats, read and written) and ``count`` (ints, read and written).
 T1, SIGN, RTOL, ATOL, FACTOR, RESOLUTION, SLACK, STEP = range(8)
 BUDGET_, STEPS, NEXT_TIME, PATH, DENSE, LAST = range(6)
@@ -368,25 +371,56 @@ def apply(c: np.ndarray, states: np.ndarray, h: float, last: bool, y: np.ndarray
 
 
 @_jit
+def _switched(c: np.ndarray, ahead: np.ndarray, switches: np.ndarray) -> bool:  # pragma: no cover - Numba
+    """Whether some condition row has another value in ``ahead`` than in c (nan equals nan)."""
+    for m in range(switches.shape[0]):
+        r = switches[m]
+        before, after = c[r, 0], ahead[r, 0]
+        if before != after and not (before != before and after != after):
+            return True
+    return False
+
+
+@_jit
 def run(code: np.ndarray, scalars: np.ndarray, segments: np.ndarray, value_code: np.ndarray, constants: np.ndarray,
-        states: np.ndarray,
-        time: int, events: np.ndarray, c: np.ndarray, y: np.ndarray, low: np.ndarray, clock: np.ndarray,
-        real: np.ndarray, count: np.ndarray, times: np.ndarray, at_times: np.ndarray, path_t: np.ndarray,
-        path_y: np.ndarray, dense_t: np.ndarray, dense_c: np.ndarray) -> int:  # pragma: no cover - Numba
-    """Steps of one member until one of the reasons of the module docstring; for EVENT the
-    step's coefficients stay in c, its h in real[STEP] and whether it is the last in count[LAST]."""
+        states: np.ndarray, time: int, events: np.ndarray, switches: np.ndarray, ahead: np.ndarray, c: np.ndarray,
+        y: np.ndarray, low: np.ndarray, clock: np.ndarray, real: np.ndarray, count: np.ndarray, times: np.ndarray,
+        at_times: np.ndarray, path_t: np.ndarray, path_y: np.ndarray, dense_t: np.ndarray,
+        dense_c: np.ndarray) -> int:  # pragma: no cover - Numba
+    """Steps of one member until one of the reasons of the module docstring; for EVENT and
+    SWITCH the step's coefficients stay in c, its h in real[STEP] and whether it is the last in
+    count[LAST]. With condition rows (``switches``) each step's end values are computed into
+    ``ahead`` (rows × 1) to compare, and they are the next step's: the check costs the comparison."""
     p = c.shape[1] - 1
+    ready = False
     while count[BUDGET_] > 0:
-        for i in range(states.shape[0]):
-            c[states[i], 0] = y[i]
-        if time >= 0:
-            c[time, 0] = clock[0] + clock[1]
-        values(value_code, constants, c)
+        if ready:
+            for r in range(c.shape[0]):
+                c[r, 0] = ahead[r, 0]
+        else:
+            for i in range(states.shape[0]):
+                c[states[i], 0] = y[i]
+            if time >= 0:
+                c[time, 0] = clock[0] + clock[1]
+            values(value_code, constants, c)
+        ready = False
         fill(code, scalars, segments, c, p)
         h, last, failed = _step(c, states, y, clock, real)
         if failed != 0:
             real[STEP] = h
             return failed
+        if switches.shape[0] > 0:  # the state and time the step leaves, as ``apply`` computes them
+            for i in range(states.shape[0]):
+                ahead[states[i], 0] = _increment(c, states[i], h, y[i], low[i])[0]
+            if time >= 0:
+                end_hi, end_lo = _two_sum(clock[0], h)
+                end_hi, end_lo = _two_sum(end_hi, end_lo + clock[1])
+                ahead[time, 0] = end_hi + end_lo
+            values(value_code, constants, ahead)
+            if _switched(c, ahead, switches):
+                real[STEP], count[LAST] = h, last
+                return SWITCH
+            ready = True
         if events.shape[0] > 0 and _may_vanish(c, events, h, real[SLACK]):
             real[STEP], count[LAST] = h, last
             return EVENT

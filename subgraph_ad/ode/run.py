@@ -4,9 +4,14 @@ Two drivers take the same steps (``stepper.py``'s rule, the compensated state an
 
 - compiled (``backend="numba"`` and every value native to the kernel): each member in turn
   through ``compiled.run``, many steps a call, back in Python to empty its output buffers, to
-  isolate an event's zeros in a step that may hold one, and at the end;
+  isolate an event's zeros in a step that may hold one, to cut a step at a condition's switch,
+  and at the end;
 - NumPy: every active member a step at a time, vectorised over the members, the values of
   any function through its ``f`` (the coefficients by the compiled kernel with Numba).
+
+Neither takes a step over a switch of a condition (``switches.py``): such a step ends at the
+switch, and a condition that switches back and forth within the resolution of t ``CHATTER``
+times in a row (a sliding mode: no classical solution goes on) stops the member.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from .events import Event, zeros_in_step
 from .kernel import fill_numpy, values
 from .result import OdeResult
 from .stepper import advance, factor, horner, increment, step_sizes
+from .switches import CHATTER, Values, at_offset, changed, conditions, locate
 from .system import System
 
 _EPS = float(np.finfo(float).eps)
@@ -64,6 +70,8 @@ class Run:
         self.found_y = [[[] for _ in range(width)] for _ in self.events]  # type: list[list[list[np.ndarray]]]
         self.counts = np.zeros((len(self.events), width), dtype=int)
         self.last_event = np.full((len(self.events), width), math.nan)
+        self.chatter = np.zeros(width, dtype=int)  # switches in a row within the resolution of t
+        self.switch_step = np.full(width, -2)  # the step number of the last such switch
         if self.t1 == self.t0:
             return
         if self.backend == "numba" and self.system.native:
@@ -100,23 +108,36 @@ class Run:
         dense_t, dense_c = np.zeros((dense, 2)), np.zeros((dense, n, p + 1))
         buffers = (times, at_times, path_t, path_y, dense_t, dense_c)
         states, events = s.states.astype(np.int64), s.events.astype(np.int64)
+        switches, ahead = s.switches.astype(np.int64), np.zeros((s.rows, 1))
+
+        def values(system: System, c: np.ndarray) -> None:
+            cc.values(system.values, system.constants, c)
+
         while True:
             left = _CHUNK if self.max_steps is None else min(_CHUNK, self.max_steps - int(count[cc.STEPS]))
             count[cc.BUDGET_] = left
-            reason = cc.run(s.code, s.scalars, s.segments, s.values, s.constants, states, s.time, events, c, y, low,
-                            clock, real, count, *buffers)
+            reason = cc.run(s.code, s.scalars, s.segments, s.values, s.constants, states, s.time, events, switches,
+                            ahead, c, y, low, clock, real, count, *buffers)
             last = reason == cc.DONE
-            if reason == cc.EVENT:
+            chattering = False
+            if reason in (cc.EVENT, cc.SWITCH):
                 self.hi[b], self.lo[b] = clock
-                h, stop = self._events(b, c, c[s.states], float(real[cc.STEP]))
-                last = bool(count[cc.LAST]) and not stop
+                h, last = float(real[cc.STEP]), bool(count[cc.LAST])
+                if reason == cc.SWITCH:
+                    h, last, chattering = self._switch(b, values, c, y, low, h, last, int(count[cc.STEPS]))
+                stop = False
+                if self.events:
+                    h, stop = self._events(b, c, c[s.states], h)
+                last = last and not stop
                 cc.apply(c, states, h, last, y, low, clock, real, count, *buffers)
                 if stop:
                     self.status[b], self.messages[b] = 1, _TERMINAL
                     last = True
             self._collect(b, count, path_t, path_y, dense_t, dense_c)
             t = float(clock[0] + clock[1])
-            if reason == cc.NONFINITE:
+            if chattering and not last:
+                self._fail(b, _chatters(t))
+            elif reason == cc.NONFINITE:
                 self._fail(b, _nonfinite(t))
             elif reason == cc.TOO_SMALL:
                 self._fail(b, _too_small(float(real[cc.STEP]), t))
@@ -180,6 +201,9 @@ class Run:
             elif not last[j] and abs(h[j]) <= self.resolution:
                 self._fail(b, _too_small(float(h[j]), t))
                 go[j] = False
+        chattering = np.zeros(len(idx), dtype=bool)
+        if len(self.system.switches):
+            chattering = self._switches(idx, c, h, last, go)
         stop = np.zeros(len(idx), dtype=bool)
         if self.events:
             for j in map(int, np.flatnonzero(go)):
@@ -197,10 +221,43 @@ class Run:
                 go[j] = False
             elif last[j]:
                 go[j] = False
+            elif chattering[j]:
+                self._fail(b, _chatters(float(self.hi[b] + self.lo[b])))
+                go[j] = False
             elif self.max_steps is not None and self.nsteps[b] >= self.max_steps:
                 self._fail(b, _spent(self.max_steps, float(self.hi[b] + self.lo[b])))
                 go[j] = False
         return go
+
+    def _switches(self, idx: np.ndarray, c: np.ndarray, h: np.ndarray, last: np.ndarray, go: np.ndarray
+                  ) -> np.ndarray:
+        """Cut the steps h of the members idx that go (in place, with ``last``) at a condition's
+        switch; True for those whose condition chatters."""
+        s = self.system
+        with np.errstate(all="ignore"):
+            y, _ = increment(c[s.states], h, self.y[:, idx], self.low[:, idx])
+        t_hi, t_lo = advance(self.hi[idx], self.lo[idx], h)
+        moved = changed(c[s.switches, 0], conditions(s, values, y, t_hi + t_lo)) & go
+        chattering = np.zeros(len(idx), dtype=bool)
+        for j in map(int, np.flatnonzero(moved)):
+            b = int(idx[j])
+            h[j], last[j], chattering[j] = self._switch(b, values, c[:, :, j], self.y[:, b], self.low[:, b],
+                                                        float(h[j]), bool(last[j]), int(self.nsteps[b]))
+        return chattering
+
+    def _switch(self, b: int, values: Values, c: np.ndarray, y: np.ndarray, low: np.ndarray, h: float, last: bool,
+                steps: int) -> tuple[float, bool, bool]:
+        """Member b's step h (its ``steps``-th), over which a condition switches, cut at the switch:
+        the new step, whether it is still the last, and whether the condition chatters."""
+        s = self.system
+        hi, lo = float(self.hi[b]), float(self.lo[b])
+        tau = locate(lambda at: at_offset(s, values, c[s.states], hi, lo, y, low, at), c[s.switches, 0], h)
+        if abs(tau) > self.resolution:
+            self.chatter[b] = 0
+        else:
+            self.chatter[b] = self.chatter[b] + 1 if self.switch_step[b] == steps - 1 else 1
+            self.switch_step[b] = steps
+        return tau, last and tau == h, bool(self.chatter[b] >= CHATTER)
 
     def _record(self, b: int, coefficients: np.ndarray, h: float, to_end: bool) -> None:
         """Advance member b's time by the step h, recording dense output and t_eval points."""
@@ -297,6 +354,11 @@ def _nonfinite(t: float) -> str:
 def _too_small(h: float, t: float) -> str:
     return (f"the step size {h:.3g} needed for the tolerance at t = {t!r} is below the resolution of t "
             "(a singularity near there?)")
+
+
+def _chatters(t: float) -> str:
+    return (f"a condition switches back and forth at t = {t!r} ({CHATTER} switches in a row within the resolution "
+            "of t: a sliding mode, which has no classical solution past there)")
 
 
 def _spent(max_steps: int, t: float) -> str:

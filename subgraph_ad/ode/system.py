@@ -12,6 +12,9 @@ order p. The coefficients 0 (the nodes' values) come from a second table, in tap
 the nodes' own operations (``VALUE_OPS``): the arithmetic, and a function as its spelling's
 chain of elementaries (``NATIVE``, which the compiled kernel knows by number) or, for any other
 function, a call of its ``f`` (``VCALL``: NumPy only, so such a system steps in Python).
+The rows held through a step although an operand moves (``switches``: comparisons, sign,
+floor, heaviside in x: a derivative that is a structural zero) keep their step-start value in
+the step's series; the drivers end a step where one of them switches (``switches.py``).
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ class System:
     states: np.ndarray
     rhs: np.ndarray
     events: np.ndarray
+    switches: np.ndarray  # the rows of the conditions that move (a step must not contain a switch)
     time: int  # the row of t, or -1 when nothing reads t
     code: np.ndarray  # (instructions, 4) uint64: op, row, operand, operand
     scalars: np.ndarray  # (instructions,) float
@@ -176,6 +180,7 @@ def _build(tape: Tape, time: Optional[Term], states: Sequence[Term], rhs: Sequen
     table, segments = _scheduled(code_)
     return System(n=len(states), rows=len(laid), states=np.array([row[v.index] for v in states]),
                   rhs=np.array([row[t.index] for t in rhs]), events=np.array([row[t.index] for t in events], dtype=int),
+                  switches=np.array([row[i] for i in _switches(tape, laid, forms, series.degree)], dtype=int),
                   time=row.get(time_index, -1) if time_index is not None else -1,
                   code=code_[table].astype(np.uint64), scalars=np.array(scalars, dtype=float)[table],
                   segments=segments.astype(np.uint64),
@@ -204,6 +209,27 @@ def _scheduled(code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     starts = [m for m in range(len(ops)) if m == 0 or ops[m] != ops[m - 1]]
     segments = np.array([(ops[m], m, end) for m, end in zip(starts, starts[1:] + [len(ops)])], dtype=np.int64)
     return table, segments.reshape(-1, 3)
+
+
+def _switches(tape: Tape, laid: list[int], forms: dict[int, tuple], degree: Degrees) -> list[int]:
+    """The rows held through a step although an operand moves, by tape index: conditions (a
+    comparison, sign, floor: degree 0 in the plan) and functions whose derivative is a
+    structural zero in every moving operand (heaviside in x). Their value may switch inside a
+    step, which their coefficients past 0 do not see."""
+    found = []
+    for i in laid:
+        node = tape.nodes[i]
+        moving = {a for a in node.args if degree(a) != 0}
+        if node.op in LEAVES or not moving:
+            continue
+        form = forms.get(i, ("zero",))
+        if form[0] in ("unary", "binary"):
+            read = {form[at] for at in range(1, len(form), 3) if form[at + 1] is not None}
+        else:
+            read = set(form[1:]) if form[0] == "gated" else set()
+        if degree(i) == 0 or (form[0] in ("unary", "binary", "gated") and not moving & read):
+            found.append(i)
+    return found
 
 
 def _value_only(tape: Tape, laid: list[int], states: dict[int, int], time: Optional[int]) -> list[int]:
