@@ -50,6 +50,10 @@ class Function:
     #: argument (a condition such as x > 0, sign, floor). Every engine takes it as constant in
     #: every var, Taylor mode's degree plan too, so a selection by it stays linear there.
     constant: bool = False
+    #: Whether a function constant to differentiation changes its value in jumps (a condition,
+    #: floor), so an ODE step must end where it does, or only steadies numbers that cancel from
+    #: the result (stop_gradient), so it may be held through a step.
+    jumps: bool = True
     #: "My derivative runs through g": (g, Q) for a function whose value is Q(g(u)), computed
     #: apart where Q cancels (tanh′ = sech² is Q(tanh) with Q(g) = 1 − g², σ′ is Q(σ) with
     #: Q(g) = ¼ − (g − ½)²). Where g(u) is on the tape already, the engines differentiate Q(g)

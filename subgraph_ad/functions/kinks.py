@@ -526,6 +526,7 @@ class StopGradient(UnaryFn):
 
     name = "stop_gradient"
     constant = True
+    jumps = False
     spelling = (Elementary("identity", 1, (np.positive,), "(+{0})", "({0})", lambda a: a),)
 
     def fdiff(self, input: Term, output: Term) -> None:

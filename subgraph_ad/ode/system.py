@@ -220,14 +220,14 @@ def _switches(tape: Tape, laid: list[int], forms: dict[int, tuple], degree: Degr
     for i in laid:
         node = tape.nodes[i]
         moving = {a for a in node.args if degree(a) != 0}
-        if node.op in LEAVES or not moving:
+        if node.op in LEAVES or not moving or (node.op == "fn" and not node.payload.jumps):
             continue
         form = forms.get(i, ("zero",))
         if form[0] in ("unary", "binary"):
             read = {form[at] for at in range(1, len(form), 3) if form[at + 1] is not None}
         else:
             read = set(form[1:]) if form[0] == "gated" else set()
-        if degree(i) == 0 or (form[0] in ("unary", "binary", "gated") and not moving & read):
+        if degree(i) == 0 or (node.op == "fn" and form[0] in ("unary", "binary", "gated") and not moving & read):
             found.append(i)
     return found
 
