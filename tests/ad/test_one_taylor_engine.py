@@ -121,3 +121,16 @@ def test_a_term_component_reaches_the_exact_mode():
         for k in (1, 151, 171, 200):
             expected = mpmath.mpf(1.1)**k * mpmath.sin(mpmath.mpf(0.7) + k * mpmath.pi / 2)
             assert relative(ours[k - 1].eval(), expected) <= 1e-12, k
+
+
+def test_a_direction_is_measured_like_its_var():
+    """exp(x)·sin(x) to order 100 loses digits (tests/ad/test_accuracy.py): along {x: 1.0} the
+    same build carries the same estimate, and the warning names the direction's vars."""
+    found = []
+    for wrt in ("var", "direction"):
+        tape = Tape(); x = tape.var("x", 0.4)
+        with pytest.warns(sad.AccuracyWarning) as caught:
+            sad.taylor_graph(exp(x) * sin(x), x if wrt == "var" else {x: 1.0}, 100)
+        found.append(str(caught[0].message))
+    assert found[1].startswith("orders 1–100 along a direction in x by Taylor mode: estimated relative error")
+    assert found[0].split(":", 1)[1] == found[1].split(":", 1)[1]

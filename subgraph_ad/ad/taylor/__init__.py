@@ -103,14 +103,12 @@ def _estimate(series: Series, root: int, wanted: range, out: list[int]) -> Optio
     return None if error is None else accuracy.SPREAD * error
 
 
-def _build(term: Term, seeds: Mapping[int, Component], wanted: range,
-           estimate: bool = True) -> tuple[list[Optional[int]], Optional[float]]:
+def _build(term: Term, seeds: Mapping[int, Component], wanted: range) -> tuple[list[Optional[int]], Optional[float]]:
     """The derivatives of the ``wanted`` orders along ``seeds`` (indices; None for a structural
     zero), inside the caller's transaction, and their estimated relative error (the worst
-    order's ``accuracy.typical`` of ``Series.rounding``; None if not measured or not
-    ``estimate``d). Only the nodes the results need stay on the tape (``Tape.pruned``). An
-    estimate above ``TOLERANCE`` lets auto mode replace the build before anyone hears of its
-    nodes (``accuracy.replace``)."""
+    order's ``accuracy.typical`` of ``Series.rounding``; None if not measured). Only the nodes
+    the results need stay on the tape (``Tape.pruned``). An estimate above ``TOLERANCE`` lets
+    auto mode replace the build before anyone hears of its nodes (``accuracy.replace``)."""
     tape = term.tape
     base = tape.orders[term.index]
     error: list[Optional[float]] = [None]
@@ -126,7 +124,7 @@ def _build(term: Term, seeds: Mapping[int, Component], wanted: range,
             factorial = math.factorial(k)
             d = series.arith.materialize(series.get(term.index, k), factorial if exact else float(factorial))
             out.append(-1 if d is None else d.index)
-        if estimate and accuracy.checking():
+        if accuracy.checking():
             error[0] = _estimate(series, term.index, wanted, out)
             if error[0] is not None and error[0] > accuracy.TOLERANCE:
                 accuracy.replace(error[0], len(tape) - mark)
@@ -143,17 +141,15 @@ def taylor_graph(term: Term, wrt: Term | Mapping[Term, Any], n: int, callback: C
     sees each appended Term. Transactional: if anything raises, the tape is left as it was.
     ``wrt`` as a direction {var: number or Term} gives ∂ʲu[v,…,v] = dʲ/dtʲ u(x + t·v) at t = 0
     instead (vars not named have component 0): the same build, seeded with each var's component
-    where a var is seeded with 1. (The accuracy estimate is made for a var only.)
+    where a var is seeded with 1 (the accuracy estimate probes the direction's first var).
     """
-    by_var = not isinstance(wrt, Mapping)
-    seeds = {_check(term, wrt, n): 1.0} if by_var else _seeds(term, wrt, n)  # type: ignore[arg-type]
+    seeds = _seeds(term, wrt, n) if isinstance(wrt, Mapping) else {_check(term, wrt, n): 1.0}
     if n == 0:
         return []
     tape = term.tape
     with tape.transaction(callback):
-        found, error = _build(term, seeds, range(1, n + 1), by_var)
-        if by_var:
-            accuracy.settle(error, accuracy.taylor_what(n, True, wrt))  # type: ignore[arg-type]
+        found, error = _build(term, seeds, range(1, n + 1))
+        accuracy.settle(error, accuracy.taylor_what(n, True, wrt))
         return [tape.zero if i is None else Term(tape, i) for i in found]
 
 
