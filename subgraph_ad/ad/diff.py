@@ -53,15 +53,19 @@ def _size(tape: Tape, build: Callable[[], Any]) -> float:
 CYCLE_NODES = 64
 
 
-def _graph_run(z: Term, w: Term, count: int, callback: Callback | None = None) -> Iterator[Term]:
+def _graph_run(z: Term, w: Term, count: int, callback: Callback | None = None,
+               closed: list[bool] | None = None) -> Iterator[Term]:
     """``count`` gen_graph passes by w, yielding each derivative as soon as it is built. A pass
-    that returns a derivative the run built before has closed a cycle: the orders after it are
-    the cycle's nodes again, yielded without passes (memory and time independent of ``count``)."""
+    that returns a derivative the run built before has closed a cycle (said in ``closed``): the
+    orders after it are the cycle's nodes again, yielded without passes (memory and time
+    independent of ``count``)."""
     run, seen = [z], {z.index: 0}
     for k in range(1, count + 1):
         z = gen_graph(z, w, callback)
         first = seen.setdefault(z.index, k)
         if first < k:
+            if closed is not None:
+                closed.append(True)
             period = k - first
             yield from (run[first + (j - first) % period] for j in range(k, count + 1))
             return
@@ -160,11 +164,13 @@ def diff(z: Term, *args: Any, method: str = "auto", closed_form: bool = True,
     """
     runs = _runs(z, args, method)
     tape = z.tape
+    closed: list[bool] = []  # whether the gen_graph run being built closed a cycle
 
     def last(build: Callable[[], Term], w: Term, count: int) -> Term:
         """The run ``build`` makes, then its closed form where that is smaller (and then only
         the nodes it needs stay); the listener hears only the nodes kept."""
         mark, won = len(tape), []
+        closed.clear()
 
         def run() -> list[int]:
             found = build()
@@ -178,7 +184,8 @@ def diff(z: Term, *args: Any, method: str = "auto", closed_form: bool = True,
             won.append(index != found.index)
             return [index]
 
-        (index,) = tape.pruned(run)  # a closed cycle's passes leave nodes its answer skips
+        (index,) = tape.pruned(run, needed=lambda: any(won) or any(closed))  # a closed cycle's
+        # passes leave nodes its answer skips (the 1 of dx/dx under exp(x)'s derivatives)
         return Term(tape, index)
 
     with tape.transaction(callback):
@@ -188,7 +195,7 @@ def diff(z: Term, *args: Any, method: str = "auto", closed_form: bool = True,
             in_taylor, built = _build_run(
                 tape, method, count,
                 lambda cb: last(lambda: taylor_diff(start, w, count, cb), w, count),
-                lambda cb: last(lambda: list(_graph_run(start, w, count, cb))[-1], w, count), None,
+                lambda cb: last(lambda: list(_graph_run(start, w, count, cb, closed))[-1], w, count), None,
                 accuracy.GraphRun(start, w, count, every=False))
             result = built
         return result
@@ -305,6 +312,7 @@ def derivatives(z: Term, *args: Any, method: str = "auto", callback: Callback | 
     """
     runs = _runs(z, args, method)
     tape = z.tape
+    closed: list[bool] = []  # whether the gen_graph run being built closed a cycle
     steps = Derivatives([], z, [w for w, count in runs for _ in range(count)])
     with tape.transaction():
         result = z

@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence
 
 from ..core import Callback, Tape, Term, dependencies
-from ..functions import chain, logical_or, power_partial, select, selection
+from ..functions import chain, logical_or, power_partial, select, selection, slope
 from ..functions.view import view
 from .forward import derivative_order
 from ..tables import rule_table
@@ -195,9 +195,11 @@ def _backward(tape: Tape, root: int, wrts: list[int]) -> list[int]:
             continue
         conditions, bar = _masks(found)
         through = _through(tape, i, node, reach)
-        if through is not None:  # Q(g(u)) (tanh′, σ′): bar·Q′(g) joins g's adjoint
+        if through is not None:  # Q(g(u)) (tanh′, σ′): bar·Q′(g) joins g's adjoint (``slope``)
             g, q = through
-            add(g.index, _masked(conditions, _through_adjoint(tape, q(g).index, g.index, bar)))
+            factor = slope(node.payload, g)
+            share = _through_adjoint(tape, q(g).index, g.index, bar) if factor is None else bar * factor
+            add(g.index, _masked(conditions, share))
             continue
         operands = [Term(tape, a) for a in node.args]
         need = tuple(a in reach for a in node.args)

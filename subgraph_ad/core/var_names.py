@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from .tape import Tape
-from .term import Term
 
 
 def is_symbol(key: Any) -> bool:

@@ -1,7 +1,7 @@
 """The function layer: the UnaryFn/BinaryFn protocol and the built-ins, one module per family."""
 
 from .base import (FUNCTIONS, BinaryFn, Function, UnaryFn, chain, differentiate, gate, is_gate, local_derivatives,
-                   register, shares, sympy_hook)
+                   register, shares, slope, sympy_hook)
 from .elementary import ELEMENTARY, Elementary
 from .binary import Atan2, Hypot, Pow, Xlogy, atan2, hypot, pow_, power_partial, xlogy
 from .exponential import (Cbrt, Exp, Expm1, Log, Log1p, LogBase, Sigmoid, SigmoidSlope, Sqrt, cbrt, exp, expm1, log, log1p,
@@ -18,7 +18,7 @@ from .gamma import (Erfinv, Gamma, Lgamma, LogAddExp, Polygamma, Sinc, SincDeriv
 from .trigonometric import Acos, Asin, Atan, Cot, Csc, Sec, SinFn, Tan, acos, asin, atan, cos, cot, csc, sec, sin, tan
 
 __all__ = ["ELEMENTARY", "FUNCTIONS", "BinaryFn", "Elementary", "Function", "UnaryFn", "chain", "differentiate", "gate", "is_gate",
-           "local_derivatives", "register", "shares", "sympy_hook",
+           "local_derivatives", "register", "shares", "slope", "sympy_hook",
            "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atan2", "Atanh", "Cbrt", "Cot", "Csc", "Erf", "Exp",
            "Expm1", "Hypot", "Log", "Log1p", "LogBase", "Pow", "Sec", "Sech2", "Sigmoid", "SigmoidSlope", "Sign", "SinFn", "SinhFn", "Sqrt",
            "Tan", "Tanh", "Xlogy",

@@ -38,7 +38,6 @@ still raise its own LimitError (and roll back).
 from __future__ import annotations
 
 import difflib
-import math
 from dataclasses import dataclass
 from typing import Mapping, NamedTuple, cast
 

@@ -20,7 +20,6 @@ import subprocess
 import sys
 import textwrap
 import time
-import warnings
 import weakref
 from pathlib import Path
 

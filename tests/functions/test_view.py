@@ -154,3 +154,15 @@ def test_a_gate_costs_no_node_over_a_product_for_a_condition():
     f.gen_graph(x)
     assert [n.op for n in tape.nodes[start:]] == ["const", "fn", "const", "fn", "fn"]  # 1, cos, 0, u > 0, select
     assert tape.nodes[-1].payload is sad.FUNCTIONS["select"]
+
+
+def test_a_slope_that_is_more_than_a_scaled_g_is_a_node_of_g_alone():
+    """σ′'s Q′(σ) = 1 − 2σ is one node of σ (the local partial and the adjoint multiply by it);
+    tanh′'s −2·tanh is a scaled tanh, left to the engines to write out."""
+    from subgraph_ad.functions import slope
+
+    tape = sad.Tape()
+    x = tape.var("x", 0.3)
+    s = slope(sad.FUNCTIONS["dsigmoid"], sad.sigmoid(x))
+    assert s is not None and s.eval() == pytest.approx(1 - 2 / (1 + math.exp(-0.3)), rel=1e-15)
+    assert slope(sad.FUNCTIONS["sech2"], sad.tanh(x)) is None

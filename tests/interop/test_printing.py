@@ -14,7 +14,6 @@ import sympy
 
 import subgraph_ad as sad
 from subgraph_ad.interop.printing import formula, latex
-from conftest import sympy_value
 
 X, Y = sympy.symbols("x y")
 FUNCTIONS = {"exp": sympy.exp, "sin": sympy.sin, "cos": sympy.cos, "tanh": sympy.tanh, "log": sympy.log,
