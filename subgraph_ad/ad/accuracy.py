@@ -35,7 +35,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional
 
 import numpy as np
 
@@ -314,9 +314,11 @@ def _orders(n: int, every: bool) -> str:
     return f"orders 1–{n}" if every and n > 1 else f"the derivative of order {n}"
 
 
-def taylor_what(n: int, every: bool, wrt: Term) -> str:
-    """How a Taylor build is named in its warning."""
-    return f"{_orders(n, every)} in {wrt.name} by Taylor mode"
+def taylor_what(n: int, every: bool, wrt: Term | Mapping[Term, Any]) -> str:
+    """How a Taylor build, by a var or along a direction, is named in its warning."""
+    if isinstance(wrt, Term):
+        return f"{_orders(n, every)} in {wrt.name} by Taylor mode"
+    return f"{_orders(n, every)} along a direction in {', '.join(f'{x.name}' for x in wrt)} by Taylor mode"
 
 
 def _outside() -> int:

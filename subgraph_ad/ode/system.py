@@ -53,7 +53,7 @@ class _Moving(Degrees):
     """Degree bounds along a trajectory: every state moves without bound, t linearly."""
 
     def __init__(self, tape: Tape, states: set[int], time: Optional[int]) -> None:
-        super().__init__(tape, -1)
+        super().__init__(tape, set())
         self.states, self.time = states, time
 
     def __call__(self, i: int) -> int:
@@ -125,7 +125,7 @@ def _build(tape: Tape, time: Optional[Term], states: Sequence[Term], rhs: Sequen
            order: int) -> System:
     state_of = {v.index: k for k, v in enumerate(states)}
     time_index = None if time is None else time.index
-    series = Series(tape, -1 if time_index is None else time_index)
+    series = Series(tape, {} if time_index is None else {time_index: 1.0})
     series.degree = _Moving(tape, set(state_of), time_index)
     forms: dict[int, tuple] = {}
     extra: dict[int, int] = {}  # a linear form's node -> its f(…, 1, …) node

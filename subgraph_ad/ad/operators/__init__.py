@@ -18,11 +18,13 @@ linear combinations Σ cᵢ·Tᵢ of nodes with number coefficients (``Lin``), t
 where a product needs them, summed by coefficient so that Σ 4·xᵢ·xᵢ meets the Σ xᵢ·xᵢ u already
 has. Δ of Π sin xᵢ is then −d·Π sin xᵢ without a node.
 
-Directional jets (``directional_taylor``, ``JETS``) propagate the truncated Taylor coefficients
-of t ↦ u(x + t·v) with the same local partials (the ODE recurrence k·y_k = Σ j·a_j·f′_{k−j}).
+Directional jets (``directional_taylor``) are the Taylor engine (``ad.taylor``) seeded by the
+direction v: the truncated Taylor coefficients of t ↦ u(x + t·v), with its plan, its lazy
+coefficients and its exact scalars at high order.
 
 The package: ``algebra`` (the values), ``local`` and ``passes`` (what every pass shares),
-``laplacian``, ``jets``, ``tensors`` (one propagation table each), ``arguments`` (the checks).
+``laplacian`` and ``tensors`` (one propagation table each), ``jets`` (the Taylor engine by a
+direction), ``arguments`` (the checks).
 
 >>> from subgraph_ad import Tape, exp, sin
 >>> tape = Tape(); x = tape.var("x", 0.5); y = tape.var("y", 1.0)

@@ -25,7 +25,7 @@ def _pow_partials(p: Pass, node: Any, operands: list[Term], out: Term) -> tuple[
 
 #: The local partials ∂out/∂operand of the ops a pass differentiates generically (None: zero),
 #: from the function's own ``fdiff`` or the power's ``power_partial``.
-#: The other ops have rules of their own in each pass (``ADJOINTS``, ``LAPLACIAN``, ``JETS``).
+#: The other ops have rules of their own in each pass (``ADJOINTS``, ``LAPLACIAN``).
 PARTIALS: dict[str, Callable[..., tuple[Optional[Term], ...]]] = rule_table(
     "operator PARTIALS", {"fn": _fn_partials, "pow": _pow_partials}, without=("add", "sub", "mul", "div", "neg"))
 

@@ -28,6 +28,7 @@ for sin) and nodes may still overflow in between (x·T_k sums with huge terms), 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any, Mapping, Optional
 
 import numpy as np
@@ -36,17 +37,41 @@ from ...core import Callback, Term
 from ...numeric.modes import values_of
 from .. import accuracy
 from ..closed_form import probe_values
-from ..operators import directional_taylor
 from .coefficients import EXACT_ABOVE
-from .series import Series
+from .series import Component, Series
 
 
 def _check(term: Term, wrt: Term, n: int) -> int:
     if not isinstance(term, Term):
-        raise TypeError(f"taylor_graph differentiates a Term, got {type(term).__name__} {term!r}")
+        raise TypeError(f"taylor_graph differentiates a Term, got {type(term).__name__} {term!r:.80}")
+    w = term.tape.check_var(wrt, "wrt").index
+    _check_order(n)
+    return w
+
+
+def _check_order(n: int) -> None:
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ValueError(f"taylor_graph: the order n must be an int >= 0, got {n!r}")
-    return term.tape.check_var(wrt, "wrt").index
+
+
+def _seeds(term: Term, direction: Mapping[Term, Any], n: int) -> dict[int, Component]:
+    """A direction {var: number or Term} as the build's seeds: each var's coefficient 1."""
+    if not isinstance(term, Term):
+        raise TypeError(f"taylor_graph differentiates a Term, got {type(term).__name__} {term!r:.80}")
+    xs = [term.tape.check_var(x, "direction key") for x in direction]
+    if len({x.index for x in xs}) != len(xs):
+        raise ValueError(f"taylor_graph: the direction names a var twice: {[x.name for x in xs]}")
+    seeds: dict[int, Component] = {}
+    for x in xs:
+        v = direction[x]
+        if isinstance(v, Term):
+            term._lift(v)
+        elif isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, Fraction, np.integer, np.floating)):
+            raise TypeError(f"taylor_graph: the component of {x.name} must be a number or a Term, got "
+                            f"{type(v).__name__} {v!r}")
+        seeds[x.index] = v
+    _check_order(n)
+    return seeds
 
 
 def _estimate(series: Series, root: int, wanted: range, out: list[int]) -> Optional[float]:
@@ -78,12 +103,12 @@ def _estimate(series: Series, root: int, wanted: range, out: list[int]) -> Optio
     return None if error is None else accuracy.SPREAD * error
 
 
-def _build(term: Term, w: int, wanted: range) -> tuple[list[Optional[int]], Optional[float]]:
-    """The derivatives of the ``wanted`` orders (indices; None for a structural zero), inside
-    the caller's transaction, and their estimated relative error (the worst order's
-    ``accuracy.typical`` of ``Series.rounding``; None if not measured). Only the nodes the
-    results need stay on the tape (``Tape.pruned``). An estimate above ``TOLERANCE`` lets auto
-    mode replace the build before anyone hears of its nodes (``accuracy.replace``)."""
+def _build(term: Term, seeds: Mapping[int, Component], wanted: range) -> tuple[list[Optional[int]], Optional[float]]:
+    """The derivatives of the ``wanted`` orders along ``seeds`` (indices; None for a structural
+    zero), inside the caller's transaction, and their estimated relative error (the worst
+    order's ``accuracy.typical`` of ``Series.rounding``; None if not measured). Only the nodes
+    the results need stay on the tape (``Tape.pruned``). An estimate above ``TOLERANCE`` lets
+    auto mode replace the build before anyone hears of its nodes (``accuracy.replace``)."""
     tape = term.tape
     base = tape.orders[term.index]
     error: list[Optional[float]] = [None]
@@ -91,7 +116,7 @@ def _build(term: Term, w: int, wanted: range) -> tuple[list[Optional[int]], Opti
     def build() -> list[int]:
         mark = len(tape)
         exact = wanted[-1] > EXACT_ABOVE  # above it, exact scalars: k! and 1/k! leave the floats
-        series = Series(tape, w, exact)
+        series = Series(tape, seeds, exact)
         series.run(term.index, wanted, base)
         out = []
         for k in wanted:
@@ -114,17 +139,16 @@ def taylor_graph(term: Term, wrt: Term | Mapping[Term, Any], n: int, callback: C
     Each result equals ``term.diff(wrt, k)``; the tape's 0 marks a structurally zero one. Nodes
     are tagged with the derivative order that first needed them (``tape.orders``); ``callback``
     sees each appended Term. Transactional: if anything raises, the tape is left as it was.
-    ``wrt`` as a direction {var: component} gives ∂ʲu[v,…,v] = dʲ/dtʲ u(x + t·v) at t = 0
-    instead (``operators.directional_taylor``).
+    ``wrt`` as a direction {var: number or Term} gives ∂ʲu[v,…,v] = dʲ/dtʲ u(x + t·v) at t = 0
+    instead (vars not named have component 0): the same build, seeded with each var's component
+    where a var is seeded with 1 (the accuracy estimate probes the direction's first var).
     """
-    if isinstance(wrt, Mapping):
-        return directional_taylor(term, wrt, n, callback)
-    w = _check(term, wrt, n)
+    seeds = _seeds(term, wrt, n) if isinstance(wrt, Mapping) else {_check(term, wrt, n): 1.0}
     if n == 0:
         return []
     tape = term.tape
     with tape.transaction(callback):
-        found, error = _build(term, w, range(1, n + 1))
+        found, error = _build(term, seeds, range(1, n + 1))
         accuracy.settle(error, accuracy.taylor_what(n, True, wrt))
         return [tape.zero if i is None else Term(tape, i) for i in found]
 
@@ -138,6 +162,6 @@ def taylor_diff(term: Term, wrt: Term, n: int, callback: Callback | None = None)
         return term
     tape = term.tape
     with tape.transaction(callback):
-        (index,), error = _build(term, w, range(n, n + 1))
+        (index,), error = _build(term, {w: 1.0}, range(n, n + 1))
         accuracy.settle(error, accuracy.taylor_what(n, False, wrt))
         return tape.zero if index is None else Term(tape, index)

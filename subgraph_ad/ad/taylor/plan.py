@@ -11,7 +11,7 @@ and the untaken branch's inf or nan never meets a product.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, AbstractSet, Callable
 
 from ...core import Node, Tape
 from ...core.ops import LEAVES
@@ -83,11 +83,12 @@ DEGREES: dict[str, Callable[[list[Node], Node, list[int]], int]] = rule_table("T
 class Degrees:
     """deg[i]: an upper bound on the orders at which node i has a non-zero coefficient, worked out
     in tape order as far as it is asked for (nodes appended by the build itself included): 0
-    for a node free of wrt, 1 for wrt, else its op's row of ``DEGREES``."""
+    for a node free of the ``moving`` vars (those seeded: a var, or a direction's vars), 1 for
+    one of them, else its op's row of ``DEGREES``."""
 
-    def __init__(self, tape: Tape, wrt: int) -> None:
+    def __init__(self, tape: Tape, moving: AbstractSet[int]) -> None:
         self.tape = tape
-        self.wrt = wrt
+        self.moving = moving
         self.deg: list[int] = []
 
     def __call__(self, i: int) -> int:
@@ -98,7 +99,7 @@ class Degrees:
         for j in range(len(deg), i + 1):
             node = nodes[j]
             if node.op in LEAVES:
-                d = int(j == self.wrt)
+                d = int(j in self.moving)
             elif max(deg[a] for a in node.args) == 0:
                 d = 0
             else:
@@ -118,7 +119,7 @@ def plan(series: Series, root: int, wanted: range) -> list[tuple[int, int]]:
     state: dict[tuple[int, int], int] = {}
     kinds: dict[tuple[int, int], int] = {}  # 0 zero, 1 a plain number, 2 a Term
     terms, uses, forms = series.terms, series.arith.uses, series.forms
-    nodes, degree = series.tape.nodes, series.degree
+    nodes, degree, seeds = series.tape.nodes, series.degree, series.seeds
     deg = degree.deg
     stack = [(root, k) for k in reversed(wanted) if k <= degree(root)]
     while stack:
@@ -145,8 +146,8 @@ def plan(series: Series, root: int, wanted: range) -> list[tuple[int, int]]:
         order.append(key)
         i, k = key
         form = forms[i]
-        if form[0] == "var":
-            kinds[key] = 1 if k == 1 else 0
+        if form[0] == "var":  # its seed: a number, or a Term (a direction's component)
+            kinds[key] = 0 if k != 1 else 1 if seeds[i][1] is None else 2
             continue
         best = 0
         for a in form[1:1 + LINEAR.get(form[0], 0)]:

@@ -1,6 +1,7 @@
 """The recurrence table: how each kind of node gets its Taylor coefficient k.
 
-Coefficients y_k = y⁽ᵏ⁾/k! of every node along x ↦ x + t, by the standard recurrences:
+Coefficients y_k of every node along x ↦ x + t·v (v the seed: 1 for a var, a direction's
+components otherwise; ``Series.seeds``), by the standard recurrences:
 
 - add, sub, neg: coefficient-wise;
 - mul: the Cauchy product  c_k = Σ_{j=0..k} a_j·b_{k−j};
@@ -256,7 +257,7 @@ SCALES: dict[str, Callable[[Series, Form, int, int, Callable[[int], Any]], Any]]
 #: Coefficient k of a node from its form and its products' values, by kind.
 COMPUTE: dict[str, Callable[[Series, Form, int, int, list[Lazy]], Lazy]] = rule_table("Taylor COMPUTE", {
     "zero": lambda s, form, i, k, terms: None,
-    "var": lambda s, form, i, k, terms: (1.0, None) if k == 1 else None,
+    "var": lambda s, form, i, k, terms: s.seeds[i] if k == 1 else None,
     "add": lambda s, form, i, k, terms: s.arith.total([s.get(form[1], k), s.get(form[2], k)]),
     "sub": lambda s, form, i, k, terms: s.arith.total([s.get(form[1], k), _negative(s.get(form[2], k))]),
     "neg": lambda s, form, i, k, terms: _negative(s.get(form[1], k)),

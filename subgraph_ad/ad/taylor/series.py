@@ -1,9 +1,15 @@
-"""The Taylor coefficients of the nodes of one tape along one var, built on demand."""
+"""The Taylor coefficients of the nodes of one tape along a seed, built on demand.
+
+The seed says how the vars move with t: a var by itself (x ↦ x + t, ``taylor_graph(f, x, n)``)
+or a direction {var: component} (x ↦ x + t·v, ``taylor_graph(f, {x: a, y: b}, n)``). Coefficient
+1 of a seeded var is its component, a number or a Term; everything else is the same build.
+"""
 
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from fractions import Fraction
+from typing import Any, Mapping, Optional, Union
 
 import numpy as np
 
@@ -14,21 +20,31 @@ from .coefficients import Arithmetic, ExactArithmetic, FloatArithmetic, Key, Laz
 from .plan import LINEAR, Degrees, plan
 from .recurrences import COMPUTE, FORMS, PRODUCTS, SCALES, SIGNS, Form, Product
 
+#: A var's component in a seed: a number, or a Term (evaluated where the build is, not moved).
+Component = Union[float, Fraction, Term]
+
 
 class Series:
-    """What one build knows: the degree bound and form of each node it met, the plan's products,
-    and the coefficients computed so far, ``coef[(node, k)]`` (canonical lazy values; absent:
-    zero or above the degree bound)."""
+    """What one build knows: the seeded vars' coefficient 1 (``seeds``: canonical, none zero),
+    the degree bound and form of each node it met, the plan's products, and the coefficients
+    computed so far, ``coef[(node, k)]`` (canonical lazy values; absent: zero or above the
+    degree bound). ``wrt`` is the var whose values the accuracy estimate probes (``PROBES``)."""
 
-    def __init__(self, tape: Tape, wrt: int, exact: bool = False) -> None:
+    def __init__(self, tape: Tape, seeds: Mapping[int, Component], exact: bool = False) -> None:
         self.tape = tape
-        self.wrt = wrt
-        self.degree = Degrees(tape, wrt)
         # float or Fraction scalars, chosen per build (by its order: ``EXACT_ABOVE``)
         self.arith: Arithmetic[Any] = (ExactArithmetic(tape, self.negated) if exact
                                        else FloatArithmetic(tape, self.negated))
-        self.forms: dict[int, Form] = {}
         self.aliases: dict[int, Optional[int]] = {}
+        self.seeds: dict[int, tuple[Any, Optional[int]]] = {}
+        for var, v in seeds.items():
+            number: Any = v if isinstance(v, Fraction) and exact else float(v) if not isinstance(v, Term) else 1.0
+            found = self.arith.canon((number, v.index if isinstance(v, Term) else None))
+            if found is not None and found[0] != 0:  # a zero component: the var does not move
+                self.seeds[var] = found
+        self.wrt = next(iter(seeds), -1)
+        self.degree = Degrees(tape, self.seeds.keys())
+        self.forms: dict[int, Form] = {}
         self.terms: dict[tuple[int, int], list[Product]] = {}  # the products a coefficient sums
         self.coef: dict[tuple[int, int], Lazy] = {}
         self.base: dict[int, Lazy] = {}  # coefficient 0, canonical
@@ -52,7 +68,7 @@ class Series:
         if found is not None:
             return found
         node = self.tape.nodes[i]
-        if node.op == "var" and i == self.wrt:
+        if node.op == "var" and i in self.seeds:
             found = ("var",)
         elif node.op in ("var", "const") or self.degree(i) == 0:
             found = ("zero",)
@@ -155,8 +171,10 @@ class Series:
                 form = forms[i]
                 kind = form[0]
                 if kind == "var":
-                    if k == 1:
-                        rows[key] = (1.0 + 0j if one else np.ones(PROBES.shape, dtype=complex), 0)
+                    if k == 1:  # its seed: a number, or c times a node's value
+                        c, t = self.seeds[i]
+                        seed = to_float(c) * (1.0 if t is None else value(t))
+                        rows[key] = (complex(seed) if one else np.broadcast_to(seed, PROBES.shape).astype(complex), 0)
                     continue
                 items = []  # (values, values or None for 1, factor, power)
                 for a, sign in zip(form[1:1 + LINEAR.get(kind, 0)], SIGNS.get(kind, (1.0, 1.0))):
