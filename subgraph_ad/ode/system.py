@@ -24,7 +24,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..ad.taylor.plan import DEGREES, UNBOUNDED, Degrees
+from ..ad.taylor.plan import UNBOUNDED, Degrees
 from ..ad.taylor.series import Series
 from ..core import Tape, Term
 from ..core.ops import LEAVES
@@ -56,18 +56,8 @@ class _Moving(Degrees):
         super().__init__(tape, set())
         self.states, self.time = states, time
 
-    def __call__(self, i: int) -> int:
-        deg, nodes = self.deg, self.tape.nodes
-        for j in range(len(deg), i + 1):
-            node = nodes[j]
-            if node.op in LEAVES:
-                d = UNBOUNDED if j in self.states else int(j == self.time)
-            elif max(deg[a] for a in node.args) == 0:
-                d = 0
-            else:
-                d = DEGREES[node.op](nodes, node, deg)
-            deg.append(d)
-        return deg[i]
+    def leaf(self, j: int) -> int:
+        return UNBOUNDED if j in self.states else int(j == self.time)
 
 
 @dataclass

@@ -91,6 +91,10 @@ class Degrees:
         self.moving = moving
         self.deg: list[int] = []
 
+    def leaf(self, j: int) -> int:
+        """The degree of var or constant j: 1 for a seeded var, else 0."""
+        return int(j in self.moving)
+
     def __call__(self, i: int) -> int:
         deg = self.deg
         if i < len(deg):
@@ -99,7 +103,7 @@ class Degrees:
         for j in range(len(deg), i + 1):
             node = nodes[j]
             if node.op in LEAVES:
-                d = int(j in self.moving)
+                d = self.leaf(j)
             elif max(deg[a] for a in node.args) == 0:
                 d = 0
             else:
