@@ -184,8 +184,8 @@ class _Operator(Transformed):
                              f"batch, got a number {points!r}")
         if len(shape) == 1:
             return self.run(args, kwargs, None)
-        flat = (points.reshape(-1, shape[-1]) if traced_points or lazy(points)  # Dask: kept lazy
-                else np.asarray(points, dtype=float).reshape(-1, shape[-1]))
+        flat = (points if traced_points else points.astype(float) if lazy(points)  # Dask: kept lazy
+                else np.asarray(points, dtype=float)).reshape(-1, shape[-1])
         axes = tuple(0 if j == k else None for j in range(len(args)))
         out = vmap(self, in_axes=axes)(*args[:k], flat, *args[k + 1:], **kwargs)
         return out.reshape(shape[:-1] + out.shape[1:])

@@ -243,3 +243,36 @@ def test_a_killed_worker_does_not_change_the_result(client, small_chunks):
     got = client.compute(lazy, sync=True)  # the lost chunks are computed again
     assert np.array_equal(got, fn(X))
     client.wait_for_workers(2, timeout=60)
+
+
+def test_a_float32_dask_batch_gives_the_dtype_and_values_numpy_gives(client, small_chunks):
+    def u(x):
+        return np.exp(np.sum(x * x) * 0.5)
+
+    P = _points(n=120).astype(np.float32)
+    P64 = _points(n=120, seed=1)
+    tape = sad.Tape()
+    x = tape.var("x")
+    cases = {
+        "grad": (sad.vmap(sad.grad(u)), (P,)),
+        "value_and_grad": (sad.vmap(sad.value_and_grad(u)), (P,)),
+        "hessian": (sad.vmap(sad.hessian(u)), (P,)),
+        "vmap": (sad.vmap(lambda x: np.tanh(x) * 2.0), (P,)),
+        "hvp, float64 v": (sad.vmap(lambda x, v: sad.hvp(u, x, v)), (P, P64)),
+        "laplacian": (sad.laplacian(u), (P,)),
+        "derivative_tensor": (sad.derivative_tensor(u, 2), (P,)),
+        "derivative": (sad.derivative(np.sin, 2), (P[:, 0],)),
+        "lambdify": (sad.lambdify([x], sad.sin(x)), (P[:, 0],)),
+    }
+    lazy = {name: fn(*(da.from_array(a, chunks=(50,) + a.shape[1:]) for a in args))
+            for name, (fn, args) in cases.items()}
+    computed = client.compute(lazy, sync=True)
+    for name, (fn, args) in cases.items():
+        numpy = fn(*args)
+        numpy, got, declared = ((r if isinstance(r, tuple) else (r,)) for r in (numpy, computed[name], lazy[name]))
+        for n, g, d in zip(numpy, got, declared):
+            assert d.dtype == g.dtype == n.dtype, (name, d.dtype, g.dtype, n.dtype)
+            assert np.array_equal(g, n), name
+    assert computed["grad"].dtype == np.float32  # float32 kept, as on NumPy
+    np.testing.assert_allclose(computed["grad"], P * np.exp(np.sum(P.astype(float) ** 2, axis=1) / 2)[:, None],
+                               rtol=1e-6)

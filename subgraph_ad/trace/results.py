@@ -18,6 +18,7 @@ import numpy as np
 
 from ..ad.matrices import Sparse, sparse_matrix
 from ..core import Tape, Term
+from ..interop.dask_arrays import lazy
 from ..interop.numpy_dispatch import TermArray
 from ..pytrees import Tree, flatten, leaf_shapes, unflatten
 from .tracer import Traced
@@ -50,9 +51,10 @@ def term_array(terms: Sequence[Any], shape: tuple[int, ...]) -> Any:
 
 def result_dtype(leaves: list[list[Any]]) -> Any:
     """The float dtype a result keeps: float32 (or float16) where every floating array among the
-    arguments has it, None (float64) otherwise — as JAX keeps float32, Python numbers weak."""
-    kinds = {np.asarray(leaf).dtype for found in leaves for leaf in found
-             if isinstance(leaf, (np.ndarray, np.floating)) and np.asarray(leaf).dtype.kind == "f"}
+    arguments (NumPy or Dask arrays alike) has it, None (float64) otherwise — as JAX keeps
+    float32, Python numbers weak."""
+    kinds = {leaf.dtype for found in leaves for leaf in found
+             if (isinstance(leaf, (np.ndarray, np.floating)) or lazy(leaf)) and leaf.dtype.kind == "f"}
     if not kinds:
         return None
     kept = np.result_type(*kinds)
@@ -60,12 +62,12 @@ def result_dtype(leaves: list[list[Any]]) -> Any:
 
 
 def cast(result: Any, dtype: Any) -> Any:
-    """Every float leaf of a result as ``dtype``."""
+    """Every float leaf of a result as ``dtype`` (a Dask array's lazily)."""
     if dtype is None:
         return result
     leaves, tree = flatten(result, "result")
-    return unflatten(tree, [dtype.type(v) if isinstance(v, float) else np.asarray(v, dtype=dtype)
-                            if isinstance(v, np.ndarray) and v.dtype.kind == "f" else v for v in leaves])
+    return unflatten(tree, [dtype.type(v) if isinstance(v, float) else v.astype(dtype)
+                            if (isinstance(v, np.ndarray) or lazy(v)) and v.dtype.kind == "f" else v for v in leaves])
 
 
 def tree_values(tree: Tree, values: list[Any], start: int, batch: tuple[int, ...]) -> tuple[Any, int]:
