@@ -36,7 +36,7 @@ import numpy as np
 
 from .ad import operators as ops
 from .core import Tape, Term
-from .interop.dask_arrays import lazy  # Dask
+from .interop.dask_arrays import lazy, per_point  # Dask
 from .interop.numpy_dispatch import TermArray
 from .pytrees import real_leaf
 from .trace import Traced, vmap
@@ -94,6 +94,22 @@ def _estimate(compiled: Callable[..., Any], columns: list[np.ndarray], probes: n
     return out
 
 
+class _Probes:
+    """The plan of the stochastic Laplacian on a chunk of Dask points (``cluster.Plan``): the
+    estimate at each row from the probes drawn once, on the client, from the seed, so that every
+    chunk, and the NumPy path, averages the same probes."""
+
+    def __init__(self, program: str, probes: np.ndarray) -> None:
+        self.program, self.probes = program, probes
+
+    def pattern(self) -> tuple[bool, ...]:
+        return (False,) * (2 * len(self.probes))  # the columns of x, then the rows of v
+
+    def evaluate(self, compiled: Callable[..., Any], blocks: Any) -> np.ndarray:
+        (points,) = blocks
+        return _estimate(compiled, [np.ascontiguousarray(points[:, k]) for k in range(points.shape[1])], self.probes)
+
+
 #: How an operator's values are shaped: (outputs, points) -> (points, *operator shape).
 Shape = Callable[[np.ndarray], np.ndarray]
 #: How a batched operator is built on a trace: (tape, xs, u) -> (inputs, Terms, shape of values).
@@ -120,12 +136,16 @@ class _Batched:
             raise TypeError(f"{self.what}(fn, samples=...) cannot nest inside another transform: its estimate draws "
                             "random probes and averages numbers; inside a trace use the exact operator (samples=None)")
         real_leaf(self.what)(points, "the points")
-        array = np.asarray(points, dtype=float)
-        if array.ndim == 0:
+        if not np.shape(points):
             raise ValueError(f"{self.what}: points must be an array of shape (d,) for one point or (n, d) for a "
                              f"batch, got a number {points!r}")
-        d = array.shape[-1]
+        d = np.shape(points)[-1]
         compiled, shape = self.cache.get(d) or self.cache.make(d, [(d,)])
+        if lazy(points) and self.stochastic:  # Dask: a task per chunk of points, the probes shipped in its plan
+            samples, seed = self.stochastic
+            probes = functools.partial(_Probes, probes=_probes(d, samples, seed))
+            return per_point(compiled, points.astype(float).reshape(-1, d), probes, samples).reshape(points.shape[:-1])
+        array = np.asarray(points, dtype=float)
         flat = array.reshape(-1, d)
         columns = [np.ascontiguousarray(flat[:, k]) for k in range(d)]
         if self.stochastic:

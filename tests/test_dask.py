@@ -141,7 +141,7 @@ def test_chunks_default_to_a_short_tasks_work_and_are_overridable():
     longer = sad.lambdify([x], sad.diff(sad.tanh(sad.tanh(x)), x, 8))
     assert 10**6 <= cluster.chunk_points(short) <= cluster.MAX_POINTS
     assert cluster.chunk_points(longer) < cluster.chunk_points(short)  # more steps a point: fewer points
-    assert short(da.zeros(3 * 10**7, chunks=10**6)).chunks[0][0] == cluster.chunk_points(short)
+    assert cluster.chunk_rows(short, 3 * 10**7, workers=0) == cluster.chunk_points(short)  # no workers known
     with dask.config.set({"subgraph_ad.chunk-points": 1000}):
         assert short(da.zeros(2500, chunks=2500)).chunks == ((1000, 1000, 500),)
     with dask.config.set({"subgraph_ad.chunk-points": 0}), pytest.raises(ValueError, match="chunk-points"):
@@ -276,3 +276,60 @@ def test_a_float32_dask_batch_gives_the_dtype_and_values_numpy_gives(client, sma
     assert computed["grad"].dtype == np.float32  # float32 kept, as on NumPy
     np.testing.assert_allclose(computed["grad"], P * np.exp(np.sum(P.astype(float) ** 2, axis=1) / 2)[:, None],
                                rtol=1e-6)
+
+
+def test_the_stochastic_laplacian_runs_lazily_per_chunk_with_numpys_estimate(client, small_chunks):
+    def u(x):  # not separable: the estimate differs from Δu, so equal estimates mean equal probes
+        return np.exp(np.dot(A, x)) * sad.sin(x[0] * x[1])
+
+    P = _points(n=200).reshape(10, 20, 3)
+    Pd = da.from_array(P, chunks=(5, 20, 3))
+    for seed in (0, 7):
+        estimate = sad.laplacian(u, samples=4, seed=seed)
+        lazy = estimate(Pd)
+        assert isinstance(lazy, da.Array) and lazy.shape == (10, 20) and lazy.dtype == np.float64
+        assert len(_program_keys(lazy)) == 1
+        assert lazy.npartitions >= 3  # 200 points × 4 probes in chunks of 64 evaluations
+        got = client.compute(lazy, sync=True)
+        assert np.array_equal(got, estimate(P))  # the same probes, the same sums
+    exact = sad.laplacian(u)(P)
+    assert not np.allclose(got, exact, rtol=1e-3)  # an estimate, not the exact operator
+    separable = sad.laplacian(lambda x: np.sum(np.sin(x) * x ** 2), samples=3)  # zero variance: exact
+    np.testing.assert_allclose(client.compute(separable(Pd), sync=True),
+                               np.sum((2 - P ** 2) * np.sin(P) + 4 * P * np.cos(P), axis=-1), rtol=1e-13, atol=1e-13)
+
+
+def test_chunks_give_each_known_worker_two_where_the_batch_has_the_work():
+    tape = sad.Tape()
+    x = tape.var("x")
+    short = sad.lambdify([x], sad.sin(x))
+    most = cluster.chunk_points(short)
+    least = cluster.MIN_TASK_SECONDS / (cluster.STEP_SECONDS * len(short.program.steps))  # 1 ms of work
+
+    def count(rows, workers, per_row=1):
+        return -(-rows // cluster.chunk_rows(short, rows, per_row, workers=workers))
+
+    for workers in (1, 2, 8, 64):
+        for rows in (10**5, 10**6, 3 * 10**6, 3 * 10**7, 10**9):
+            chunks, size = count(rows, workers), cluster.chunk_rows(short, rows, workers=workers)
+            assert size <= most
+            if rows >= 2 * workers * least:  # enough work for two chunks a worker: at least that many
+                assert chunks >= 2 * workers, (rows, workers, chunks)
+            else:  # less: no chunk under 1 ms of work, unless the batch is
+                assert size >= min(rows, least), (rows, workers, size)
+    assert count(3 * 10**7, 0) == 4 and count(3 * 10**7, 2) == 4 and count(3 * 10**7, 8) == 16
+    assert count(10**6, 2) == 1  # 1 ms of work: one task
+    assert count(4 * 10**6, 8, per_row=8) >= 16  # rows of 8 points: the points count
+    with dask.config.set({"subgraph_ad.chunk-points": 1000}):
+        assert cluster.chunk_rows(short, 10**7, workers=8) == 1000
+
+
+def test_entry_points_split_for_the_clients_two_workers(client):
+    tape = sad.Tape()
+    x = tape.var("x")
+    short = sad.lambdify([x], sad.sin(x))
+    assert short(da.zeros(10**7, chunks=10**7)).npartitions == 4  # 8.4e6 a chunk without the client
+    assert sad.vmap(sad.grad(lambda x: np.sum(x ** 2)))(da.zeros((2 * 10**6, 3))).npartitions == 4
+    estimate = sad.laplacian(lambda x: np.sum(x ** 3), samples=8)
+    assert estimate(da.zeros((2 * 10**6, 3))).npartitions >= 4  # 8 probes a point: more work, more chunks
+    assert short(da.zeros(1000)).npartitions == 1  # too little work to split

@@ -16,7 +16,9 @@ compiles it once, and the batch is cut into chunks of about 100 ms of work.
   unless it is set: never a shared network home, where the cache's file locking is unsafe.
 - **About 100 ms a task.** ``chunk_points`` sizes a chunk from the program's steps (about 10⁷
   points for a short program, fewer for a long one, never more than Dask's ``array.chunk-size``
-  of inputs and outputs); ``subgraph_ad.chunk-points`` (Dask config) sets it instead.
+  of inputs and outputs), and ``chunk_rows`` smaller where the client's workers would get fewer
+  than two chunks each (down to 1 ms of work); ``subgraph_ad.chunk-points`` (Dask config) sets
+  it instead.
 - **Faults.** A task is a pure function of its chunk, so the chunks of a killed worker are run
   again elsewhere with the same values. A worker where the backend cannot compile (no Numba
   there) warns (``BackendWarning``, in its log), logs the event ``"subgraph_ad"`` on the
@@ -36,11 +38,11 @@ import threading
 import weakref
 import zlib
 from pathlib import Path
-from typing import Any, Protocol, Sequence, cast
+from typing import Any, Callable, Protocol, Sequence, cast
 
 import numpy as np
 
-from .devices import to_host
+from .devices import on_host
 
 #: Seconds of work a task is sized for: Dask's own guidance (a task costs the scheduler about
 #: 1 ms; much longer tasks balance badly over the workers).
@@ -50,6 +52,11 @@ TASK_SECONDS = 0.1
 STEP_SECONDS = 1e-9
 #: Points per chunk at most (a short program's 100 ms).
 MAX_POINTS = 10**7
+#: Seconds of work a task is worth splitting down to: about what a task costs the scheduler.
+MIN_TASK_SECONDS = 1e-3
+#: Chunks per worker at least, where the batch has enough work: a worker that finishes early
+#: takes a chunk of another instead of idling while the last one runs.
+CHUNKS_PER_WORKER = 2
 #: The largest compressed program shipped, in bytes, unless ``subgraph_ad.ship-limit`` says.
 SHIP_LIMIT = 100 * 2**20
 #: The prefix of a program's key in a task graph.
@@ -73,11 +80,8 @@ class Plan(Protocol):
     def pattern(self) -> tuple[bool, ...]:
         """Per input of the program, whether the task passes one number (True) or an array."""
 
-    def inputs(self, blocks: Sequence[Any]) -> list[Any]:
-        """The program's inputs from the chunk's blocks."""
-
-    def output(self, results: tuple[np.ndarray, ...]) -> np.ndarray:
-        """The chunk's result block from the program's outputs."""
+    def evaluate(self, compiled: Callable[..., Any], blocks: Sequence[Any]) -> np.ndarray:
+        """The chunk's result block: ``compiled`` (returning NumPy) run on the chunk's blocks."""
 
 
 def _config(name: str, default: Any) -> Any:
@@ -198,15 +202,60 @@ def chunk_points(compiled: Any) -> int:
     import dask
     from dask.utils import parse_bytes
 
-    setting = _config("chunk-points", "auto")
-    if setting != "auto":
-        if isinstance(setting, bool) or not isinstance(setting, int) or setting < 1:
-            raise ValueError(f"subgraph_ad.chunk-points must be 'auto' or a positive int, got {setting!r}")
+    setting = _chunk_setting()
+    if setting is not None:
         return setting
     program = unwrapped(compiled).program
-    by_time = TASK_SECONDS / (STEP_SECONDS * max(1, len(program.steps)))
     by_memory = parse_bytes(dask.config.get("array.chunk-size")) // (8 * (program.n_inputs + len(program.outputs)))
-    return max(1, int(min(by_time, by_memory, MAX_POINTS)))
+    return max(1, int(min(_points_in(TASK_SECONDS, program), by_memory, MAX_POINTS)))
+
+
+def chunk_rows(compiled: Any, rows: int, per_row: int = 1, workers: int | None = None) -> int:
+    """Rows per chunk of a batch of ``rows`` rows of ``per_row`` points each: ``chunk_points``'s
+    points, and where the cluster's ``workers`` are known (None: from the current Dask client,
+    if there is one; 0: unknown) fewer, so that each worker gets ``CHUNKS_PER_WORKER`` chunks, but
+    never fewer than ``MIN_TASK_SECONDS`` of work (a small batch is split less, or not at all).
+    ``subgraph_ad.chunk-points`` (Dask config) sets the points instead, whatever the workers.
+
+    >>> import subgraph_ad as sad
+    >>> tape = sad.Tape(); x = tape.var("x")
+    >>> f = sad.lambdify([x], sad.sin(x))
+    >>> [sad.dask.chunk_rows(f, 10**7, workers=w) for w in (0, 1, 8)]
+    [8388608, 5000000, 1000000]
+    """
+    most = max(1, chunk_points(compiled) // per_row)
+    if _chunk_setting() is not None:
+        return most
+    workers = _workers() if workers is None else workers
+    if not workers:
+        return most
+    least = math.ceil(_points_in(MIN_TASK_SECONDS, unwrapped(compiled).program) / per_row)
+    return max(1, min(most, max(least, math.ceil(rows / (CHUNKS_PER_WORKER * workers)))))
+
+
+def _chunk_setting() -> int | None:
+    """``subgraph_ad.chunk-points``, checked; None for ``"auto"``."""
+    setting = _config("chunk-points", "auto")
+    if setting == "auto":
+        return None
+    if isinstance(setting, bool) or not isinstance(setting, int) or setting < 1:
+        raise ValueError(f"subgraph_ad.chunk-points must be 'auto' or a positive int, got {setting!r}")
+    return setting
+
+
+def _points_in(seconds: float, program: Any) -> float:
+    """The points one core runs ``program`` on in ``seconds``."""
+    return seconds / (STEP_SECONDS * max(1, len(program.steps)))
+
+
+def _workers() -> int | None:
+    """The number of workers of the current Dask client; None without one."""
+    try:
+        from distributed import default_client
+
+        return len(default_client().nthreads())
+    except (ImportError, ValueError):  # no distributed, or no client: the workers are unknown
+        return None
 
 
 # -- on the worker ---------------------------------------------------------------------------------
@@ -221,14 +270,14 @@ def run(program: Shipped, plan: Plan, *blocks: Any) -> np.ndarray:
     global _compiles
     compiled = program.load()
     before = _kernels(compiled)
-    results = compiled(*plan.inputs(blocks))
+    result = plan.evaluate(on_host(compiled), blocks)
     built = _kernels(compiled) - before
     if built:
         with _lock:
             _compiles += built
     if compiled.backend != (_backend or program.backend):
         _report(program, compiled.backend)
-    return plan.output(tuple(map(to_host, results if isinstance(results, tuple) else (results,))))
+    return result
 
 
 def _report(program: Shipped, backend: str) -> None:
@@ -282,12 +331,10 @@ class Elementwise:
     def pattern(self) -> tuple[bool, ...]:
         return tuple(k in self.numbers for k in range(self.count))
 
-    def inputs(self, blocks: Sequence[Any]) -> list[Any]:
+    def evaluate(self, compiled: Callable[..., Any], blocks: Sequence[Any]) -> np.ndarray:
         arrays = iter(blocks)
-        return [self.numbers[k] if k in self.numbers else next(arrays) for k in range(self.count)]
-
-    def output(self, results: tuple[np.ndarray, ...]) -> np.ndarray:
-        return results[0] if self.single else np.stack(results)
+        results = compiled(*(self.numbers[k] if k in self.numbers else next(arrays) for k in range(self.count)))
+        return results if self.single else np.stack(results)
 
 
 def blockwise(compiled: Any, args: Sequence[Any]) -> Any:
@@ -298,8 +345,7 @@ def blockwise(compiled: Any, args: Sequence[Any]) -> Any:
     numbers = {k: float(a) for k, a in enumerate(args) if not hasattr(a, "__dask_graph__") and np.ndim(a) == 0}
     arrays = da.broadcast_arrays(*(da.asarray(a, dtype=float) for k, a in enumerate(args) if k not in numbers))
     shape = arrays[0].shape
-    row = math.prod(shape[1:])
-    rows = max(1, chunk_points(compiled) // max(1, row))
+    rows = chunk_rows(compiled, shape[0] if shape else 1, max(1, math.prod(shape[1:])))
     arrays = [a.rechunk((rows,) + shape[1:] if shape else ()) for a in arrays]
     program = shipped(compiled)
     first = keys(program, Elementwise(program.key, numbers, len(args), compiled.single))

@@ -76,14 +76,12 @@ class Gathered:
             found += [np.ndim(c) == 0 for c in self.columns(probe, levels)]
         return tuple(found)
 
-    def inputs(self, blocks: Sequence[Any]) -> list[Any]:
+    def evaluate(self, compiled: Callable[..., Any], blocks: Sequence[Any]) -> np.ndarray:
         found, given = [], iter(blocks)
         for levels, value in self.sources:
             found += self.columns(next(given) if isinstance(value, tuple) else value, levels)
-        return found
-
-    def output(self, results: tuple[np.ndarray, ...]) -> np.ndarray:
-        values = np.broadcast_arrays(*results)
+        results = compiled(*found)
+        values = np.broadcast_arrays(*(results if isinstance(results, tuple) else (results,)))
         stacked = np.stack([*values, np.zeros(values[0].shape)], axis=-1)
         return stacked[..., self.gather]
 
@@ -101,8 +99,7 @@ def over_batch(compiled: Any, assemble: Assemble, leaves: list[list[Any]],
     gather, shapes, tree = _placement(assemble, n, nbatch)
     per_leaf = [(tuple(levels[k]) if levels else (), leaf) for k, found in enumerate(leaves) for leaf in found]
     batch = _batch(per_leaf, nbatch)
-    inner = math.prod(batch[1:])
-    rows = max(1, cluster.chunk_points(compiled) // max(1, inner))
+    rows = cluster.chunk_rows(compiled, batch[0] if batch else 1, max(1, math.prod(batch[1:])))
     sources: list[tuple[tuple[bool, ...], Any]] = []
     pairs: list[Any] = []
     letter = 0
@@ -131,6 +128,19 @@ def over_batch(compiled: Any, assemble: Assemble, leaves: list[list[Any]],
         parts.append(flat[..., at:at + size].reshape(batch + shape))
         at += size
     return unflatten(tree, parts)
+
+
+def per_point(compiled: Any, points: Any, plan: Callable[[str], cluster.Plan], evaluations: int = 1) -> Any:
+    """One value per row of ``points`` (a Dask array (n, d)), lazily: a task per chunk of rows,
+    which ``plan`` (made from the program's key) evaluates; ``evaluations``: the program's
+    evaluations a point costs (a stochastic operator's probes), which the chunks are sized by."""
+    import dask.array as da
+
+    program = cluster.shipped(compiled)
+    rows = cluster.chunk_rows(compiled, points.shape[0], evaluations)
+    array = points.rechunk((rows, points.shape[1]))
+    return da.blockwise(cluster.run, "i", *cluster.keys(program, plan(program.key)), array, "ij", concatenate=True,
+                        dtype=float, meta=np.empty((0,)))
 
 
 def _batch(per_leaf: list[tuple[tuple[bool, ...], Any]], nbatch: int) -> tuple[int, ...]:
