@@ -34,7 +34,8 @@ from .ode import taylor_integrate
 from .viz.animate import Animation, animate
 from .viz.render import GraphTooLarge, GraphvizError, GraphvizNotFound
 
-#: Names whose modules import SymPy, loaded on first use so that ``import subgraph_ad`` does not.
+#: Names loaded on first use, so that ``import subgraph_ad`` imports neither SymPy nor the Dask
+#: support (``dask``: ``compile.cluster``).
 _LAZY = {"testing": ("subgraph_ad.testing", None), "dask": ("subgraph_ad.compile.cluster", None),
          "SympyConversionError": ("subgraph_ad.interop.sympy_bridge", "SympyConversionError")}
 
@@ -144,6 +145,7 @@ __all__ = [
     "BackendWarning",
     "AccuracyWarning",
     "config",
+    "dask",
     "log",
     "log10",
     "log1p",

@@ -333,3 +333,11 @@ def test_entry_points_split_for_the_clients_two_workers(client):
     estimate = sad.laplacian(lambda x: np.sum(x ** 3), samples=8)
     assert estimate(da.zeros((2 * 10**6, 3))).npartitions >= 4  # 8 probes a point: more work, more chunks
     assert short(da.zeros(1000)).npartitions == 1  # too little work to split
+
+
+def test_sad_dask_is_public_and_in_the_reference():
+    from pathlib import Path
+
+    assert "dask" in sad.__all__ and sad.dask is cluster
+    reference = (Path(__file__).resolve().parents[1] / "docs" / "reference.md").read_text(encoding="utf-8")
+    assert "{#subgraph_ad.dask}" in reference  # its entry's anchor; tests/test_docs_site.py builds it
