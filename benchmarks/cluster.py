@@ -9,8 +9,9 @@ seconds of each, the cluster's throughput over one thread (target ≥ 1.6x), its
 the two-core process (target ≤ 1.25x), the kernels the workers compiled during the run (target
 0) and the pickled task graph's size (target < 1 MB).
 
-    python benchmarks/cluster.py                     # 2e7 points each, as `make bench` runs it
-    python benchmarks/cluster.py --points 2e6        # a quicker look
+    python benchmarks/cluster.py                     # 2e7 points each, ~1e4 steps: as `make bench` runs it
+    python benchmarks/cluster.py --quick             # 2e5 points, ~1e3 steps: a smoke run
+    python benchmarks/cluster.py --points 2e6        # a quicker look at the full programs
 """
 
 from __future__ import annotations
@@ -22,12 +23,15 @@ import time
 import numpy as np
 
 import subgraph_ad as sad
+from subgraph_ad.benchmark_functions import BENCHMARKS
+
+#: (points, terms of the Laplacian's function) at full size and for --quick.
+FULL, QUICK = (2e7, 360), (2e5, 36)
 
 
 def f4_order10() -> tuple[list[sad.Term], sad.Term, str]:
-    tape = sad.Tape()
-    x = tape.var("x")
-    return [x], sad.diff(sad.tanh(sad.tanh(sad.tanh(x))), x, 10), "F4, 10th derivative"
+    _, f, x = BENCHMARKS["F4"]()
+    return [x], sad.diff(f, x, 10), "F4, 10th derivative"
 
 
 def laplacian_program(terms: int = 360) -> tuple[list[sad.Term], sad.Term, str]:
@@ -49,10 +53,12 @@ def timed(run) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--points", type=float, default=2e7)
-    parser.add_argument("--terms", type=int, default=360, help="terms of the Laplacian's function (360: ~1e4 steps)")
+    parser.add_argument("--points", type=float, help=f"points per program (default {FULL[0]:.0e})")
+    parser.add_argument("--terms", type=int, help=f"terms of the Laplacian's function (default {FULL[1]}: ~1e4 steps)")
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK[0]:.0e} points, {QUICK[1]} terms (~1e3 steps)")
     args = parser.parse_args()
-    n = int(args.points)
+    points, terms = QUICK if args.quick else FULL
+    n, terms = int(args.points or points), args.terms or terms
 
     import dask.array as da
     from dask.distributed import Client, LocalCluster, wait
@@ -61,7 +67,7 @@ def main() -> None:
             Client(cluster) as client:
         print(f"{'program':<22} {'steps':>7} {'points':>10} {'1 thread s':>10} {'2 threads s':>11} {'cluster s':>9} "
               f"{'vs 1 thread':>11} {'vs 2 threads':>12} {'compiles':>8} {'graph KB':>8}")
-        for make in (f4_order10, lambda: laplacian_program(args.terms)):
+        for make in (f4_order10, lambda: laplacian_program(terms)):
             xs, out, name = make()
             f, single = sad.lambdify(xs, out), sad.lambdify(xs, out, parallel=False)
             inputs = len(xs)
@@ -70,7 +76,8 @@ def main() -> None:
             one = timed(lambda: single(*local))
             two = timed(lambda: f(*local))
             del local
-            lazy = f(*(da.linspace(-1.0 + 0.1 * k, 1.0, n, chunks=sad.dask.chunk_points(f)) for k in range(inputs)))
+            chunks = sad.dask.chunk_rows(f, n)  # as f cuts them for this client: no rechunking
+            lazy = f(*(da.linspace(-1.0 + 0.1 * k, 1.0, n, chunks=chunks) for k in range(inputs)))
             lazy = lazy if isinstance(lazy, tuple) else (lazy,)
             sad.dask.warm(client, lazy[0])
             before = client.run(sad.dask.compiles)

@@ -90,6 +90,19 @@ def test_the_many_variables_benchmark_runs_and_meets_the_node_targets(tmp_path):
     assert results["R100"]["jax"]["hvp"]["eval_batch"] > 0
 
 
+def test_the_cluster_benchmark_runs_quick_with_no_compiles_and_a_small_graph():
+    """``cluster.py --quick``: both programs on a LocalCluster of two workers, nothing compiled
+    during the run after warm-up, each task graph under 1 MB (the full size is `make bench`'s)."""
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "cluster.py"), "--quick"],
+                         capture_output=True, text=True, timeout=600, env=CHECKOUT)
+    assert run.returncode == 0, run.stderr
+    f4, laplacian = rows = [line.split() for line in run.stdout.splitlines() if line.startswith(("F4", "Laplacian"))]
+    for row in rows:  # ... steps, points, 3 times, 2 ratios, compiles, graph KB
+        points, compiles, graph_kb = float(row[-8]), int(row[-2]), float(row[-1])
+        assert points == 2e5 and compiles == 0 and graph_kb < 1024, row
+    assert f4[:2] == ["F4,", "10th"] and 900 <= int(laplacian[-9]) <= 1100  # --quick: ~1e3 steps (full: ~1e4)
+
+
 # -- the peers are given the code their own documentation writes (no timings here) ---------------
 def _jax():
     import jax
