@@ -341,3 +341,26 @@ def test_sad_dask_is_public_and_in_the_reference():
     assert "dask" in sad.__all__ and sad.dask is cluster
     reference = (Path(__file__).resolve().parents[1] / "docs" / "reference.md").read_text(encoding="utf-8")
     assert "{#subgraph_ad.dask}" in reference  # its entry's anchor; tests/test_docs_site.py builds it
+
+
+def _systems():
+    from subgraph_ad.ode import traced
+
+    return len(traced._SYSTEMS)
+
+
+def test_an_ode_ensemble_on_dask_traces_its_system_once_per_worker_with_numpys_values(client):
+    def pendulum(t, y):
+        return np.array([y[1], -np.sin(y[0])])
+
+    y0 = np.stack([np.linspace(0.1, 2.5, 40), np.linspace(0.5, -0.2, 40)])
+    t_eval = np.linspace(0.0, 8.0, 5)
+    want = sad.taylor_integrate(pendulum, (0.0, 8.0), y0, t_eval=t_eval, variational=True)
+    before = client.run(_systems)
+    got = sad.taylor_integrate(pendulum, (0.0, 8.0), da.from_array(y0, chunks=(2, 4)), t_eval=t_eval, variational=True)
+    grown = {w: n - before[w] for w, n in client.run(_systems).items()}
+    assert all(n <= 1 for n in grown.values()) and sum(grown.values()) >= 1, grown  # 10 tasks, a trace a worker
+    for name in ("y", "sensitivity", "nsteps", "t_final", "y_final", "status"):
+        assert np.array_equal(getattr(got, name), getattr(want, name)), name
+    energy = 0.5 * got.y[1] ** 2 - np.cos(got.y[0])  # conserved along each trajectory
+    assert np.max(np.abs(energy - energy[0])) < 1e-13  # tolerance ε per step, some hundred steps

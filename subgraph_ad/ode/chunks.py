@@ -4,7 +4,9 @@ The system is traced and laid out once, here, before the tasks start (they share
 only); each task integrates its chunk as an ensemble of its own, on whatever scheduler Dask
 is set to (the compiled loop releases the GIL, so threads run chunks at once), and the
 chunks' results are joined along the member axis into one ``OdeResult``: the same values as
-the NumPy array would give, member by member.
+the NumPy array would give, member by member. The integrator (``fun`` and the options) is one
+key of the graph that every chunk's task takes: a worker process receives it once, so its
+tasks share one ``fun`` and it traces the system once, not once per task.
 """
 
 from __future__ import annotations
@@ -30,8 +32,13 @@ def by_chunks(y0: Any, integrate: Callable[[np.ndarray], OdeResult]) -> OdeResul
         raise ValueError(f"taylor_integrate: a Dask y0 must be an ensemble of shape (n, B), chunked along B; got "
                          f"shape {y0.shape}")
     blocks = y0.rechunk({0: -1}).to_delayed().ravel()
-    parts = dask.compute(*[dask.delayed(integrate)(block) for block in blocks])
+    shared = dask.delayed(integrate, traverse=False)  # data, not a task's function: sent to a worker once
+    parts = dask.compute(*[dask.delayed(_apply)(shared, block) for block in blocks])
     return _joined(list(parts))
+
+
+def _apply(integrate: Callable[[np.ndarray], OdeResult], block: np.ndarray) -> OdeResult:
+    return integrate(block)
 
 
 def _joined(parts: list[OdeResult]) -> OdeResult:
