@@ -8,6 +8,8 @@ values by its ``assemble``, which only places them: each entry of each result le
 the values, or a structural zero. That placement is read once, on the client, by assembling
 labels (value k is the number k + 1) for a batch of one; a task then gathers its chunk's values
 into every leaf with one index array, and the client cuts the leaves apart lazily.
+``per_point`` is the same for an operator that is not a transform's assembly (the stochastic
+Laplacian): one value per point, its plan evaluating a chunk of points.
 """
 
 from __future__ import annotations
