@@ -37,6 +37,7 @@ from ..core import OPS, UNFED, Tape, Term, UnfedPlaceholder, dependencies
 from ..functions import Function, power_partial
 from ..functions.view import gates
 from ..tables import html_table, text_table
+from ..core.arrays import ARRAY_OPS, shape_of
 from ..tables import rule_table
 
 Values = Mapping[Any, Any]
@@ -70,7 +71,14 @@ def bind(tape: Tape, values: Values | None) -> dict[int, Any]:
         else:
             index = tape.check_var(key, "values key").index
         bound[index] = value
-    return {i: v if v is UNFED else _as_number(v) for i, v in bound.items()}
+    found = {i: v if v is UNFED else _as_number(v) for i, v in bound.items()}
+    if tape.elements:  # an expanded array var's elements read its value
+        for name, names in tape.elements.items():
+            whole = found[tape._vars[name]]
+            shape = tape.var_shapes[name]
+            for flat, element in enumerate(names):
+                found[tape._vars[element]] = whole[(Ellipsis,) + np.unravel_index(flat, shape)]
+    return found
 
 
 def _scalar(value: Any) -> Any:
@@ -85,6 +93,8 @@ def _node_value(tape: Tape, i: int, vals: dict[int, Any], bound: dict[int, Any])
         return np.float64(node.payload)
     if node.op == "fn":
         return node.payload.f(*(vals[a] for a in node.args))
+    if node.op in ARRAY_OPS:
+        return ARRAY_OPS[node.op].value(node, [vals[a] for a in node.args], [shape_of(tape, a) for a in node.args])
     return OPS[node.op].value(*(vals[a] for a in node.args))  # the op registry's NumPy semantics
 
 

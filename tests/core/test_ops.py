@@ -19,14 +19,15 @@ TABLE_MODULES = ("subgraph_ad.ad.forward", "subgraph_ad.ad.reverse", "subgraph_a
                  "subgraph_ad.ad.taylor.recurrences", "subgraph_ad.ad.taylor.plan", "subgraph_ad.ad.closed_form",
                  "subgraph_ad.ad.operators.laplacian", "subgraph_ad.ad.operators.passes",
                  "subgraph_ad.compile.backends.numpy", "subgraph_ad.compile.backends.numba",
-                 "subgraph_ad.compile.backends.c", "subgraph_ad.compile.backends.jax")
+                 "subgraph_ad.compile.backends.c", "subgraph_ad.compile.backends.jax", "subgraph_ad.ad.arrays")
 for _module in TABLE_MODULES:
     importlib.import_module(_module)
 
 #: Every table the package keeps, by name: a table made without the register fails here.
 EXPECTED = {"forward RULES", "reverse VJPS", "numeric PARTIALS", "Taylor FORMS", "Taylor PRODUCTS", "Taylor COMPUTE",
             "Taylor DEGREES", "closed-form EXPAND", "Laplacian LAPLACIAN", "operator PARTIALS",
-            "operator ADJOINTS", "NumPy LOWERING", "Numba LOWERING", "C LOWERING", "JAX LOWERING"}
+            "operator ADJOINTS", "NumPy LOWERING", "Numba LOWERING", "C LOWERING", "JAX LOWERING",
+            "array forward", "array reverse"}
 
 
 def _missing(name: str) -> set[str]:
