@@ -155,8 +155,8 @@ def index_key(key: Any, shape: Shape) -> tuple[tuple[Any, ...], Shape]:
             result.append(1)
         elif isinstance(item, slice):
             start, stop, step = item.indices(shape[dim])
-            out.append((start, stop, step))
             result.append(len(range(start, stop, step)))
+            out.append((start, None if stop < 0 else stop, step))  # -1 from indices() is "before 0"
             dim += 1
         elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
             if not -shape[dim] <= item < shape[dim]:
@@ -166,12 +166,20 @@ def index_key(key: Any, shape: Shape) -> tuple[tuple[Any, ...], Shape]:
         else:
             raise TypeError(f"an array node takes ints, slices, None and ... as indices, got "
                             f"{type(item).__name__} {item!r:.60}")
+    dim = len(shape)
+    while out and out[-1] == (0, shape[dim - 1], 1):  # x[0, :] is x[0]: one node, printed as written
+        out.pop()
+        dim -= 1
     return tuple(out), tuple(result)
 
 
-def as_index(key: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The normal form of ``index_key`` back as a NumPy index."""
-    return tuple(slice(*item) if isinstance(item, tuple) else item for item in key)
+def as_index(key: tuple[Any, ...], ndim: int | None = None) -> tuple[Any, ...]:
+    """The normal form of ``index_key`` back as a NumPy index; with ``ndim`` (the operand's
+    axes), padded with full slices, so that it still means the same axes behind batch axes."""
+    found = tuple(slice(*item) if isinstance(item, tuple) else item for item in key)
+    if ndim is None:
+        return found
+    return found + (slice(None),) * (ndim - sum(1 for item in key if item is not None))
 
 
 # -- values, with batch axes in front --------------------------------------------------------------
@@ -231,7 +239,7 @@ def _common(values: list[Any], shapes: list[Shape]) -> list[Any]:
 def _place_value(node: Node, values: list[Any], shapes: list[Shape]) -> Any:
     (a,), (s,) = values, shapes
     out = np.zeros(batch_of(a, s) + node.payload[0])
-    out[(Ellipsis,) + as_index(node.payload[1])] = a
+    out[(Ellipsis,) + as_index(node.payload[1], len(node.payload[0]))] = a
     return out
 
 
@@ -283,7 +291,7 @@ ARRAY_OPS: dict[str, ArrayOp] = {op.name: op for op in (
     ArrayOp("reshape", lambda node, v, s: np.reshape(v[0], batch_of(v[0], s[0]) + node.payload[0]),
             lambda tape, node, parts: np.reshape(parts[0], node.payload[0])),
     ArrayOp("transpose", _transpose_value, lambda tape, node, parts: np.transpose(parts[0], node.payload[1])),
-    ArrayOp("index", lambda node, v, s: np.asarray(v[0])[(Ellipsis,) + as_index(node.payload[1])],
+    ArrayOp("index", lambda node, v, s: np.asarray(v[0])[(Ellipsis,) + as_index(node.payload[1], len(s[0]))],
             lambda tape, node, parts: parts[0][as_index(node.payload[1])]),
     ArrayOp("place", _place_value, _place_expand),
     ArrayOp("concat", lambda node, v, s: np.concatenate(_common(v, s), axis=node.payload[1] - len(s[0])),

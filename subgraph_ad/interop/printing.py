@@ -176,9 +176,9 @@ def array_piece(node: Node, operands: list[Piece]) -> Piece:
     return Piece(f"{inner}.{'broadcast_to' if op == 'broadcast' else op}({argument})", ATOM)
 
 
-def _slice_text(item: tuple[int, int, int]) -> str:
+def _slice_text(item: tuple[int, int | None, int]) -> str:
     start, stop, step = item
-    return f"{start}:{stop}" + (f":{step}" if step != 1 else "")
+    return f"{start}:{'' if stop is None else stop}" + (f":{step}" if step != 1 else "")
 
 
 @dataclass
