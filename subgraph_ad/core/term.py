@@ -103,6 +103,9 @@ class Term:
             return self._lift(other[()])  # a 0-d array is its number
         if isinstance(other, np.ndarray) and other.dtype.kind in "iuf":
             return Term(self.tape, array_build.table(self.tape, other))  # a constant array: one node
+        if isinstance(other, np.ndarray) and other.dtype == object and other.ndim:  # Terms and numbers: stacked
+            flat = array_build.stack(self.tape, [self._lift(item).index for item in other.ravel()])
+            return Term(self.tape, array_build.reshape(self.tape, flat, other.shape + self.tape.nodes[flat].payload[0][1:]))
         if type(other).__module__.startswith("sympy"):  # SymPy is loaded, since one of its objects is here
             import sympy
 
