@@ -5,7 +5,6 @@ from .ad.diff import Step, derivatives, diff
 from .ad.forward import gen_graph
 from .ad.matrices import Dense, Sparse, hutchinson_trace
 from .ad.reverse import grad_graph
-from .ad.taylor import taylor_graph
 from .ad.accuracy import AccuracyWarning
 from .compile import config
 from .compile.lambdify import BackendWarning, lambdify
@@ -29,7 +28,7 @@ from .functions.gamma import (digamma, erfinv, gamma, lgamma, logaddexp, logadde
                               softplus)
 from .interop.numpy_dispatch import TermArray, stack
 from .interop.bridge_entry import from_sympy
-from .operators import biharmonic, derivative_tensor, laplacian
+from .operators import biharmonic, derivative_tensor, laplacian, taylor_graph
 from .ode import taylor_integrate
 from .viz.animate import Animation, animate
 from .viz.render import GraphTooLarge, GraphvizError, GraphvizNotFound

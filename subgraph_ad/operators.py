@@ -35,6 +35,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .ad import operators as ops
+from .ad.taylor import taylor_graph as ad_taylor_graph
 from .core import Tape, Term
 from .interop.dask_arrays import lazy, per_point  # Dask
 from .interop.numpy_dispatch import TermArray
@@ -43,6 +44,7 @@ from .trace import Traced, vmap
 from .trace.compiled import Programs, call, program
 from .trace.nesting import outer_tape, terms_in
 from .trace.tracer import check_callable, positions
+from .trace.results import shaped
 from .trace.transform import Transformed
 
 #: Probe evaluations per compiled call of the stochastic Laplacian: x and v are broadcast to
@@ -330,3 +332,48 @@ def derivative_tensor(u: Any, xs: Any = None, k: Any = None, *, argnums: int = 0
 
 
 __all__ = ["biharmonic", "derivative_tensor", "laplacian"]
+
+
+def taylor_graph(u: Any, wrt: Any, n: Any = None, callback: Any = None, *, backend: str | None = None) -> Any:
+    """``taylor_graph(term, wrt, n)``: the derivatives of orders 1..n as Terms (``ad.taylor``).
+    ``taylor_graph(fn, k)`` for a Python function u(x): a callable ``(x, v) -> (..., k)`` of the
+    directional derivatives ∂ʲu[v,…,v], j = 1..k, on a point and a direction of shape (d,) or
+    batches of them (..., d) (broadcast against each other), like ``laplacian(fn)``: traced once
+    per signature, the direction's components are vars of the program, so one compiled program
+    serves every point and direction.
+
+    >>> import numpy as np, subgraph_ad as sad
+    >>> jets = sad.taylor_graph(lambda x: sad.sin(x[0] * x[1]), 2)
+    >>> jets(np.array([0.5, 1.0]), np.array([1.0, 0.0])).round(6)   # d/dt, d²/dt² of sin(t)
+    array([ 0.877583, -0.479426])
+    """
+    if not _is_function(u, "taylor_graph"):
+        return ad_taylor_graph(u, wrt, n, callback)
+    if n is not None or callback is not None:
+        raise TypeError("taylor_graph(fn, k) takes the function and the order; the point and direction come with "
+                        "each call: taylor_graph(fn, k)(x, v)")
+    if isinstance(wrt, bool) or not isinstance(wrt, (int, np.integer)) or wrt < 1:
+        raise ValueError(f"taylor_graph(fn, k): the order k must be an int >= 1, got {wrt!r}")
+    order = int(wrt)
+
+    def build(trace: Traced) -> Any:
+        xs, vs = trace.vars_of(0), trace.vars_of(1)
+        if len(xs) != len(vs):
+            raise ValueError(f"taylor_graph(fn, {order}): the point has {len(xs)} entries and the direction {len(vs)}")
+        out = trace.scalar(trace.out, "taylor_graph(fn, k)")
+        terms = ad_taylor_graph(out, dict(zip(xs, vs)), order)
+        return terms, shaped((order,))
+
+    one = Transformed(lambda x, v: u(x), "taylor_graph", build, backend)
+
+    def jets(x: Any, v: Any) -> Any:
+        x, v = np.asarray(x, dtype=float), np.asarray(v, dtype=float)
+        if x.ndim == 0 or v.ndim == 0 or x.shape[-1] != v.shape[-1]:
+            raise ValueError(f"taylor_graph(fn, {order})(x, v): x and v must end in the same axis (d,), got shapes "
+                             f"{x.shape} and {v.shape}")
+        batch = np.broadcast_shapes(x.shape[:-1], v.shape[:-1])
+        d = x.shape[-1]
+        flat = [np.broadcast_to(a, batch + (d,)).reshape(-1, d) for a in (x, v)]
+        return np.asarray(vmap(one)(*flat)).reshape(batch + (order,))
+
+    return functools.update_wrapper(jets, u, updated=())

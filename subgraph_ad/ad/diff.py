@@ -18,7 +18,9 @@ import numpy as np
 
 from . import accuracy
 from .forward import gen_graph
-from ..core import Callback, LimitError, Tape, Term, UnfedPlaceholder
+from ..core import Callback, LimitError, Tape, Term, UnfedPlaceholder, dependencies
+from ..core.arrays import has_arrays
+from ..core.expand import scalar_roots
 from ..core.checks import choice, diff_spec
 from ..numeric.modes import values_of
 from ..tables import html_table, text_table
@@ -164,6 +166,11 @@ def diff(z: Term, *args: Any, method: str = "auto", closed_form: bool = True,
     """
     runs = _runs(z, args, method)
     tape = z.tape
+    if has_arrays(tape, dependencies(tape, [z.index])):
+        if method == "taylor":  # Taylor mode is scalar: it reads the expansion
+            z = Term(tape, scalar_roots(tape, [z.index], "diff")[0])
+        else:  # gen_graph keeps array nodes; closed forms are scalar
+            method, closed_form = "graph", False
     closed: list[bool] = []  # whether the gen_graph run being built closed a cycle
 
     def last(build: Callable[[], Term], w: Term, count: int) -> Term:
@@ -312,6 +319,11 @@ def derivatives(z: Term, *args: Any, method: str = "auto", callback: Callback | 
     """
     runs = _runs(z, args, method)
     tape = z.tape
+    if has_arrays(tape, dependencies(tape, [z.index])):
+        if method == "taylor":  # Taylor mode is scalar: it reads the expansion
+            z = Term(tape, scalar_roots(tape, [z.index], "diff")[0])
+        else:  # gen_graph keeps array nodes; closed forms are scalar
+            method, closed_form = "graph", False
     closed: list[bool] = []  # whether the gen_graph run being built closed a cycle
     steps = Derivatives([], z, [w for w, count in runs for _ in range(count)])
     with tape.transaction():

@@ -23,6 +23,7 @@ from ..functions import chain, differentiate, power_partial
 from ..functions.base import Dual
 from ..functions.view import view
 from ..tables import rule_table
+from .arrays import FORWARD
 
 D = Optional[Term]  # a derivative: a Term, or None for a structural zero
 
@@ -86,6 +87,9 @@ def gen_graph(z: Term, wrt: Term | Mapping[Term, Any], callback: Callback | None
         return directional([z], wrt, callback)[0]
     tape = z.tape
     w = tape.check_var(wrt, "wrt").index
+    if wrt.shape:
+        raise TypeError(f"gen_graph differentiates by a scalar var; {wrt.name!r} is an array of shape {wrt.shape}: "
+                        f"give a direction {{{wrt.name}: array}}, or use grad_graph for its gradient")
     unused: list[bool] = []
     with tape.transaction(callback, order=derivative_order(z) + 1):
         (result,) = tape.pruned(lambda: _forward(tape, [z.index], w, unused), needed=lambda: bool(unused))
@@ -149,6 +153,8 @@ def _rule(tape: Tape, i: int, node: Any, d: dict[int, D], unused: list[bool]) ->
     """Node i's derivative from its operands' by the row of its op; a function's rule that
     appended nodes its result does not need says so in ``unused``."""
     operands = [Term(tape, a) for a in node.args]
+    if node.op in FORWARD:
+        return FORWARD[node.op](node, operands, Term(tape, i), [d[a] for a in node.args])
     if node.op != "fn":
         return RULES[node.op](*operands, Term(tape, i), *(d[a] for a in node.args))
     mark = len(tape)

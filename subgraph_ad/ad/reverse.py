@@ -31,6 +31,7 @@ from ..functions import chain, logical_or, power_partial, select, selection, slo
 from ..functions.view import view
 from .forward import derivative_order
 from ..tables import rule_table
+from .arrays import REVERSE
 
 A = Optional[Term]  # an adjoint contribution: a Term, or None for a structural zero
 
@@ -83,6 +84,9 @@ def grad_graph(z: Term, wrt: Term | Sequence[Term], callback: Callback | None = 
         raise TypeError(f"grad_graph takes a var or a non-empty list of vars, got {type(wrt).__name__} {wrt!r}")
     wrts: list[Term] = [wrt] if isinstance(wrt, Term) else list(wrt)
     tape = z.tape
+    if z.shape:
+        raise TypeError(f"grad_graph differentiates a scalar Term; {z!r} is an array of shape {z.shape}: "
+                        "sum it or index it first (or use jacobian)")
     for w in wrts:
         tape.check_var(w, "wrt")
     with tape.transaction(callback, order=derivative_order(z) + 1):
@@ -203,8 +207,11 @@ def _backward(tape: Tape, root: int, wrts: list[int]) -> list[int]:
             continue
         operands = [Term(tape, a) for a in node.args]
         need = tuple(a in reach for a in node.args)
-        extra = (node.payload,) if node.op == "fn" else ()
-        parts = VJPS[node.op](*extra, *operands, Term(tape, i), bar, need)
+        if node.op in REVERSE:
+            parts = REVERSE[node.op](node, operands, Term(tape, i), bar, need)
+        else:
+            extra = (node.payload,) if node.op == "fn" else ()
+            parts = VJPS[node.op](*extra, *operands, Term(tape, i), bar, need)
         for a, part, wanted in zip(node.args, parts, need):
             if wanted and part is not None:
                 add(a, _masked(conditions, part))

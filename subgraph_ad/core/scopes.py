@@ -42,6 +42,8 @@ class Scopes:
     _intern: dict[tuple, int]
     _values: dict[int, Any]
     _vars: dict[str, int]
+    var_shapes: dict[str, tuple[int, ...]]
+    elements: dict[str, list[str]]
     _journal: list[tuple[int, int]]
     _listener: Callback | None
     _order: int
@@ -238,7 +240,10 @@ class Scopes:
         del self.orders[mark:]
         names, values = self._vars, self._values
         while names and next(reversed(names.values())) >= mark:  # vars are in tape order
-            values.pop(names.popitem()[1], None)
+            name, index = names.popitem()
+            values.pop(index, None)
+            self.var_shapes.pop(name, None)
+            self.elements.pop(name, None)
         if len(values) != len(names):  # a var's value caught half-way through a move
             for index in [i for i in values if i >= mark]:
                 del values[index]

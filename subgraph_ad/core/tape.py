@@ -46,6 +46,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, Union
 
 import numpy as np
 
+from .array_build import elementwise
+from .arrays import shape_of
 from .fold import fold, fold_fn
 from .ops import Node, const_node, exact_key, intern_key
 from .scopes import Callback, Scopes
@@ -71,7 +73,7 @@ FREE_BYTES = 4_000_000
 #: What a copy or a pickle leaves out: the state of scopes open on the original, and its owner.
 _SCOPE_STATE = ("_journal", "_listener", "_order", "_held", "_over", "_owner")
 #: Tables whose items are immutable (nodes, indices, keys): a copy needs new containers only.
-_IMMUTABLE_ITEMS = ("nodes", "orders", "_intern", "_vars", "deriv_cache")
+_IMMUTABLE_ITEMS = ("nodes", "orders", "_intern", "_vars", "deriv_cache", "var_shapes", "elements")
 
 
 #: The id of the running thread: the owner check on every builder call compares it.
@@ -177,6 +179,12 @@ class Tape(Scopes):
         #: a running build's working memory in bytes (``hold``), and what of it counts, in nodes
         self._held, self._over = 0, 0.0
         self._owner: int | None = _this_thread()
+        #: the shape of each array var, by name (``array``); its scalar element vars, once made
+        #: (``expand``), by name too: names survive the compaction that moves nodes
+        self.var_shapes: dict[str, tuple[int, ...]] = {}
+        self.elements: dict[str, list[str]] = {}
+        #: whether an array op was ever appended: scalar code never pays for the array checks
+        self.array_nodes = False
 
     # -- vars and constants ---------------------------------------------------------------
     def var(self, name: str, value: Any = 0.0) -> Term:
@@ -184,6 +192,22 @@ class Tape(Scopes):
         self._check_new_var(name)
         check_value(value, f"the value of var {name!r}")
         return Term(self, self._push(Node("var", (), name), None, value))
+
+    def array(self, name: str, value: Any) -> Term:
+        """A named input array: ONE node, whatever its size, differentiated as a whole
+        (``grad_graph`` gives its gradient as an array node). Its value may carry batch axes in
+        front of its shape, as a scalar var's value is a batch of points."""
+        self._check_new_var(name)
+        try:
+            array = np.array(value, dtype=float)
+        except (TypeError, ValueError) as error:
+            raise TypeError(f"the value of array {name!r} must be a rectangular array of real numbers, got "
+                            f"{type(value).__name__} {value!r:.80} ({error})") from None
+        if not array.ndim:
+            raise ValueError(f"array {name!r} needs at least one axis, got the number {value!r}; use tape.var for a number")
+        index = self._push(Node("var", (), name), None, array)
+        self.var_shapes[name] = array.shape
+        return Term(self, index)
 
     def placeholder(self, name: str) -> Term:
         """A var with no value, as in a static graph: evaluating anything that needs it raises
@@ -301,7 +325,12 @@ class Tape(Scopes):
         """Change a var's current value; later evaluations use it."""
         self._own()
         self.check_var(var, "set() target")
-        self._values[var.index] = check_value(value, f"the value of var {var.name!r}")
+        value = check_value(value, f"the value of var {var.name!r}")
+        shape = self.var_shapes.get(var.name or "", ())
+        if shape and np.shape(value)[np.ndim(value) - len(shape):] != shape:
+            raise ValueError(f"array {var.name!r} has shape {shape}; a value must end in that shape (batch axes "
+                             f"in front), got shape {np.shape(value)}")
+        self._values[var.index] = value
 
     def check_var(self, var: Any, what: str = "var") -> Term:
         """Return ``var`` if it is a var of this tape, else raise a clear error."""
@@ -439,6 +468,8 @@ class Tape(Scopes):
         thread; a fold to an operand (``x * 1``) reads nothing else."""
         mark = len(self.nodes)
         try:
+            if (self.array_nodes or self.var_shapes) and any(shape_of(self, a) for a in args):
+                return elementwise(self, payload if op == "fn" else op, args)
             return fold(self, op, args) if op != "fn" else fold_fn(self, payload, args)
         except BaseException:
             if _ident() == self._owner:  # a refused thread appended nothing, and the owner's nodes are not its to undo

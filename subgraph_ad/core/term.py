@@ -9,10 +9,13 @@ nothing above it. ``repr`` stays the short, unambiguous ``Term(index: op)``.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union, cast, overload
+import math
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence, Union, cast, overload
 
 import numpy as np
 
+from . import array_build
+from .arrays import axes_of, shape_of
 from .ops import NamedConstant, Node
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -98,6 +101,11 @@ class Term:
             return self.tape.const(other)  # ints and Fractions are exact constants
         if isinstance(other, np.ndarray) and other.ndim == 0 and other.dtype.kind in "iuf":
             return self._lift(other[()])  # a 0-d array is its number
+        if isinstance(other, np.ndarray) and other.dtype.kind in "iuf":
+            return Term(self.tape, array_build.table(self.tape, other))  # a constant array: one node
+        if isinstance(other, np.ndarray) and other.dtype == object and other.ndim:  # Terms and numbers: stacked
+            flat = array_build.stack(self.tape, [self._lift(item).index for item in other.ravel()])
+            return Term(self.tape, array_build.reshape(self.tape, flat, other.shape + self.tape.nodes[flat].payload[0][1:]))
         if type(other).__module__.startswith("sympy"):  # SymPy is loaded, since one of its objects is here
             import sympy
 
@@ -254,6 +262,82 @@ class Term:
         def __getattr__(self, name: str) -> Callable[..., Term]: ...
 
         def __abs__(self) -> Term: ...
+
+    # -- arrays (see arrays.py) ---------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of the value: () for a scalar node."""
+        return shape_of(self.tape, self.index)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def _array(self, what: str) -> tuple[int, ...]:
+        shape = self.shape
+        if not shape:
+            raise TypeError(f"{what} needs an array Term, and {self!r} is a scalar")
+        return shape
+
+    def __len__(self) -> int:
+        return self._array("len()")[0]
+
+    def __getitem__(self, key: Any) -> Term:
+        """Basic NumPy indexing (ints, slices, None, ...): an array node, or a scalar Term for one
+        element."""
+        self._array("indexing")
+        return Term(self.tape, array_build.index(self.tape, self.index, key))
+
+    def __iter__(self) -> Iterator[Term]:
+        return (self[k] for k in range(len(self)))
+
+    def __matmul__(self, other: Any) -> Term:
+        return Term(self.tape, array_build.matmul(self.tape, self.index, self._lift(other).index))
+
+    def __rmatmul__(self, other: Any) -> Term:
+        return Term(self.tape, array_build.matmul(self.tape, self._lift(other).index, self.index))
+
+    def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Term:
+        """The sum over ``axis`` (None: all): a scalar Term when every axis is summed. ``dtype``,
+        ``out`` and ``keepdims`` are NumPy's (``np.sum(h)`` calls this), out must be None."""
+        shape = self._array("sum()")
+        if out is not None:
+            raise TypeError("sum(out=...): an array node is not a buffer; use the returned Term")
+        total = Term(self.tape, array_build.reduce_sum(self.tape, self.index, axis))
+        if keepdims:
+            axes = axes_of(axis, len(shape), "sum")
+            total = total.reshape(tuple(1 if k in axes else n for k, n in enumerate(shape)))
+        return total
+
+    def mean(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Term:
+        shape = self._array("mean()")
+        count = math.prod(shape[k] for k in axes_of(axis, len(shape), "mean"))
+        return self.sum(axis, dtype, out, keepdims) * Fraction(1, count)
+
+    def reshape(self, *shape: Any) -> Term:
+        self._array("reshape()")
+        wanted = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return Term(self.tape, array_build.reshape(self.tape, self.index, wanted))
+
+    def transpose(self, *axes: Any) -> Term:
+        self._array("transpose()")
+        perm = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else (axes or None)
+        return Term(self.tape, array_build.transpose(self.tape, self.index, perm))
+
+    @property
+    def T(self) -> Term:
+        return self.transpose()
+
+    def expand(self) -> Any:
+        """The same values as scalar nodes: an object array of scalar Terms (a Term for a
+        scalar), for what knows only scalars and to check an array result by its scalar twin."""
+        from .expand import expand
+
+        return expand(self)
 
     # -- values -----------------------------------------------------------------------------
     def set(self, value: Any) -> None:

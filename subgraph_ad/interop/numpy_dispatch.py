@@ -245,6 +245,13 @@ def array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any)
     """NumPy's ``__array_ufunc__`` for Term and TermArray: ``ufunc(*inputs)`` as nodes."""
     name = getattr(ufunc, "__name__", repr(ufunc))
     op = scalar_op(ufunc)
+    if method == "__call__" and not kwargs and any(isinstance(v, Term) and v.shape for v in inputs):
+        # an array node among the operands: one array node (W @ x, np.tanh(h)), not an object array
+        term = next(v for v in inputs if isinstance(v, Term))
+        if ufunc is np.matmul:
+            return term._lift(inputs[0]) @ term._lift(inputs[1])
+        if op is not None:
+            return op(*(term._lift(v) for v in inputs))
     if op is None and (getattr(ufunc, "signature", None) is not None or _object_only(ufunc)):
         # a generalized ufunc (np.matmul) or one of objects (np.frompyfunc's): NumPy's object loops
         extra = _keywords(name, kwargs, ("axes", "axis", "keepdims"))

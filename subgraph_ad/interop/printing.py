@@ -29,6 +29,7 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from ..core import OPS, Tape, Term, dependencies
+from ..core.arrays import ARRAY_OPS
 from ..core.ops import Node, reduce_exact
 from ..functions import Function
 
@@ -140,7 +141,44 @@ def node_piece(node: Node, operands: list[Piece]) -> Piece:
         return _number(node.payload)
     if node.op == "fn":
         return call(node.payload, operands)
+    if node.op in ARRAY_OPS:
+        return array_piece(node, operands)
     return combine(node.op, operands)
+
+
+def array_piece(node: Node, operands: list[Piece]) -> Piece:
+    """The text of an array node, as NumPy code writes it: ``W @ tanh(x)``, ``h.sum(axis=0)``,
+    ``h[1:3]``; a constant table by its shape, ``table[2, 3]``."""
+    op, payload = node.op, node.payload
+    if op == "map":
+        p = payload[1]
+        return combine(p, operands) if isinstance(p, str) else call(p, operands)
+    if op == "table":
+        return Piece(f"table{list(payload[0])}", ATOM, False, True)
+    if op == "matmul":
+        left, right = operands
+        lhs = _paren(left) if left.prec < MUL or left.signed else left.text
+        rhs = _paren(right) if right.prec <= MUL or right.signed else right.text
+        return Piece(f"{lhs} @ {rhs}", MUL, False)
+    inner = operands[0].text if operands[0].prec == ATOM else _paren(operands[0])
+    if op == "transpose" and payload[1] == (1, 0):
+        return Piece(f"{inner}.T", ATOM)
+    if op == "index":
+        items = ["None" if item is None else str(item) if isinstance(item, int) else _slice_text(item)
+                 for item in payload[1]]
+        return Piece(f"{inner}[{', '.join(items)}]", ATOM)
+    if op in ("concat", "stack"):
+        listed = ", ".join(a.text for a in operands)
+        return Piece(f"concatenate([{listed}], axis={payload[1]})" if op == "concat" else f"stack([{listed}])", ATOM)
+    argument = {"sum": lambda: "" if not payload[0] else f"axis={payload[1]}",
+                "broadcast": lambda: str(payload[0]), "reshape": lambda: str(payload[0]),
+                "transpose": lambda: str(payload[1]), "place": lambda: f"{payload[0]}, {payload[1]}"}[op]()
+    return Piece(f"{inner}.{'broadcast_to' if op == 'broadcast' else op}({argument})", ATOM)
+
+
+def _slice_text(item: tuple[int, int | None, int]) -> str:
+    start, stop, step = item
+    return f"{start}:{'' if stop is None else stop}" + (f":{step}" if step != 1 else "")
 
 
 @dataclass

@@ -30,11 +30,13 @@ from fractions import Fraction
 from collections import Counter
 from typing import Any, Mapping
 
+import numpy as np
 import sympy
 from sympy.core.function import AppliedUndef
 from sympy.printing.latex import LatexPrinter as SympyLatexPrinter
 
 from ..core import OPS, Node, Tape, Term, dependencies
+from ..core.arrays import has_arrays
 from ..core.fold import fold_fn
 from ..core.ops import float_form, plain_fraction, reduce_exact
 from ..functions import FUNCTIONS, Function, sympy_hook
@@ -146,9 +148,20 @@ def to_latex(expr: sympy.Basic) -> str:
     return str(LatexPrinter().doprint(expr))
 
 
-def to_sympy(term: Term) -> sympy.Expr:
-    """The SymPy expression of ``term``."""
-    return convert(term.tape, [term.index])[term.index]
+def to_sympy(term: Term) -> Any:
+    """The SymPy expression of ``term``; of a graph with array nodes, that of its scalar
+    expansion, and of an array a ``sympy.Matrix`` (a column for 1-D) or an N-dim array."""
+    if not has_arrays(term.tape, dependencies(term.tape, [term.index])):
+        return convert(term.tape, [term.index])[term.index]
+    part = term.expand()
+    if not isinstance(part, np.ndarray):
+        return convert(term.tape, [part.index])[part.index]
+    flat = list(part.ravel())
+    found = convert(term.tape, [t.index for t in flat])
+    items = [found[t.index] for t in flat]
+    if part.ndim <= 2:
+        return sympy.Matrix(part.shape[0], part.shape[1] if part.ndim == 2 else 1, items)
+    return sympy.ImmutableDenseNDimArray(items, part.shape)
 
 
 def convert(tape: Tape, roots: list[int], names: Mapping[int, sympy.Expr] | None = None) -> dict[int, sympy.Expr]:

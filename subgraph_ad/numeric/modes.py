@@ -37,7 +37,9 @@ from ..core import OPS, UNFED, Tape, Term, UnfedPlaceholder, dependencies
 from ..functions import Function, power_partial
 from ..functions.view import gates
 from ..tables import html_table, text_table
+from ..core.arrays import ARRAY_OPS, shape_of
 from ..tables import rule_table
+from . import array_sweeps
 
 Values = Mapping[Any, Any]
 
@@ -70,7 +72,14 @@ def bind(tape: Tape, values: Values | None) -> dict[int, Any]:
         else:
             index = tape.check_var(key, "values key").index
         bound[index] = value
-    return {i: v if v is UNFED else _as_number(v) for i, v in bound.items()}
+    found = {i: v if v is UNFED else _as_number(v) for i, v in bound.items()}
+    if tape.elements:  # an expanded array var's elements read its value
+        for name, names in tape.elements.items():
+            whole = found[tape._vars[name]]
+            shape = tape.var_shapes[name]
+            for flat, element in enumerate(names):
+                found[tape._vars[element]] = whole[(Ellipsis,) + np.unravel_index(flat, shape)]
+    return found
 
 
 def _scalar(value: Any) -> Any:
@@ -85,6 +94,8 @@ def _node_value(tape: Tape, i: int, vals: dict[int, Any], bound: dict[int, Any])
         return np.float64(node.payload)
     if node.op == "fn":
         return node.payload.f(*(vals[a] for a in node.args))
+    if node.op in ARRAY_OPS:
+        return ARRAY_OPS[node.op].value(node, [vals[a] for a in node.args], [shape_of(tape, a) for a in node.args])
     return OPS[node.op].value(*(vals[a] for a in node.args))  # the op registry's NumPy semantics
 
 
@@ -214,6 +225,8 @@ def derive(term: Term, wrt: Term | Mapping[Term, Any], values: Values | None = N
             f"{values!r}; for the n-th derivative use term.diff(x, n).eval()"
         )
     seeds = _seeds(tape, wrt) if isinstance(wrt, Mapping) else {tape.check_var(wrt, "wrt").index: np.float64(1.0)}
+    if array_sweeps.holds_arrays(tape, [term.index]):
+        return _scalar(array_sweeps.tangents(tape, [term.index], seeds, values, warn)[0])
     return _scalar(_tangents(tape, [term.index], seeds, values, warn).get(term.index, 0.0))
 
 
@@ -223,6 +236,9 @@ def jvp(outputs: Sequence[Term], tangents: Mapping[Term, Any], values: Values | 
     sweep over what they all need: the Jacobian-vector product."""
     outs = _outputs(outputs)
     tape = outs[0].tape
+    if array_sweeps.holds_arrays(tape, [t.index for t in outs]):
+        return [_scalar(v) for v in array_sweeps.tangents(tape, [t.index for t in outs], _seeds(tape, tangents),
+                                                          values, warn)]
     found = _tangents(tape, [t.index for t in outs], _seeds(tape, tangents), values, warn)
     return [_scalar(found.get(t.index, 0.0)) for t in outs]
 
@@ -311,6 +327,9 @@ def vjp(outputs: Term | Sequence[Term], cotangents: Sequence[Any], values: Value
     if isinstance(cotangents, (str, bytes)) or not hasattr(cotangents, "__len__") or len(cotangents) != len(outs):
         raise ValueError(f"vjp: one cotangent per output ({len(outs)}) is expected, got {cotangents!r}")
     tape = outs[0].tape
+    if array_sweeps.holds_arrays(tape, [t.index for t in outs]):
+        return Grad(tape, array_sweeps.adjoints(tape, [t.index for t in outs], [_as_number(c) for c in cotangents],
+                                                values, warn))
     vals = values_of(tape, [t.index for t in outs], values, warn=warn)
     adjoint: dict[int, Any] = {}
     with floating(warn):

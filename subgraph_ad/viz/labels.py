@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..core import OPS, Tape
+from ..core.arrays import ARRAY_OPS, shape_of
 
 class Html(str):
     """An HTML-like Graphviz label, written as ``<...>`` instead of a quoted string."""
@@ -56,13 +57,22 @@ def node_label(tape: Tape, index: int) -> str:
     ('x', 'a − b', '0.25')
     """
     node = tape.nodes[index]
+    shape = shape_of(tape, index)
     if node.op == "var":
-        return str(node.payload)
+        return str(node.payload) + (f" [{_dims(shape)}]" if shape else "")
     if node.op == "const":
         return format_number(node.payload)
     if node.op == "fn":
         return str(node.payload.name)
+    if node.op in ARRAY_OPS:  # one box for the whole array: its op and its shape
+        what = node.payload[1] if node.op == "map" else node.op
+        name = OPS[what].label if isinstance(what, str) and what in OPS else getattr(what, "name", what)
+        return f"{name} [{_dims(shape)}]" if shape else str(name)
     return OPS[node.op].label
+
+
+def _dims(shape: tuple[int, ...]) -> str:
+    return "×".join(str(n) for n in shape)
 
 
 def describe(tape: Tape, index: int, with_order: bool = True) -> str:
@@ -90,7 +100,7 @@ def inline_label(tape: Tape, index: int, inline: set[int]) -> str:
     ('a − 2', '2 / b', '× 2')
     """
     node = tape.nodes[index]
-    if not any(a in inline for a in node.args):
+    if not any(a in inline for a in node.args) or node.op in ARRAY_OPS:
         return node_label(tape, index)
     texts = [format_number(tape.nodes[a].payload) if a in inline else "ab"[k] for k, a in enumerate(node.args)]
     if node.op == "fn":

@@ -9,6 +9,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ...core import Term
+from ...core.expand import element_vars, scalar_roots
 from .algebra import Algebra, Lin, Scalar
 
 
@@ -27,6 +28,23 @@ def check_vars(u: Any, xs: Any, caller: str) -> list[Term]:
     if len({x.index for x in out}) != len(out):
         raise ValueError(f"{caller}: xs repeats a var: {[x.name for x in out]}")
     return out
+
+
+def scalar_form(u: Any, xs: Any, caller: str) -> tuple[Term, list[Term]]:
+    """u and xs for a pass that knows only scalar nodes: u's expansion if it holds array nodes,
+    and each array var among xs as its element vars (in C order), then checked as ``check_vars``."""
+    if not isinstance(u, Term):
+        return u, check_vars(u, xs, caller)  # refused there, by name
+    tape = u.tape
+    if not tape.var_shapes and not tape.array_nodes:
+        return u, check_vars(u, xs, caller)
+    u = Term(tape, scalar_roots(tape, [u.index], caller)[0])
+    listed = list(xs.ravel()) if isinstance(xs, np.ndarray) and xs.dtype == object else [xs] if isinstance(xs, Term) else xs
+    if isinstance(listed, (list, tuple)):
+        xs = [v for x in listed for v in (element_vars(tape, x.name).ravel()
+                                         if isinstance(x, Term) and x.tape is tape and x.op == "var" and x.shape
+                                         else [x])]
+    return u, check_vars(u, xs, caller)
 
 
 def _weight(u: Term, value: Any, where: str) -> Any:

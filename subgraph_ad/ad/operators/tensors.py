@@ -10,7 +10,7 @@ from ...core import Callback, Term
 from ..forward import gen_graph_many
 from ..matrices import Dense
 from ..reverse import grad_graph
-from .arguments import check_vars
+from .arguments import scalar_form
 from .passes import Pass
 
 
@@ -86,9 +86,9 @@ def derivative_tensor(u: Term, xs: Any, k: int, callback: Callback | None = None
     reverse sweep, then each order by forward passes over the entries of the previous one whose
     sorted index tuple ends at or before the new index and that reach its var — one node per
     distinct entry, memoised per node and var. Transactional."""
-    xs = check_vars(u, xs, "derivative_tensor")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= 4:
         raise ValueError(f"derivative_tensor: the order k must be an int from 1 to 4, got {k!r}")
+    u, xs = scalar_form(u, xs, "derivative_tensor")
     tape = u.tape
     with tape.transaction(callback):
         zero = tape.zero

@@ -34,6 +34,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from ...core import Callback, Term
+from ...core.expand import scalar_roots
 from ...numeric.modes import values_of
 from .. import accuracy
 from ..closed_form import probe_values
@@ -144,10 +145,15 @@ def taylor_graph(term: Term, wrt: Term | Mapping[Term, Any], n: int, callback: C
     where a var is seeded with 1 (the accuracy estimate probes the direction's first var).
     """
     seeds = _seeds(term, wrt, n) if isinstance(wrt, Mapping) else {_check(term, wrt, n): 1.0}
+    tape = term.tape
+    arrays = [tape.nodes[i].payload for i in seeds if tape.nodes[i].payload in tape.var_shapes]
+    if arrays:
+        raise TypeError(f"taylor_graph takes scalar vars as directions; {arrays[0]!r} is an array of shape "
+                        f"{tape.var_shapes[arrays[0]]}: give its elements' vars (Term.expand) or trace the function")
     if n == 0:
         return []
-    tape = term.tape
     with tape.transaction(callback):
+        term = Term(tape, scalar_roots(tape, [term.index], "taylor_graph")[0])  # Taylor mode is scalar
         found, error = _build(term, seeds, range(1, n + 1))
         accuracy.settle(error, accuracy.taylor_what(n, True, wrt))
         return [tape.zero if i is None else Term(tape, i) for i in found]
@@ -162,6 +168,7 @@ def taylor_diff(term: Term, wrt: Term, n: int, callback: Callback | None = None)
         return term
     tape = term.tape
     with tape.transaction(callback):
+        term = Term(tape, scalar_roots(tape, [term.index], "Taylor mode")[0])
         (index,), error = _build(term, {w: 1.0}, range(n, n + 1))
         accuracy.settle(error, accuracy.taylor_what(n, False, wrt))
         return tape.zero if index is None else Term(tape, index)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, AbstractSet, Callable
 
 from ...core import Node, Tape
+from ...core.arrays import ARRAY_OPS
 from ...core.ops import LEAVES
 from ...functions.view import gates
 from ...tables import rule_table
@@ -102,10 +103,12 @@ class Degrees:
         nodes = self.tape.nodes
         for j in range(len(deg), i + 1):
             node = nodes[j]
-            if node.op in LEAVES:
+            if node.op in LEAVES or not node.args:  # a var, a constant, a table
                 d = self.leaf(j)
             elif max(deg[a] for a in node.args) == 0:
                 d = 0
+            elif node.op in ARRAY_OPS:  # Taylor mode reads an array graph's expansion: never these
+                d = UNBOUNDED
             else:
                 d = DEGREES[node.op](nodes, node, deg)
             deg.append(d)
