@@ -11,6 +11,7 @@ from ...core import Callback, LimitError, Tape, Term, checks, dependencies
 from ...functions.base import Dual
 from ...functions.view import view
 from ..forward import derivative_order
+from . import array_laplacian as arrays
 from .algebra import Lin, bits
 from .arguments import check_vars, check_weights, metric
 from .passes import Pass, linear_share, linear_slot
@@ -210,8 +211,17 @@ def laplacian(u: Term, xs: Any, weights: Any = None, callback: Callback | None =
     2
     """
     xs = check_vars(u, xs, "laplacian")
-    entries = None if weights is None else check_weights(u, weights, len(xs))
     tape = u.tape
+    if arrays.holds_arrays(u, xs):
+        entries = None if weights is None else check_weights(u, weights, arrays.columns(xs))
+        try:
+            with tape.transaction(callback, order=derivative_order(u) + 2):
+                (index,) = tape.pruned(lambda: [arrays.laplacian(u, xs, entries).index])
+                return Term(tape, index)
+        except arrays.Unsupported:
+            with tape.transaction():  # the expansion and the scalar pass: all or nothing
+                return laplacian(*arrays.scalar_twin(u, xs), weights, callback)
+    entries = None if weights is None else check_weights(u, weights, len(xs))
     with tape.transaction(callback, order=derivative_order(u) + 2):
         def build() -> list[int]:
             p = Pass(tape, xs)
