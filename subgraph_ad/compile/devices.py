@@ -79,7 +79,7 @@ def to_host(value: Any) -> Any:
 
 def on_host(compiled: Callable[..., Any]) -> Callable[..., Any]:
     """``compiled`` returning NumPy whatever its backend (each result through ``to_host``)."""
-    if not isinstance(compiled, DeviceCompiled):
+    if not isinstance(compiled, DeviceCompiled) and not isinstance(getattr(compiled, "inner", None), DeviceCompiled):
         return compiled
 
     def run(*args: Any) -> Any:
