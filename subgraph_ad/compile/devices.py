@@ -79,7 +79,12 @@ def to_host(value: Any) -> Any:
 
 def on_host(compiled: Callable[..., Any]) -> Callable[..., Any]:
     """``compiled`` returning NumPy whatever its backend (each result through ``to_host``)."""
-    if not isinstance(compiled, DeviceCompiled) and not isinstance(getattr(compiled, "inner", None), DeviceCompiled):
+    from .arrays import Expanded
+
+    if isinstance(compiled, Expanded):  # the scalar program inside runs on the device
+        compiled.inner = on_host(compiled.inner)
+        return compiled
+    if not isinstance(compiled, DeviceCompiled):
         return compiled
 
     def run(*args: Any) -> Any:
