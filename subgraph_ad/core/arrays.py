@@ -171,7 +171,10 @@ def index_key(key: Any, shape: Shape) -> tuple[tuple[Any, ...], Shape]:
 
 def as_index(key: tuple[Any, ...]) -> tuple[Any, ...]:
     """The normal form of ``index_key`` back as a NumPy index."""
-    return tuple(slice(*item) if isinstance(item, tuple) else item for item in key)
+    # a reversed slice's resolved stop is -1 (before the first element), which as a slice bound
+    # would mean the last one: it is None
+    return tuple(slice(item[0], item[1] if item[1] >= 0 else None, item[2]) if isinstance(item, tuple) else item
+                 for item in key)
 
 
 # -- values, with batch axes in front --------------------------------------------------------------

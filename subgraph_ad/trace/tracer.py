@@ -60,6 +60,7 @@ class Traced:
     def __init__(self, f: Callable[..., Any], signature: Sequence[Any], what: str,
                  kwargs: dict[str, Any] | None = None, tape: Tape | None = None, arrays: bool = False) -> None:
         self.trees = [_as_tree(s) for s in signature]
+        self.expanded = False  # whether a build took the scalar vars of an array var (``scalar_vars``)
         #: Whether the array arguments are array vars (fed whole) rather than scalar vars each.
         self.arrays = arrays and tape is None and any(shape and math.prod(shape) for tree in self.trees
                                                       for shape in leaf_shapes(tree))
@@ -117,8 +118,19 @@ class Traced:
     def scalar_vars(self, k: int) -> list[Term]:
         """The vars of argument k one per number: an array var's element vars (C order), for the
         engines that know only scalars (a Hessian, a Jacobian)."""
+        self.expanded = True
         out: list[Term] = []
         for v in self.vars_of(k):
+            out += list(element_vars(self.tape, v.name).ravel()) if v.shape else [v]
+        return out
+
+    def inputs(self) -> list[Term]:
+        """The program's inputs: one var per leaf (an array var fed whole), or where a build went
+        to the scalar engines (``scalar_vars``), one var per number, fed as columns."""
+        if not self.expanded:
+            return self.flat
+        out: list[Term] = []
+        for v in self.flat:
             out += list(element_vars(self.tape, v.name).ravel()) if v.shape else [v]
         return out
 

@@ -112,16 +112,20 @@ class Transformed:
     """The transform ``build`` of ``f`` (see the module), compiled with ``backend``; ``cache``
     holds its program per signature."""
 
+    #: Whether an array argument is traced as one array var (a transform whose build knows
+    #: array nodes, or expands them) rather than as scalar vars.
+    ARRAYS = True
+
     def __init__(self, f: Callable[..., Any], what: str, build: Build, backend: str | None = None) -> None:
         check_callable(f, what)
         self.f, self.what, self.build = f, what, build
         # array arguments are one array var each: NumPy code on them builds array nodes
-        self.cache: Programs[Assemble] = Programs(f, what, self._program, backend, arrays=True)
+        self.cache: Programs[Assemble] = Programs(f, what, self._program, backend, arrays=self.ARRAYS)
         functools.update_wrapper(self, f, updated=())
 
     def _program(self, trace: Traced) -> tuple[list[Term], Term | list[Term], Assemble]:
         terms, assemble = self.build(trace)
-        return trace.flat, terms or [trace.tape.zero], assemble
+        return trace.inputs(), terms or [trace.tape.zero], assemble
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.run(args, kwargs, None)
