@@ -170,6 +170,8 @@ class _Operator(Transformed):
     batch of points (..., d) runs it under ``vmap``, the other arguments the same at every
     point (vmap it with in_axes to batch them too)."""
 
+    ARRAYS = False  # the operators' passes take scalar nodes
+
     def __init__(self, f: Callable[..., Any], what: str, build: Build, argnums: int, backend: str | None) -> None:
         if isinstance(argnums, bool) or not isinstance(argnums, int):
             raise TypeError(f"{what}: argnums must be an int (the argument the operator acts on), got {argnums!r}")

@@ -79,6 +79,11 @@ def to_host(value: Any) -> Any:
 
 def on_host(compiled: Callable[..., Any]) -> Callable[..., Any]:
     """``compiled`` returning NumPy whatever its backend (each result through ``to_host``)."""
+    from .arrays import Expanded
+
+    if isinstance(compiled, Expanded):  # the scalar program inside runs on the device
+        compiled.inner = on_host(compiled.inner)
+        return compiled
     if not isinstance(compiled, DeviceCompiled):
         return compiled
 

@@ -101,9 +101,9 @@ class Term:
             return self.tape.const(other)  # ints and Fractions are exact constants
         if isinstance(other, np.ndarray) and other.ndim == 0 and other.dtype.kind in "iuf":
             return self._lift(other[()])  # a 0-d array is its number
-        if isinstance(other, np.ndarray) and other.dtype.kind in "iuf":
+        if isinstance(other, np.ndarray) and other.dtype.kind in "biuf":  # NumPy reads True as 1
             return Term(self.tape, array_build.table(self.tape, other))  # a constant array: one node
-        if isinstance(other, np.ndarray) and other.dtype == object and other.ndim:  # Terms and numbers: stacked
+        if isinstance(other, np.ndarray) and other.dtype == object and other.ndim and other.size:  # Terms, numbers
             flat = array_build.stack(self.tape, [self._lift(item).index for item in other.ravel()])
             return Term(self.tape, array_build.reshape(self.tape, flat, other.shape + self.tape.nodes[flat].payload[0][1:]))
         if type(other).__module__.startswith("sympy"):  # SymPy is loaded, since one of its objects is here
@@ -325,7 +325,7 @@ class Term:
 
     def transpose(self, *axes: Any) -> Term:
         self._array("transpose()")
-        perm = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else (axes or None)
+        perm = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list, type(None))) else (axes or None)
         return Term(self.tape, array_build.transpose(self.tape, self.index, perm))
 
     @property

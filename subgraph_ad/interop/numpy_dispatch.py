@@ -38,6 +38,7 @@ from typing import Any, Callable, Iterable, Mapping
 import numpy as np
 
 from ..core.term import Term
+from .array_functions import ARRAY_TERM_FUNCTIONS, elements_of, holds_array_term
 from ..functions import kinks
 from ..functions.base import FUNCTIONS, Function
 from ..functions.piecewise import abs_
@@ -394,6 +395,12 @@ def array_function(self: Any, func: Callable[..., Any], types: Iterable[type], a
     their own, a refusal for those with no derivative subgraph, and NumPy's own implementation
     on the object arrays for the rest (its inner ufunc calls come back through
     ``array_ufunc``)."""
+    if holds_array_term(args) or holds_array_term(kwargs.values()):
+        mine = ARRAY_TERM_FUNCTIONS.get(func)
+        if mine is not None:
+            return mine(*args, **kwargs)
+        if func not in ARRAY_FUNCTIONS:  # the rest run on the elements of the array Terms
+            args, kwargs = elements_of(tuple(args)), {k: elements_of(v) for k, v in kwargs.items()}
     own = ARRAY_FUNCTIONS.get(func)
     if own is not None:
         return _wrap(own(*args, **kwargs))

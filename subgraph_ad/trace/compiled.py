@@ -75,11 +75,13 @@ Build = Callable[[Traced], tuple[Sequence[Term], "Term | Sequence[Term]", T]]
 
 
 def compile_traced(f: Callable[..., Any], signature: Sequence[Any], what: str, build: Build[T],
-                   backend: str | None = None, kwargs: dict[str, Any] | None = None) -> tuple[Callable[..., Any], T]:
-    """f traced on fresh vars of ``signature`` (a Tree or a shape per argument), built into
-    Terms by ``build`` and compiled: the one path from a Python function to a program."""
+                   backend: str | None = None, kwargs: dict[str, Any] | None = None,
+                   arrays: bool = False) -> tuple[Callable[..., Any], T]:
+    """f traced on fresh vars of ``signature`` (a Tree or a shape per argument; with ``arrays``,
+    an array argument is one array var), built into Terms by ``build`` and compiled: the one
+    path from a Python function to a program."""
     with collector_paused():
-        trace = Traced(f, signature, what, kwargs)
+        trace = Traced(f, signature, what, kwargs, arrays=arrays)
         inputs, outputs, kept = build(trace)
         return program(inputs, outputs, backend), kept
 
@@ -88,8 +90,9 @@ class Programs(Generic[T]):
     """The compiled programs of ``f``, one per signature key, each with what ``build`` kept
     beside it and what ``f`` read outside its arguments when it was traced."""
 
-    def __init__(self, f: Callable[..., Any], what: str, build: Build[T], backend: str | None = None) -> None:
-        self.f, self.what, self.build, self.backend = f, what, build, backend
+    def __init__(self, f: Callable[..., Any], what: str, build: Build[T], backend: str | None = None,
+                 arrays: bool = False) -> None:
+        self.f, self.what, self.build, self.backend, self.arrays = f, what, build, backend, arrays
         self.entries: dict[Any, tuple[Callable[..., Any], T]] = {}
         self.captured: dict[Any, Captured] = {}
 
@@ -106,7 +109,7 @@ class Programs(Generic[T]):
         outside its arguments. A caller that wants the program's first call (which may write and
         compile the code) inside the collector's pause too wraps both in ``collector_paused``."""
         with collector_paused():
-            entry = compile_traced(self.f, signature, self.what, self.build, self.backend, kwargs)
+            entry = compile_traced(self.f, signature, self.what, self.build, self.backend, kwargs, self.arrays)
             self.captured[key], self.entries[key] = Captured(self.f, self.what), entry
         return entry
 

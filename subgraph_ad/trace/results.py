@@ -32,6 +32,10 @@ def block(values: list[Any], start: int, shape: tuple[int, ...], batch: tuple[in
     """Values start.. as one leaf of ``shape`` per batch point: a float for one number at one
     point."""
     size = math.prod(shape)
+    if shape and isinstance(values, Packed):
+        found = values.whole(start, size)
+        if found is not None:  # an array output: as it came, no copy per number
+            return found.reshape(batch + shape)
     part = values[start:start + size]
     if part and isinstance(part[0], Term):  # nested: Terms of the outer trace
         return part[0] if not shape else term_array(part, shape)
@@ -41,6 +45,38 @@ def block(values: list[Any], start: int, shape: tuple[int, ...], batch: tuple[in
     for k, v in enumerate(part):
         out[..., k] = v
     return out.reshape(batch + shape)
+
+
+class Packed(Sequence[Any]):
+    """An array program's outputs (each of the batch's shape and then its own) read as the one
+    value per number that the assembling functions take: element k of an array output is its
+    ``[..., k]`` number (a view), and ``whole`` hands over an array output as it is."""
+
+    def __init__(self, values: Any, shapes: Sequence[tuple[int, ...]]) -> None:
+        self.values = list(values) if isinstance(values, tuple) else [values]
+        self.shapes = list(shapes)
+        self.starts: dict[int, int] = {}
+        self.owner: list[tuple[int, tuple[int, ...]]] = []
+        for j, shape in enumerate(self.shapes):
+            self.starts[len(self.owner)] = j
+            self.owner += [(j, where) for where in np.ndindex(*shape)]
+
+    def __len__(self) -> int:
+        return len(self.owner)
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        j, where = self.owner[k]
+        value = self.values[j]
+        return value[(Ellipsis,) + where] if where else value
+
+    def whole(self, start: int, size: int) -> Any:
+        """The array output that is exactly numbers start..start+size, else None."""
+        j = self.starts.get(start)
+        if j is None or math.prod(self.shapes[j]) != size or not self.shapes[j]:
+            return None
+        return np.asarray(self.values[j])
 
 
 def term_array(terms: Sequence[Any], shape: tuple[int, ...]) -> Any:
@@ -189,5 +225,5 @@ def single(out_tree: Tree, in_tree: Tree, what: str) -> None:
 
 
 
-__all__ = ["Assemble", "argument_tree", "block", "blocks", "cast", "leafwise", "result_dtype", "result_tree", "shaped",
+__all__ = ["Assemble", "Packed", "argument_tree", "block", "blocks", "cast", "leafwise", "result_dtype", "result_tree", "shaped",
            "single", "sparse_result", "term_array", "tree_values"]

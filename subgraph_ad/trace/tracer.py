@@ -11,11 +11,13 @@ that trace's tape, named apart from its own.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..core import Tape, Term
+from ..core.expand import element_vars, expand_many
 from ..interop.numpy_dispatch import TermArray
 from ..pytrees import Tree, flatten, is_number, leaf_shapes, shown, unflatten
 from .errors import in_user_code
@@ -47,19 +49,34 @@ def _as_tree(spec: Any) -> Tree:
 
 class Traced:
     """The trace of ``f`` for one signature: the tape, the vars of each argument as created (``f``
-    gets each leaf as a Term, or a TermArray of vars of its own) and what it returned on them.
+    gets each leaf as a Term: with ``arrays``, an array leaf is ONE array var, so NumPy code on
+    it builds array nodes; else, or where f fails on those (it writes into its argument, or
+    calls what only object arrays have), a TermArray of scalar vars) and what it returned.
 
     ``vars`` is kept apart from the arrays ``f`` gets: NumPy code may write into its argument
     (``x[0], x[1] = x[1], x[0]``), and reading the vars back from it afterwards would
     differentiate by whatever was written there, permuting the result without a word."""
 
     def __init__(self, f: Callable[..., Any], signature: Sequence[Any], what: str,
-                 kwargs: dict[str, Any] | None = None, tape: Tape | None = None) -> None:
+                 kwargs: dict[str, Any] | None = None, tape: Tape | None = None, arrays: bool = False) -> None:
+        self.trees = [_as_tree(s) for s in signature]
+        self.expanded = False  # whether a build took the scalar vars of an array var (``scalar_vars``)
+        #: Whether the array arguments are array vars (fed whole) rather than scalar vars each.
+        self.arrays = arrays and tape is None and any(shape and math.prod(shape) for tree in self.trees
+                                                      for shape in leaf_shapes(tree))
+        if self.arrays:
+            try:
+                self._trace(f, what, kwargs, None)
+                return
+            except Exception:  # code that only scalars take (a write into x, x.var()): traced on those
+                self.arrays = False
+        self._trace(f, what, kwargs, tape)
+
+    def _trace(self, f: Callable[..., Any], what: str, kwargs: dict[str, Any] | None, tape: Tape | None) -> None:
         self.tape = Tape() if tape is None else tape  # a given tape: a trace nested in the one that made it
         if tape is None:
             name_tape(self.tape, f"the trace of {what} of {getattr(f, '__name__', f)!r}")
         prefix = "" if tape is None else fresh_prefix(tape, what)
-        self.trees = [_as_tree(s) for s in signature]
         self.vars: list[list[Term]] = []
         self.leaf_vars: list[list[list[Term]]] = []
         args = []
@@ -70,7 +87,10 @@ class Traced:
             per_leaf: list[list[Term]] = []
             for j, shape in enumerate(shapes):
                 stem = f"{prefix}a{k}" if single else f"{prefix}a{k}_l{j}"
-                if shape:
+                if self.arrays and shape and math.prod(shape):  # one array var: array code keeps arrays
+                    vs = [self.tape.array(stem, np.zeros(shape))]
+                    leaves.append(vs[0])
+                elif shape:
                     vs = [self.tape.var(f"{stem}_{'_'.join(map(str, i))}") for i in np.ndindex(*shape)]
                     leaves.append(np.array(vs, dtype=object).reshape(shape).view(TermArray))
                 else:
@@ -94,6 +114,33 @@ class Traced:
             what = f"an empty array of shape {tree.meta}" if tree.kind == "leaf" else "a container with no numbers"
             raise ValueError(f"argument {k} is {what}: there is nothing to differentiate with respect to")
         return self.vars[k]
+
+    def scalar_vars(self, k: int) -> list[Term]:
+        """The vars of argument k one per number: an array var's element vars (C order), for the
+        engines that know only scalars (a Hessian, a Jacobian)."""
+        self.expanded = True
+        out: list[Term] = []
+        for v in self.vars_of(k):
+            out += list(element_vars(self.tape, v.name).ravel()) if v.shape else [v]
+        return out
+
+    def inputs(self) -> list[Term]:
+        """The program's inputs: one var per leaf (an array var fed whole), or where a build went
+        to the scalar engines (``scalar_vars``), one var per number, fed as columns."""
+        if not self.expanded:
+            return self.flat
+        out: list[Term] = []
+        for v in self.flat:
+            out += list(element_vars(self.tape, v.name).ravel()) if v.shape else [v]
+        return out
+
+    def scalars(self, terms: Sequence[Term]) -> list[Term]:
+        """``terms`` as scalar nodes, one per number (an array Term's elements in C order): what
+        the engines that know only scalars differentiate, by ``scalar_vars``."""
+        out: list[Term] = []
+        for part in expand_many(self.tape, [t.index for t in terms]):
+            out += list(part.ravel()) if isinstance(part, np.ndarray) else [part]
+        return out
 
     def array_argument(self, k: int, what: str) -> tuple[int, ...]:
         """The shape of argument k, which must be one number or array (not a container)."""
@@ -127,6 +174,8 @@ class Traced:
     def outputs(self, what: str, out: Any = None) -> tuple[list[Term], tuple[int, ...]]:
         """f's result (or ``out``) as one array: a flat list of Terms and its shape."""
         out = self.out if out is None else out
+        if isinstance(out, Term) and out.shape:  # an array node: one output, fed back whole
+            return [out], out.shape
         array = np.array(out, dtype=object) if isinstance(out, Term) else np.asarray(out, dtype=object)
         return [self._term(item, what) for item in array.ravel()], array.shape
 

@@ -13,6 +13,7 @@ the columns of a batch; called inside another trace, it appends to that trace in
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -22,7 +23,7 @@ from ..interop import dask_arrays  # Dask: the hooks marked "Dask" below
 from ..pytrees import Tree, flatten, leaf_shapes, real_leaf, static_key
 from .compiled import Programs, call, collector_paused
 from .nesting import lifted, outer_tape, substitute, terms_in
-from .results import Assemble, cast, result_dtype
+from .results import Assemble, Packed, cast, result_dtype
 from .tracer import Traced, check_callable
 
 #: How a transform is built on a trace: its outputs (flat Terms) and how to assemble their values.
@@ -35,7 +36,7 @@ def traced_leaf(what: str) -> Callable[[Any, str], tuple[Any, tuple[int, ...]]]:
 
     def leaf(value: Any, path: str) -> tuple[Any, tuple[int, ...]]:
         if isinstance(value, Term):
-            return value, ()
+            return value, value.shape
         if isinstance(value, np.ndarray) and value.dtype == object and next(terms_in(value), None) is not None:
             return value, value.shape
         return check(value, path)
@@ -46,7 +47,7 @@ def traced_leaf(what: str) -> Callable[[Any, str], tuple[Any, tuple[int, ...]]]:
 def elements(leaf: Any) -> list[Any]:
     """A leaf's numbers or Terms, flat in C order."""
     if isinstance(leaf, Term):
-        return [leaf]
+        return [leaf[where] for where in np.ndindex(*leaf.shape)] if leaf.shape else [leaf]
     return list(np.asarray(leaf, dtype=object).ravel())
 
 
@@ -67,9 +68,32 @@ def columns(leaf: Any, batched: tuple[bool, ...]) -> list[Any]:
     point = array.reshape(tuple(full) + (-1,))
     return list(np.ascontiguousarray(np.moveaxis(point, -1, 0)))
 
-def batch_shape(inputs: list[Any]) -> tuple[int, ...]:
+def whole(leaf: Any, batched: tuple[bool, ...]) -> list[Any]:
+    """The input of a leaf that is one var (an array var, fed whole; a number; nothing for an
+    empty array): its value, with the batch axes in front as ``columns`` lays them out."""
+    array = np.asarray(leaf, dtype=float)
+    nb = sum(batched)
+    point = array.shape[nb:] if batched else array.shape
+    if not math.prod(point):
+        return []
+    if not point:
+        return columns(leaf, batched)
+    if not nb:
+        return [array]
+    outer, full, at = array.shape[:nb], [], 0
+    for b in batched:
+        full.append(outer[at] if b else 1)
+        at += b
+    return [array.reshape(tuple(full) + point)]
+
+
+def batch_shape(inputs: list[Any], points: Sequence[tuple[int, ...]] | None = None) -> tuple[int, ...]:
+    """The common batch of the inputs: their shapes, less each one's point shape (``points``)."""
+    shapes = [np.shape(v) for v in inputs]
+    if points is not None:
+        shapes = [shape[:len(shape) - len(point)] for shape, point in zip(shapes, points)]
     try:
-        return tuple(np.broadcast_shapes(*(np.shape(v) for v in inputs)))
+        return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
         sizes = sorted({np.shape(v) for v in inputs if np.ndim(v)})
         raise ValueError(f"vmap: the batched arguments have different batch sizes {sizes}") from None
@@ -88,15 +112,20 @@ class Transformed:
     """The transform ``build`` of ``f`` (see the module), compiled with ``backend``; ``cache``
     holds its program per signature."""
 
+    #: Whether an array argument is traced as one array var (a transform whose build knows
+    #: array nodes, or expands them) rather than as scalar vars.
+    ARRAYS = True
+
     def __init__(self, f: Callable[..., Any], what: str, build: Build, backend: str | None = None) -> None:
         check_callable(f, what)
         self.f, self.what, self.build = f, what, build
-        self.cache: Programs[Assemble] = Programs(f, what, self._program, backend)
+        # array arguments are one array var each: NumPy code on them builds array nodes
+        self.cache: Programs[Assemble] = Programs(f, what, self._program, backend, arrays=self.ARRAYS)
         functools.update_wrapper(self, f, updated=())
 
     def _program(self, trace: Traced) -> tuple[list[Term], Term | list[Term], Assemble]:
         terms, assemble = self.build(trace)
-        return trace.flat, terms or [trace.tape.zero], assemble
+        return trace.inputs(), terms or [trace.tape.zero], assemble
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.run(args, kwargs, None)
@@ -158,11 +187,20 @@ class Transformed:
         if dask_arrays.any_lazy(leaves):  # Dask: lazily, one task per chunk of the batch
             return dask_arrays.over_batch(compiled, assemble, leaves, levels, columns)
         inputs: list[Any] = []
+        points: list[tuple[int, ...]] = []
+        fed_whole = hasattr(compiled, "out_shapes")  # an array program: array vars take whole arrays
         for k, found in enumerate(leaves):
+            batched = tuple(levels[k]) if levels is not None else ()
             for leaf in found:
-                inputs += columns(leaf, tuple(levels[k]) if levels is not None else ())
-        batch = batch_shape(inputs) if levels is not None else ()
-        return assemble(list(call(compiled, inputs)), batch)
+                fed = whole(leaf, batched) if fed_whole else columns(leaf, batched)
+                inputs += fed
+                points += [np.shape(leaf)[sum(batched):] if fed_whole else ()] * len(fed)
+        batch = batch_shape(inputs, points) if levels is not None else ()
+        values = call(compiled, inputs)
+        shapes = getattr(compiled, "out_shapes", None)
+        if shapes is not None:  # an array program: its outputs read as one value per number
+            return assemble(Packed(values, shapes), batch)  # type: ignore[arg-type]
+        return assemble(list(values), batch)
 
     def __repr__(self) -> str:
         return f"<{self.what} of {getattr(self.f, '__name__', self.f)!r}>"
@@ -178,4 +216,4 @@ def outer_of(args: Sequence[Any], what: str) -> Tape | None:
 
 
 
-__all__ = ["Build", "Transformed", "batch_shape", "columns", "elements", "outer_of", "strip", "traced_leaf"]
+__all__ = ["Build", "Transformed", "batch_shape", "columns", "elements", "whole", "outer_of", "strip", "traced_leaf"]

@@ -153,7 +153,7 @@ def _jacobian(f: Any, what: str, argnums: int | tuple[int, ...], sparse: bool, b
         nums = positions(argnums, len(trace.trees), what)
         outs, out_tree = result_tree(trace, what)
         in_tree = argument_tree(trace, argnums, nums)
-        matrix = jacobian_terms(outs, [v for k in nums for v in trace.vars_of(k)], sparse=True)
+        matrix = jacobian_terms(trace.scalars(outs), [v for k in nums for v in trace.scalar_vars(k)], sparse=True)
         if sparse:
             single(out_tree, in_tree, what)
             return sparse_result(matrix, trace.tape)
@@ -188,7 +188,7 @@ def hessian(f: Any, inputs: Any = None, argnums: int | tuple[int, ...] = 0, spar
         nums = positions(argnums, len(trace.trees), "hessian")
         z = trace.scalar_output("hessian")
         in_tree = argument_tree(trace, argnums, nums)
-        matrix = hessian_terms(z, [v for k in nums for v in trace.vars_of(k)], sparse=True)
+        matrix = hessian_terms(trace.scalars([z])[0], [v for k in nums for v in trace.scalar_vars(k)], sparse=True)
         if sparse:
             single(in_tree, in_tree, "hessian")
             return sparse_result(matrix, trace.tape)
@@ -291,7 +291,8 @@ def _vjp_transform(f: Callable[..., Any], count: int) -> Transformed:
             raise ValueError(f"vjp: the cotangent has the structure {given}, not that of f's result {tree}")
         weighted = trace.tape.zero
         for o, c in zip(outs, trace.vars[count]):
-            weighted = weighted + o * c
+            product = o * c
+            weighted = weighted + (product.sum() if product.shape else product)
         wrts = [v for k in range(count) for v in trace.vars[k]]
         terms = list(grad_graph(weighted, wrts)) if wrts else []
 

@@ -1,0 +1,212 @@
+"""``lambdify`` of graphs that hold array nodes.
+
+The NumPy backend runs such a graph as one NumPy call per node over whole arrays
+(``ArrayCompiled``): a matrix product is one ``@``, an elementwise function one ufunc, whatever
+the batch, because every value carries its batch axes IN FRONT of its node's shape (as
+``Term.eval`` computes them, ``core.arrays``). So a per-point matrix-vector product over a
+batch of points is one GEMM, and a program is O(array nodes) statements, not O(elements).
+
+The backends that know only scalars (Numba, C, CUDA, JAX for now) get the graph expanded to
+scalar nodes first (``Expanded``: ``core.expand.expand_many``) and the array arguments split
+into one column per element: the same values, in the scalar program's time.
+
+An array var is fed whole: an array of its shape, or with batch axes in front. A scalar var
+that is an element of an expanded array input (``W_0_1``) is read from that array.
+
+>>> import numpy as np
+>>> import subgraph_ad as sad
+>>> tape = sad.Tape(); W = tape.array("W", np.eye(2)); x = tape.array("x", np.zeros(2))
+>>> f = sad.lambdify([W, x], sad.tanh(W @ x).sum())
+>>> round(f(np.eye(2), np.array([0.5, 1.0])), 12)
+1.223625896327
+>>> f(np.eye(2), np.array([[0.5, 1.0], [0.0, 0.0]]))        # a batch of two points x
+array([1.2236259, 0.       ])
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..core import OPS, Tape, Term, dependencies
+from ..core.arrays import ARRAY_OPS, Shape, has_arrays, shape_of
+from ..core.expand import element_vars, expand_many
+from ..numeric.modes import floating
+from .program import define
+
+
+def needs_arrays(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) -> bool:
+    """Whether the outputs need an array node or read an array var (or an element of one)."""
+    if has_arrays(tape, [v.index for v in inputs]):
+        return True
+    return has_arrays(tape, dependencies(tape, [t.index for t in outputs]))
+
+
+def _elements(tape: Tape) -> dict[int, tuple[int, tuple[int, ...]]]:
+    """Element var (node) -> its array var (node) and its position in that array."""
+    out: dict[int, tuple[int, tuple[int, ...]]] = {}
+    for name, names in tape.elements.items():
+        shape = tape.var_shapes[name]
+        for flat, element in enumerate(names):
+            out[tape._vars[element]] = (tape._vars[name], tuple(int(k) for k in np.unravel_index(flat, shape)))
+    return out
+
+
+def _source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) -> tuple[str, dict[str, Any]]:
+    """Straight-line Python, one NumPy call per node (in tape order), and its globals."""
+    names: dict[str, Any] = {"_np": np}
+    given = {v.index: f"i{k}" for k, v in enumerate(inputs)}
+    elements = _elements(tape) if tape.elements else {}
+    ref: dict[int, str] = {}
+    lines = [f"def _f({', '.join(given[v.index] for v in inputs)}):"]
+    nodes = tape.nodes
+    for i in dependencies(tape, [t.index for t in outputs]):
+        node = nodes[i]
+        if node.op == "var":
+            if i in given:
+                ref[i] = given[i]
+            elif i in elements and elements[i][0] in given:
+                parent, where = elements[i]
+                ref[i] = f"{given[parent]}[..., {', '.join(map(str, where))}]"
+            else:
+                raise ValueError(f"an output depends on var {node.payload!r}, which is not among the inputs "
+                                 f"{[v.name for v in inputs]}")
+            continue
+        if node.op == "const":
+            names[f"_k{i}"] = np.float64(node.payload)  # a NumPy number: 1/0 is inf, not an exception
+            ref[i] = f"_k{i}"
+            continue
+        operands = [ref[a] for a in node.args]
+        if node.op in ARRAY_OPS:
+            names[f"_n{i}"] = node
+            names[f"_s{i}"] = [shape_of(tape, a) for a in node.args]
+            call = f"_a_{node.op}(_n{i}, [{', '.join(operands)}], _s{i})"
+            names[f"_a_{node.op}"] = ARRAY_OPS[node.op].value
+        elif node.op == "fn":
+            names[f"_f{i}"] = node.payload.f
+            call = f"_f{i}({', '.join(operands)})"
+        else:
+            names[f"_o_{node.op}"] = OPS[node.op].value
+            call = f"_o_{node.op}({', '.join(operands)})"
+        lines.append(f"    t{i} = {call}")
+        ref[i] = f"t{i}"
+    lines.append(f"    return ({''.join(ref[t.index] + ', ' for t in outputs)})")
+    return "\n".join(lines) + "\n", names
+
+
+class ArrayCompiled:
+    """A graph with array nodes compiled for NumPy: one call per node over whole arrays (see the
+    module). Called with one value per input (an array var's: its shape, with batch axes in
+    front or not; a scalar var's: a number or an array of points), it returns each output
+    broadcast to the batch in front of its shape: a float for a scalar at one point."""
+
+    def __init__(self, tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], single: bool,
+                 warn: bool = False) -> None:
+        self.names = [str(v.name) for v in inputs]
+        self.shapes: list[Shape] = [v.shape for v in inputs]
+        self.out_shapes: list[Shape] = [t.shape for t in outputs]
+        self.single, self.warn, self.backend = single, warn, "numpy"
+        source, namespace = _source(tape, inputs, outputs)
+        self.block_source = source
+        self._run: Callable[..., tuple[Any, ...]] = define(source, namespace, "arrays")
+
+    def __repr__(self) -> str:
+        return f"<compiled array program of ({', '.join(self.names)}), {len(self.out_shapes)} output(s), numpy>"
+
+    def batch(self, args: Sequence[Any]) -> tuple[list[np.ndarray], Shape]:
+        """The arguments as float arrays, and their common batch (the axes in front of each
+        input's shape); a ValueError names an input whose trailing axes are not its shape."""
+        if len(args) != len(self.names):
+            raise TypeError(f"expected {len(self.names)} arguments ({', '.join(self.names)}), got {len(args)}")
+        arrays, batches = [], []
+        for value, name, shape in zip(args, self.names, self.shapes):
+            array = np.asarray(value)
+            if array.dtype.kind not in "biuf":
+                raise TypeError(f"argument {name} must be a number or an array of numbers, got "
+                                f"{type(value).__name__} {value!r:.80}")
+            array = array.astype(float, copy=False)
+            if shape and array.shape[array.ndim - len(shape):] != shape:
+                raise ValueError(f"argument {name} is an array of shape {shape} (with any batch axes in front), "
+                                 f"got shape {array.shape}")
+            arrays.append(array)
+            batches.append(array.shape[:array.ndim - len(shape)])
+        try:
+            return arrays, tuple(np.broadcast_shapes(*batches))
+        except ValueError:
+            raise ValueError(f"the arguments' batch axes {batches} do not broadcast") from None
+
+    def __call__(self, *args: Any) -> Any:
+        arrays, batch = self.batch(args)
+        with floating(self.warn):
+            found = self._run(*arrays)
+        results = tuple(_full(v, batch + s) for v, s in zip(found, self.out_shapes))
+        return results[0] if self.single else results
+
+
+def _full(value: Any, shape: Shape) -> Any:
+    """An output broadcast to its batch and shape; a float for one number."""
+    if not shape:
+        return float(value)
+    if np.shape(value) == shape:
+        return np.asarray(value, dtype=float)
+    return np.array(np.broadcast_to(value, shape), dtype=float)
+
+
+class Expanded:
+    """A graph with array nodes for a backend that knows only scalars: the outputs expanded to
+    scalar nodes once, compiled by that backend over one input per element; a call splits the
+    array arguments into those elements and stacks each array output back (see the module)."""
+
+    def __init__(self, tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], single: bool,
+                 compile_scalar: Callable[[list[Term], list[Term]], Any]) -> None:
+        self.single = single
+        self.names = [str(v.name) for v in inputs]
+        self.shapes: list[Shape] = [v.shape for v in inputs]
+        flat_inputs: list[Term] = []
+        for v in inputs:
+            flat_inputs += list(element_vars(tape, v.name).ravel()) if v.shape else [v]
+        parts = expand_many(tape, [t.index for t in outputs])
+        self.out_shapes: list[Shape] = [np.shape(p) if isinstance(p, np.ndarray) else () for p in parts]
+        flat_outputs = [t for p in parts for t in (p.ravel() if isinstance(p, np.ndarray) else [p])]
+        self.inner = compile_scalar(flat_inputs, flat_outputs or [tape.zero])
+
+    def __repr__(self) -> str:
+        return f"<expanded {self.inner!r}>"
+
+    def __call__(self, *args: Any) -> Any:
+        if len(args) != len(self.names):
+            raise TypeError(f"expected {len(self.names)} arguments ({', '.join(self.names)}), got {len(args)}")
+        flat: list[Any] = []
+        for value, name, shape in zip(args, self.names, self.shapes):
+            if not shape:
+                flat.append(value)
+                continue
+            if tuple(np.shape(value)[np.ndim(value) - len(shape):]) != shape:
+                raise ValueError(f"argument {name} is an array of shape {shape} (with any batch axes in front), "
+                                 f"got shape {np.shape(value)}")
+            flat += [value[(Ellipsis,) + where] for where in np.ndindex(*shape)]
+        found = self.inner(*flat)
+        found = list(found) if isinstance(found, tuple) else [found]
+        results, at = [], 0
+        for shape in self.out_shapes:
+            n = math.prod(shape)
+            part = found[at:at + n]
+            at += n
+            results.append(_stacked(part, shape) if shape else part[0])
+        return results[0] if self.single else tuple(results)
+
+
+def _stacked(parts: list[Any], shape: Shape) -> Any:
+    """Elements (numbers or arrays of one batch) as one array of batch + shape, in the module of
+    the elements (``jax.numpy`` for JAX arrays)."""
+    xp: Any = np
+    if any(type(p).__module__.startswith("jax") for p in parts):
+        import jax.numpy as xp  # the backend's own arrays stay on its device
+    batch = np.broadcast_shapes(*(np.shape(p) for p in parts))
+    stacked = xp.stack([xp.broadcast_to(xp.asarray(p), batch) for p in parts], axis=-1)
+    return xp.reshape(stacked, tuple(batch) + shape)
+
+
+__all__ = ["ArrayCompiled", "Expanded", "needs_arrays"]
