@@ -312,7 +312,6 @@ def derivatives(z: Term, *args: Any, method: str = "auto", callback: Callback | 
     """
     runs = _runs(z, args, method)
     tape = z.tape
-    closed: list[bool] = []  # whether the gen_graph run being built closed a cycle
     steps = Derivatives([], z, [w for w, count in runs for _ in range(count)])
     with tape.transaction():
         result = z
