@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test quick docs fuzz bench graphviz clean
+.PHONY: demo test quick lint docs fuzz bench graphviz clean
 
 $(DEMO_STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed, found " + sys.version.split()[0])'
@@ -28,8 +28,12 @@ graphviz:
 demo: $(DEMO_STAMP) graphviz
 	$(PY) examples/gaussian.py
 
-test: $(STAMP) graphviz
+test: $(STAMP) graphviz lint
 	$(PY) -m pytest
+
+# ruff, with the rules in pyproject.toml's [tool.ruff.lint]; `make test` runs it first
+lint: $(STAMP)
+	$(PY) -m ruff check .
 
 # the every-few-minutes run: the suite without the tests that start a browser, JupyterLab or
 # the documentation site build
@@ -59,4 +63,4 @@ bench: $(STAMP) graphviz
 	$(PY) benchmarks/cluster.py
 
 clean:
-	rm -rf $(VENV) out .pytest_cache benchmarks/results site
+	rm -rf $(VENV) out .pytest_cache .ruff_cache benchmarks/results site

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import pickle
 import time
+from typing import Any, Callable
 
 import numpy as np
 
@@ -51,6 +52,14 @@ def timed(run) -> float:
     return time.perf_counter() - start
 
 
+def on_threads(single: Callable[..., Any], f: Callable[..., Any], inputs: int, n: int) -> tuple[float, float]:
+    """Seconds of ``single`` (one thread) and ``f`` (two) on n points in memory, which is freed
+    when this returns, before the cluster runs."""
+    local = [np.linspace(-1.0 + 0.1 * k, 1.0, n) for k in range(inputs)]
+    single(*(a[:1000] for a in local)), f(*(a[:1000] for a in local))  # compiled before timing
+    return timed(lambda: single(*local)), timed(lambda: f(*local))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=float, help=f"points per program (default {FULL[0]:.0e})")
@@ -71,11 +80,7 @@ def main() -> None:
             xs, out, name = make()
             f, single = sad.lambdify(xs, out), sad.lambdify(xs, out, parallel=False)
             inputs = len(xs)
-            local = [np.linspace(-1.0 + 0.1 * k, 1.0, n) for k in range(inputs)]
-            single(*(a[:1000] for a in local)), f(*(a[:1000] for a in local))  # compiled before timing
-            one = timed(lambda: single(*local))
-            two = timed(lambda: f(*local))
-            del local
+            one, two = on_threads(single, f, inputs, n)
             chunks = sad.dask.chunk_rows(f, n)  # as f cuts them for this client: no rechunking
             lazy = f(*(da.linspace(-1.0 + 0.1 * k, 1.0, n, chunks=chunks) for k in range(inputs)))
             lazy = lazy if isinstance(lazy, tuple) else (lazy,)

@@ -52,13 +52,13 @@ from typing import Any, Callable, Sequence
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX and CuPy share the GPU's memory
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import subgraph_ad as sad  # noqa: E402
-from subgraph_ad.benchmark_functions import BENCHMARKS, SAD, rosenbrock, s_function, written_with  # noqa: E402
-from subgraph_ad.compile.backends import cuda  # noqa: E402
-from subgraph_ad.compile.backends import jax as jax_backend  # noqa: E402
-from subgraph_ad.compile.program import build_program  # noqa: E402
+import subgraph_ad as sad
+from subgraph_ad.benchmark_functions import BENCHMARKS, SAD, rosenbrock, s_function, written_with
+from subgraph_ad.compile.backends import cuda
+from subgraph_ad.compile.backends import jax as jax_backend
+from subgraph_ad.compile.program import build_program
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ORDERS = (4, 8, 10, 20)
@@ -116,18 +116,22 @@ def gpu_device() -> Device:
     sync = cupy.cuda.Device().synchronize
     device = Device(cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(), cupy, sync, ours, cupy.asnumpy,
                     parts=lambda tape, ins, outs: len(cuda.split(build_program(tape, ins, outs))))
-    a = cupy.random.random(10**8)
-    b = cupy.empty_like(a)
-    seconds, _ = timed(lambda: cupy.copyto(b, a), sync)
-    device.copy_rate = 2 * a.nbytes / seconds
-    kernel = cupy.RawKernel(FMA_SOURCE, "fma_rate")
-    n = 10**7
-    seconds, _ = timed(lambda: kernel((-(-n // 256),), (256,), (np.int64(n), b, np.float64(0.999), np.float64(1e-3))),
-                       sync)
-    device.fma_rate = n * 256 * 4 / seconds
-    del a, b
+    device.copy_rate, device.fma_rate = _gpu_rates(cupy, sync)
     cupy.get_default_memory_pool().free_all_blocks()
     return device
+
+
+def _gpu_rates(cupy: Any, sync: Callable[[], None]) -> tuple[float, float]:
+    """The copy rate (bytes per second, read and written) and the FMA rate (per second) of the GPU,
+    measured on arrays that are freed when this returns."""
+    a = cupy.random.random(10**8)
+    b = cupy.empty_like(a)
+    copy_seconds, _ = timed(lambda: cupy.copyto(b, a), sync)
+    kernel = cupy.RawKernel(FMA_SOURCE, "fma_rate")
+    n = 10**7
+    fma_seconds, _ = timed(lambda: kernel((-(-n // 256),), (256,), (np.int64(n), b, np.float64(0.999), np.float64(1e-3))),
+                           sync)
+    return 2 * a.nbytes / copy_seconds, n * 256 * 4 / fma_seconds
 
 
 def cpu_device() -> Device:
@@ -297,14 +301,32 @@ def error(got: np.ndarray, ref: np.ndarray) -> float:
 
 
 def measure(case: Case, device: Device) -> dict[str, Any]:
-    jax, jnp = _jax()
     size = next(len(v) for v in case.values if isinstance(v, np.ndarray))
-    arrays = [k for k, v in enumerate(case.values) if isinstance(v, np.ndarray)]
     sample = np.unique(np.random.default_rng(0).integers(0, size, min(CHECK_POINTS, size)))
     at = [v[sample] if isinstance(v, np.ndarray) else v for v in case.values]
     ref = np.array(sad.lambdify(case.ins, case.outs, backend="numpy")(*at), ndmin=2)
     ref = np.broadcast_to(ref, (len(case.outs), len(sample)))
 
+    compile_s, seconds, got = _run_ours(case, device, size, sample)
+    steps = len(build_program(case.tape, case.ins, case.outs).steps)
+    arrays = sum(isinstance(v, np.ndarray) for v in case.values)
+    moved = (arrays + len(case.outs)) * size * 8
+    row: dict[str, Any] = {
+        "case": case.name, "points": size, "steps": steps, "parts": device.parts(case.tape, case.ins, case.outs),
+        "compile_s": compile_s, "ms": seconds * 1e3, "error": error(got, ref),
+        "copy_floor": seconds / (moved / device.copy_rate),
+        "fma_floor": seconds / (steps * size / device.fma_rate) if device.fma_rate else None,
+        "peers": _run_peers(case, sample, ref, seconds),
+    }
+    gc.collect()
+    if device.xp is not np:
+        device.xp.get_default_memory_pool().free_all_blocks()
+    return row
+
+
+def _run_ours(case: Case, device: Device, size: int, sample: np.ndarray) -> tuple[float, float, np.ndarray]:
+    """Compile seconds, run seconds and the outputs at ``sample`` of ours; the device's inputs and
+    outputs are freed when this returns, before the peers run."""
     t0 = time.perf_counter()
     run = device.compile(case.tape, case.ins, case.outs)
     compile_s = time.perf_counter() - t0
@@ -312,17 +334,14 @@ def measure(case: Case, device: Device) -> dict[str, Any]:
     seconds, outs = timed(lambda: run(*device_values), device.sync)
     on_device = device.xp.asarray(sample)  # only the checked points come back to the host
     got = np.stack([device.to_host(device.xp.broadcast_to(o, (size,))[on_device]) for o in outs])
-    steps = len(build_program(case.tape, case.ins, case.outs).steps)
-    moved = (len(arrays) + len(case.outs)) * size * 8
-    row: dict[str, Any] = {
-        "case": case.name, "points": size, "steps": steps, "parts": device.parts(case.tape, case.ins, case.outs),
-        "compile_s": compile_s, "ms": seconds * 1e3, "error": error(got, ref),
-        "copy_floor": seconds / (moved / device.copy_rate),
-        "fma_floor": seconds / (steps * size / device.fma_rate) if device.fma_rate else None,
-        "peers": {},
-    }
-    del outs, device_values
-    stacked = jax.device_put(np.stack([case.values[k] for k in arrays]))
+    return compile_s, seconds, got
+
+
+def _run_peers(case: Case, sample: np.ndarray, ref: np.ndarray, ours_seconds: float) -> dict[str, Any]:
+    """Each JAX peer's time and error, or why it failed; its inputs are freed when this returns."""
+    jax, _ = _jax()
+    stacked = jax.device_put(np.stack([v for v in case.values if isinstance(v, np.ndarray)]))
+    peers: dict[str, Any] = {}
     for name, peer in case.peers.items():
         try:
             t0 = time.perf_counter()
@@ -330,17 +349,12 @@ def measure(case: Case, device: Device) -> dict[str, Any]:
             first = time.perf_counter() - t0
             peer_seconds, result = timed(lambda: jax.block_until_ready(peer(stacked)), lambda: None)
         except Exception as failure:  # e.g. XLA out of memory: a result about the peer, not a crash
-            row["peers"][name] = {"failed": f"{type(failure).__name__}: {str(failure).splitlines()[0][:200]}"}
+            peers[name] = {"failed": f"{type(failure).__name__}: {str(failure).splitlines()[0][:200]}"}
             continue
-        values = np.asarray(result[:, sample])
-        row["peers"][name] = {"ms": peer_seconds * 1e3, "compile_s": first - peer_seconds,
-                              "error": error(values, ref), "ours_over_peer": seconds / peer_seconds}
-        del result
-    del stacked
-    gc.collect()
-    if device.xp is not np:
-        device.xp.get_default_memory_pool().free_all_blocks()
-    return row
+        peers[name] = {"ms": peer_seconds * 1e3, "compile_s": first - peer_seconds,
+                       "error": error(np.asarray(result[:, sample]), ref), "ours_over_peer": ours_seconds / peer_seconds}
+        del result  # the next peer's memory
+    return peers
 
 
 # -- report -----------------------------------------------------------------------------------------

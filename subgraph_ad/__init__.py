@@ -12,8 +12,8 @@ from .core import LimitError, Node, Tape, TapeThreadError, Term, UnfedPlaceholde
 from .functions import (FUNCTIONS, BinaryFn, Elementary, SinFn, UnaryFn, acos, acosh, asin, asinh, atan, atan2, atanh, cbrt,
                         cos, cosh, cot, csc, erf, erfc, exp, expm1, hypot, log, log1p, log2, log10, register, sec,
                         sigmoid, sign, sin, sinh, sqrt, tan, tanh)
-from .functions import abs_ as abs  # noqa: A001  (sad.abs, like np.abs)
-from .functions import pow_ as pow  # noqa: A001  (sad.pow(a, b) is a ** b)
+from .functions import abs_ as abs  # noqa: A004  (sad.abs, like np.abs)
+from .functions import pow_ as pow  # noqa: A004  (sad.pow(a, b) is a ** b)
 from .core.ops import E as e
 from .core.ops import PI as pi
 from .interop.parse import ParseError, parse
@@ -23,7 +23,7 @@ from .trace import derivative, grad, hessian, jacfwd, jacobian, jacrev, jit
 from .trace import hvp, jvp, value_and_grad, vjp, vmap  # the function forms; on Terms they call the Term forms
 from .functions.kinks import (ceil, clip, floor, fmax, fmin, fmod, heaviside, maximum, minimum, mod, relu, trunc,
                               where)
-from .functions.kinks import round_ as round  # noqa: A001  (sad.round, like np.round)
+from .functions.kinks import round_ as round  # noqa: A004  (sad.round, like np.round)
 from .functions.gamma import (digamma, erfinv, gamma, lgamma, logaddexp, logaddexp2, logsumexp, polygamma, sinc,
                               softplus)
 from .interop.numpy_dispatch import TermArray, stack

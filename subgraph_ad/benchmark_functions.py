@@ -24,27 +24,34 @@ from .functions import cos, exp, log, sin, sqrt, tanh
 
 
 def f1() -> tuple[Tape, Term, Term]:
-    tape = Tape(); x = tape.var("x", 0.5)
+    tape = Tape()
+    x = tape.var("x", 0.5)
     return tape, exp(-x**2 / 2), x
 
 
 def f2() -> tuple[Tape, Term, Term]:
-    tape = Tape(); x = tape.var("x", 0.5); y = tape.var("y", 4.2)
+    tape = Tape()
+    x = tape.var("x", 0.5)
+    y = tape.var("y", 4.2)
     return tape, x * y + sin(x), x
 
 
 def f3() -> tuple[Tape, Term, Term]:
-    tape = Tape(); x = tape.var("x", 0.5)
+    tape = Tape()
+    x = tape.var("x", 0.5)
     return tape, sin(x) * exp(cos(x)) / (1 + x**2), x
 
 
 def f4() -> tuple[Tape, Term, Term]:
-    tape = Tape(); x = tape.var("x", 0.5)
+    tape = Tape()
+    x = tape.var("x", 0.5)
     return tape, tanh(tanh(tanh(x))), x
 
 
 def f5() -> tuple[Tape, Term, Term]:
-    tape = Tape(); w1 = tape.var("w1", 1.5); w2 = tape.var("w2", 0.7)
+    tape = Tape()
+    w1 = tape.var("w1", 1.5)
+    w2 = tape.var("w2", 0.7)
     return tape, w2 * log(w1) + sqrt(w2 * log(w1)), w1
 
 

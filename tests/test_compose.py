@@ -76,8 +76,10 @@ X = np.array([0.4, -0.3, 0.9])
 
 
 def test_jacobian_of_grad_is_the_hessian_and_jacfwd_of_jacrev_too():
-    f = lambda x: mlp(np, PARAMS, x)
-    jf = lambda x: mlp(jnp, PARAMS, x)
+    def f(x):
+        return mlp(np, PARAMS, x)
+    def jf(x):
+        return mlp(jnp, PARAMS, x)
     want = jax.hessian(jf)(X)
     for ours in (sad.jacobian(sad.grad(f)), sad.jacfwd(sad.jacrev(f)), sad.hessian(f)):
         np.testing.assert_allclose(ours(X), want, **TOL)
@@ -94,7 +96,8 @@ def test_hessian_blocks_of_pytrees_and_argnums_tuples_with_kwargs():
 
 
 def test_jacobian_of_pytree_results():
-    f = lambda npx: (lambda p: {"h": npx.tanh(p["W"] @ X), "s": npx.sum(p["b"] ** 3)})
+    def f(npx):
+        return lambda p: {"h": npx.tanh(p["W"] @ X), "s": npx.sum(p["b"] ** 3)}
     same_tree(sad.jacobian(f(np))(PARAMS), jax.jacobian(f(jnp))(PARAMS))
 
 
@@ -147,9 +150,11 @@ def test_grad_through_laplacian_biharmonic_and_derivative_tensor():
     lap = sad.laplacian(lambda x, p: u(np, x, 0.2, p), argnums=0)
     bih = sad.biharmonic(lambda x, p: u(np, x, 0.2, p), argnums=0)
     ten = sad.derivative_tensor(lambda x, p: u(np, x, 0.2, p), 2, argnums=0)
-    jfn = lambda x, p: u(jnp, x, 0.2, p)
+    def jfn(x, p):
+        return u(jnp, x, 0.2, p)
     jlap = jax_laplacian(jfn)
-    jbih = lambda x, p: jnp.trace(jax.hessian(lambda y: jlap(y, p))(x))
+    def jbih(x, p):
+        return jnp.trace(jax.hessian(lambda y: jlap(y, p))(x))
     same_tree(sad.grad(lambda p: np.sum(lap(PTS, p) ** 2))(P0),
               jax.grad(lambda p: jnp.sum(jax.vmap(jlap, in_axes=(0, None))(PTS, p) ** 2))(P0))
     same_tree(sad.grad(lambda p: np.sum(bih(PTS, p)))(P0),
@@ -160,13 +165,16 @@ def test_grad_through_laplacian_biharmonic_and_derivative_tensor():
 
 
 def test_laplacian_of_a_closure_over_traced_parameters():
-    loss = lambda p: np.sum(sad.laplacian(lambda x: u(np, x, 0.0, p))(PTS))
-    jloss = lambda p: jnp.sum(jax.vmap(jax_laplacian(lambda x: u(jnp, x, 0.0, p)))(PTS))
+    def loss(p):
+        return np.sum(sad.laplacian(lambda x: u(np, x, 0.0, p))(PTS))
+    def jloss(p):
+        return jnp.sum(jax.vmap(jax_laplacian(lambda x: u(jnp, x, 0.0, p)))(PTS))
     same_tree(sad.value_and_grad(loss)(P0), jax.value_and_grad(jloss)(P0))
 
 
 def test_jit_vmap_out_axes_and_float32():
-    f = lambda npx: (lambda x: {"a": npx.sin(x) * x[0], "b": (npx.sum(x), x**2)})
+    def f(npx):
+        return lambda x: {"a": npx.sin(x) * x[0], "b": (npx.sum(x), x**2)}
     same_tree(sad.jit(f(np))(X), jax.jit(f(jnp))(X))
     m = np.arange(6.0).reshape(3, 2)
     same_tree(sad.vmap(lambda r: np.outer(r, r), out_axes=2)(m), jax.vmap(lambda r: jnp.outer(r, r), out_axes=2)(m))

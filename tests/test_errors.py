@@ -167,7 +167,7 @@ def test_a_constant_must_be_a_real_number(w: World, value: Any, shown: str) -> N
 def test_a_term_does_not_combine_with_a_string(w: World) -> None:
     """Python's reflected-operator protocol gives the message here; it still names both types."""
     with unchanged(w.tape), pytest.raises(TypeError) as info:
-        w.x + "1"  # noqa: B018
+        w.x + "1"
     says(info.value, "Term", "str")
 
 

@@ -111,7 +111,7 @@ def test_stochastic_laplacian_is_within_its_standard_error():
     σ = sqrt(2·Σ_{i≠j} H_ij² / S). With the seed fixed the estimate is deterministic; the
     bound 4σ holds with probability ≥ 15/16 by Chebyshev whatever the distribution (about
     1 − 6e-5 by the central limit), so a failure is a bias, not bad luck."""
-    d, samples = 5, 400
+    samples = 400
     point = np.array([0.3, -0.4, 0.8, 0.1, -0.6])
     H = hessian_at(point)
     exact = float(np.trace(H))

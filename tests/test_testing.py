@@ -391,7 +391,6 @@ def test_cancellation_is_judged_by_the_rounding_bound_of_the_terms():
         assert report.status == "pass", report
         assert any(abs(p.ours - p.reference) > 1e-7 * max(1.0, abs(p.reference)) for p in report.points)
         assert "within float64's rounding bound" in report.note
-        X = sympy.Symbol("x")
         for p in report.points:  # the reference is mpmath's 50-digit derivative of atan2(x, x²)
             import mpmath
             with mpmath.workdps(50):

@@ -324,7 +324,6 @@ def derivatives(z: Term, *args: Any, method: str = "auto", callback: Callback | 
             z = Term(tape, scalar_roots(tape, [z.index], "diff")[0])
         else:  # gen_graph keeps array nodes; closed forms are scalar
             method, closed_form = "graph", False
-    closed: list[bool] = []  # whether the gen_graph run being built closed a cycle
     steps = Derivatives([], z, [w for w, count in runs for _ in range(count)])
     with tape.transaction():
         result = z

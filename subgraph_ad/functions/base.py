@@ -20,7 +20,7 @@ class is defined, so no engine ever sees two rules. The built-ins are written th
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence, overload
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -36,12 +36,7 @@ class Function:
     """What every pluggable function shares: a name, an arity, how its value is computed, and
     the call that appends a node on Terms or computes the value on numbers."""
 
-    name: str = "fn"
     arity: int = 1
-    #: How the value is computed, for every backend: elementary operations (``ELEMENTARY``
-    #: names or ``Elementary`` records) applied in turn, the first to the operands. Empty: the
-    #: backends call ``f``, and C/CUDA cannot compile the function.
-    spelling: tuple[Step, ...] = ()
     #: Per argument, whether f is linear in it (xlogy(p, a) = p·log(a) in p): the chain rule
     #: then applies f itself to the tangent, f(dp, a), which is 0 wherever dp is — the strong
     #: zero that 0·log(0) would turn into nan — and Taylor mode's coefficient k is f(p_k, a).
@@ -54,13 +49,47 @@ class Function:
     #: floor), so an ODE step must end where it does, or only steadies numbers that cancel from
     #: the result (stop_gradient), so it may be held through a step.
     jumps: bool = True
-    #: "My derivative runs through g": (g, Q) for a function whose value is Q(g(u)), computed
-    #: apart where Q cancels (tanh′ = sech² is Q(tanh) with Q(g) = 1 − g², σ′ is Q(σ) with
-    #: Q(g) = ¼ − (g − ½)²). Where g(u) is on the tape already, the engines differentiate Q(g)
-    #: through g's own derivative, so repeated passes close on g's nodes; elsewhere they read
-    #: ``fdiff``, which is Q′(g(u))·g′(u) unless the class writes its own. Q′(g) that is more
-    #: than a constant times g is one node of g alone (``slope``). Q takes a Term or a ``Dual``.
-    through: tuple[Function, Callable[[Any], Any]] | None = None
+
+    # name, spelling and through are read-only to the type checker, so that a subclass may state
+    # them as class attributes or compute them (SinFn's name is its member's); plain attributes
+    # when running, so that an instance may also set its own.
+    if TYPE_CHECKING:
+        @property
+        def name(self) -> str:
+            """How the parser, the printers and the registry call it."""
+
+        @property
+        def spelling(self) -> tuple[Step, ...]:
+            """How the value is computed, for every backend: elementary operations (``ELEMENTARY``
+            names or ``Elementary`` records) applied in turn, the first to the operands. Empty:
+            the backends call ``f``, and C/CUDA cannot compile the function."""
+
+        @property
+        def through(self) -> tuple[Function, Callable[[Any], Any]] | None:
+            """"My derivative runs through g": (g, Q) for a function whose value is Q(g(u)),
+            computed apart where Q cancels (tanh′ = sech² is Q(tanh) with Q(g) = 1 − g², σ′ is
+            Q(σ) with Q(g) = ¼ − (g − ½)²). Where g(u) is on the tape already, the engines
+            differentiate Q(g) through g's own derivative, so repeated passes close on g's
+            nodes; elsewhere they read ``fdiff``, which is Q′(g(u))·g′(u) unless the class
+            writes its own. Q′(g) that is more than a constant times g is one node of g alone
+            (``slope``). Q takes a Term or a ``Dual``."""
+    else:
+        name = "fn"
+        spelling = ()
+        through = None
+
+    def fdiff(self, *terms: Any) -> Any:
+        """The local derivative as Terms of the node's tape, None for a structural zero: f′ for a
+        UnaryFn, the two partials for a BinaryFn (their ``fdiff`` give the arguments). What
+        every engine's chain rule reads (``partials``)."""
+        raise NotImplementedError(f"{self.kind} {self.name!r} defines no fdiff")
+
+    def grad(self, *v: Any) -> Any:
+        """The local derivative as values, for the numeric forward and reverse modes: f′(v) for a
+        UnaryFn, (∂f/∂a, ∂f/∂b) for a BinaryFn; by default ``fdiff`` run on numbers. Override
+        it only where the numbers need care."""
+        found = self.rule_values(*v)
+        return found[0] if self.arity == 1 else found
 
     def f(self, *v: Any) -> Any:
         """The value; must work elementwise on floats and NumPy arrays. By default the spelling's
@@ -134,7 +163,7 @@ class Function:
     def partials(self, *terms: Any) -> tuple[Partial, ...]:
         """The local partials as Terms (None: zero), from ``fdiff``; ``terms`` are the inputs
         and the output. What every engine's chain rule reads."""
-        found = self.fdiff(*terms)  # type: ignore[attr-defined]
+        found = self.fdiff(*terms)
         parts = (found,) if self.arity == 1 else tuple(found)
         if len(parts) != self.arity:
             raise TypeError(f"fdiff of {self.kind} {self.name!r} returned {found!r}; expected {self.arity} partials")
@@ -148,15 +177,15 @@ class Function:
     def numeric_partials(self, *v: Any, output: Any = None) -> tuple[Any, ...]:
         """The partials as values at ``v`` (``output``: f(v) where the caller has it): the
         class's own ``grad`` where it overrides it, else the rule on numbers (``rule_values``)."""
-        if type(self).grad is not (UnaryFn.grad if self.arity == 1 else BinaryFn.grad):  # type: ignore[attr-defined]
-            found = self.grad(*v)  # type: ignore[attr-defined]
+        if type(self).grad is not Function.grad:
+            found = self.grad(*v)
             return (found,) if self.arity == 1 else tuple(found)
         return self.rule_values(*v, output=output)
 
     def rule_values(self, *v: Any, output: Any = None) -> tuple[Any, ...]:
         """``fdiff`` run on numbers: the rule builds with arithmetic and functions, which compute
         values on floats and arrays; a structural zero is 0."""
-        found = self.fdiff(*v, self.f(*v) if output is None else output)  # type: ignore[attr-defined]
+        found = self.fdiff(*v, self.f(*v) if output is None else output)
         parts = (found,) if self.arity == 1 else tuple(found)
         return tuple(np.zeros_like(v[0], dtype=float) if p is None else _values(p) for p in parts)
 
@@ -211,7 +240,11 @@ class UnaryFn(Function):
     #: Facts that give Taylor mode a shorter recurrence: f(u) = u ** power (sqrt: 0.5), and
     #: f(u) = −g(u) for the function ``negative_of`` (−sin of sin), whose coefficients it reuses.
     power: float | None = None
-    negative_of: UnaryFn | None = None
+    if TYPE_CHECKING:  # read-only to the type checker, as ``name`` is
+        @property
+        def negative_of(self) -> UnaryFn | None: ...
+    else:
+        negative_of = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -229,7 +262,7 @@ class UnaryFn(Function):
         if self.through is not None:
             g, q = self.through
             inner = g(input)
-            dg = g.fdiff(input, inner)  # type: ignore[attr-defined]
+            dg = g.fdiff(input, inner)
             factor = slope(self, inner)
             return q(Dual(inner, dg)).tangent if factor is None else factor * dg  # type: ignore[no-any-return]
         raise NotImplementedError(
@@ -237,10 +270,6 @@ class UnaryFn(Function):
             "symbolically (eval, derive and grad still work where grad is defined); define "
             "fdiff(input, output), or a rustograd-style gen_graph(input, output, derived)"
         )
-
-    def grad(self, v: Any) -> Any:
-        """f′(v) as a value, for the numeric forward and reverse modes: ``fdiff`` on numbers."""
-        return self.rule_values(v)[0]
 
     def gen_graph(self, input: Term, output: Term, derived: Term) -> Term | None:
         """d(output) given ``derived`` = d(input): the chain rule over ``fdiff``."""
@@ -279,11 +308,6 @@ class BinaryFn(Function):
             "symbolically (eval, derive and grad still work where grad is defined); define "
             "fdiff(lhs, rhs, output), or a rustograd-style gen_graph(lhs, rhs, output, dlhs, drhs)"
         )
-
-    def grad(self, a: Any, b: Any) -> tuple[Any, Any]:
-        """(∂f/∂a, ∂f/∂b) as values, for the numeric modes: ``fdiff`` on numbers."""
-        da, db = self.rule_values(a, b)
-        return da, db
 
     def gen_graph(self, lhs: Term, rhs: Term, output: Term, dlhs: Term | None, drhs: Term | None) -> Term | None:
         """d(output) given d(lhs), d(rhs) (None: zero): the chain rule over ``fdiff``."""
@@ -394,7 +418,7 @@ class Dual:
     def apply(fn: Function, args: Sequence[Any]) -> Dual:
         values = [a.value if isinstance(a, Dual) else a for a in args]
         out = fn(*values)
-        found = fn.fdiff(*values, out)  # type: ignore[attr-defined]
+        found = fn.fdiff(*values, out)
         parts = (found,) if fn.arity == 1 else tuple(found)
         total = None
         for a, p in zip(args, parts):

@@ -68,7 +68,7 @@ class SigmoidSlope(UnaryFn):
     spelling = ("dsigmoid",)
 
     @property
-    def through(self) -> tuple[Function, Callable[[Any], Any]]:  # type: ignore[override]
+    def through(self) -> tuple[Function, Callable[[Any], Any]]:
         return sigmoid, lambda g: 0.25 - (g - 0.5) * (g - 0.5)
 
 
@@ -114,11 +114,11 @@ class LogBase(UnaryFn):
     base: float = 2.0
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return f"log{self.base:g}"
 
     @property
-    def spelling(self) -> tuple[Step, ...]:  # type: ignore[override]
+    def spelling(self) -> tuple[Step, ...]:
         return (self.name,) if self.name in ELEMENTARY else ()
 
     def f(self, v: Any) -> Any:

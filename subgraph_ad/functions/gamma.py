@@ -141,11 +141,11 @@ class LogAddExp(BinaryFn):
     base: int = 0
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return "logaddexp2" if self.base == 2 else "logaddexp"
 
     @property
-    def spelling(self) -> tuple[Step, ...]:  # type: ignore[override]
+    def spelling(self) -> tuple[Step, ...]:
         return (SPECIAL[self.name],)
 
     def fdiff(self, lhs: Any, rhs: Any, output: Any) -> tuple[Any, Any]:
@@ -209,7 +209,7 @@ class Polygamma(UnaryFn):
         object.__setattr__(self, "n", int(self.n))
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return "digamma" if self.n == 0 else f"polygamma{self.n}"
 
     def f(self, v: Any) -> Any:
@@ -328,7 +328,7 @@ class SincDerivative(UnaryFn):
     k: int = 1
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return f"sinc_d{self.k}"
 
     def f(self, v: Any) -> Any:

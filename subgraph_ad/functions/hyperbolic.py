@@ -22,7 +22,7 @@ class Sech2(UnaryFn):
     spelling = ("sech2",)
 
     @property
-    def through(self) -> tuple[Function, Callable[[Any], Any]]:  # type: ignore[override]
+    def through(self) -> tuple[Function, Callable[[Any], Any]]:
         return tanh, lambda g: 1.0 - g * g
 
 
@@ -51,11 +51,11 @@ class SinhFn(UnaryFn):
         object.__setattr__(self, "n", self.n % 2)
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return _NAMES[self.n]
 
     @property
-    def spelling(self) -> tuple[Step, ...]:  # type: ignore[override]
+    def spelling(self) -> tuple[Step, ...]:
         return (_NAMES[self.n],)
 
     def fdiff(self, input: Term, output: Term) -> Term:

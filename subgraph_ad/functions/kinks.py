@@ -240,11 +240,11 @@ class Kinded(Function):
     kind: str
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return self.kind
 
     @property
-    def spelling(self) -> tuple[Step, ...]:  # type: ignore[override]
+    def spelling(self) -> tuple[Step, ...]:
         return (KINKS[self.kind],)
 
 
@@ -481,7 +481,7 @@ class Rounding(Kinded, UnaryFn):
     constant = True
 
     @property
-    def spelling(self) -> tuple[Step, ...]:  # type: ignore[override]
+    def spelling(self) -> tuple[Step, ...]:
         return (KINKS[_ROUNDING[self.kind]],)
 
     def __call__(self, x: Any, decimals: int = 0) -> Any:  # type: ignore[override]

@@ -27,11 +27,11 @@ class Erf(UnaryFn):
     complement: bool = False
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return "erfc" if self.complement else "erf"
 
     @property
-    def spelling(self) -> tuple[Step, ...]:  # type: ignore[override]
+    def spelling(self) -> tuple[Step, ...]:
         return (self.name,)
 
     def fdiff(self, input: Term, output: Term) -> Term:

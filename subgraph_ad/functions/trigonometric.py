@@ -27,15 +27,15 @@ class SinFn(UnaryFn):
         object.__setattr__(self, "n", self.n % 4)
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return _NAMES[self.n]
 
     @property
-    def spelling(self) -> tuple[Step, ...]:  # type: ignore[override]
+    def spelling(self) -> tuple[Step, ...]:
         return _SPELLINGS[self.n]
 
     @property
-    def negative_of(self) -> UnaryFn | None:  # type: ignore[override]
+    def negative_of(self) -> UnaryFn | None:
         return SinFn(self.n - 2) if self.n >= 2 else None
 
     def fdiff(self, input: Term, output: Term) -> Term:

@@ -27,7 +27,7 @@ from typing import Any, Callable, TypeVar, cast
 
 import numpy as np
 
-from .system import (ADD, CHAIN, CHAIN0, COPY, DIV, GATE, GATE0, LINEAR, MUL, NEG, ROOT, SCALE, STATE, SUB, VADD,
+from .system import (ADD, CHAIN, CHAIN0, COPY, DIV, GATE0, LINEAR, MUL, NEG, ROOT, SCALE, STATE, SUB, VADD,
                      VCONST, VDIV, VMUL, VNATIVE, VNEG, VPOW, VSUB)
 
 F = TypeVar("F", bound=Callable[..., Any])

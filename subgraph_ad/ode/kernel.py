@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..functions.elementary import ELEMENTARY
-from .system import (ADD, CHAIN, CHAIN0, COPY, DIV, GATE, GATE0, LINEAR, MUL, NATIVE, NEG, ROOT, SCALE, STATE, SUB, VADD,
+from .system import (ADD, CHAIN, CHAIN0, COPY, DIV, GATE0, LINEAR, MUL, NATIVE, NEG, ROOT, SCALE, STATE, SUB, VADD,
                      VCALL, VCONST, VDIV, VMUL, VNATIVE, VNEG, VPOW, VSUB, System)
 
 _ARITHMETIC = {VADD: np.add, VSUB: np.subtract, VMUL: np.multiply, VDIV: np.divide, VPOW: np.power}

@@ -140,7 +140,8 @@ def test_a_well_conditioned_high_order_comes_back_with_its_digits(a, b, n):
     """Taylor mode's sums lose n/2 bits on e^{ax}·cos bx (2.3e-2 at n = 100); the default
     ``diff`` returns its exact expansion instead, two terms whose integer coefficients are
     rounded once: within 1e-12 of the truth at every point, and no warning."""
-    tape = Tape(); x = tape.var("x", 0.4)
+    tape = Tape()
+    x = tape.var("x", 0.4)
     f = sad.exp(a * x) * sad.cos(b * x)
     with warnings.catch_warnings():
         warnings.simplefilter("error", sad.AccuracyWarning)
@@ -154,7 +155,8 @@ def test_a_well_conditioned_high_order_comes_back_with_its_digits(a, b, n):
 def test_where_no_exact_form_is_built_the_warning_stays_with_a_fair_estimate():
     """Every order at once (``derivatives``, ``taylor_graph``) is still Taylor mode's, and warns:
     its estimate is within a factor 10 of the error measured against the exact values."""
-    tape = Tape(); x = tape.var("x", 0.4)
+    tape = Tape()
+    x = tape.var("x", 0.4)
     f = sad.exp(2 * x) * sad.cos(3 * x)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

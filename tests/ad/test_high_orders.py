@@ -21,7 +21,8 @@ def close(got: float, want, rtol: float) -> bool:
 
 @pytest.mark.parametrize("k", [171, 1000, 10_000])
 def test_sin_any_order_constant_nodes(k: int) -> None:
-    tape = Tape(); x = tape.var("x", 1.0)
+    tape = Tape()
+    x = tape.var("x", 1.0)
     f = sad.sin(x)
     before = len(tape.nodes)
     d = f.diff(x, k)
@@ -31,7 +32,8 @@ def test_sin_any_order_constant_nodes(k: int) -> None:
 
 
 def test_exp_500() -> None:
-    tape = Tape(); x = tape.var("x", 0.3)
+    tape = Tape()
+    x = tape.var("x", 0.3)
     assert sad.exp(x).diff(x, 500).eval() == pytest.approx(math.exp(0.3), rel=1e-15)
 
 
@@ -50,7 +52,8 @@ def hermite_derivative(n: int, x: float):
 # by O(1) relative).
 @pytest.mark.parametrize("at", [0.5, 1.3, -2.0])
 def test_gaussian_200_and_graph_250(at: float) -> None:
-    tape = Tape(); x = tape.var("x", at)
+    tape = Tape()
+    x = tape.var("x", at)
     f = sad.exp(-x**2 / 2)
     assert close(f.diff(x, 200).eval(), hermite_derivative(200, at), 1e-8)
     ds = sad.taylor_graph(f, x, 250)
@@ -60,14 +63,16 @@ def test_gaussian_200_and_graph_250(at: float) -> None:
 
 
 def test_gaussian_300_builds() -> None:
-    tape = Tape(); x = tape.var("x", 1.3)
+    tape = Tape()
+    x = tape.var("x", 1.3)
     assert close(sad.exp(-x**2 / 2).diff(x, 300).eval(), hermite_derivative(300, 1.3), 1e-8)
 
 
 def test_rational_180() -> None:
     """(d/dx)^n 1/(1+x²) = (−1)^n n! Im[(x − i)^−(n+1)], as 1/(1+x²) = Im 1/(x − i)."""
     n = 180
-    tape = Tape(); x = tape.var("x", 2.0)
+    tape = Tape()
+    x = tape.var("x", 2.0)
     want = (-1) ** n * mpmath.factorial(n) * mpmath.im(mpmath.mpc(2, -1) ** (-(n + 1)))
     assert close((1 / (1 + x**2)).diff(x, n).eval(), want, 1e-8)  # 1e-8: as for the Gaussian
 
@@ -76,7 +81,8 @@ def test_constant_factors_beyond_floats() -> None:
     """(1+x)**2.5 at order 200: the scalar k!·binom(2.5, k) (~1e366) overflows a float while the
     node (1+x)**(2.5−k) is ~1e−78; the result (~1e288) is finite and must come out so."""
     n = 200
-    tape = Tape(); x = tape.var("x", 1.5)
+    tape = Tape()
+    x = tape.var("x", 1.5)
     want = mpmath.rf(mpmath.mpf(2.5) - n + 1, n) * mpmath.mpf(2.5) ** (mpmath.mpf(2.5) - n)
     assert close(((1 + x) ** 2.5).diff(x, n).eval(), want, 1e-8)
 
@@ -84,7 +90,8 @@ def test_constant_factors_beyond_floats() -> None:
 def test_overflow_only_where_true() -> None:
     """exp(2x) at order 1100: 2^1100·exp(2x) is beyond the floats: +inf, never nan or a raise;
     exp(x/2) at order 1100: 2^−1100·exp(x/2) underflows to 0."""
-    tape = Tape(); x = tape.var("x", 0.1)
+    tape = Tape()
+    x = tape.var("x", 0.1)
     assert sad.exp(2 * x).diff(x, 1100).eval() == math.inf
     assert sad.exp(x / 2).diff(x, 1100).eval() == 0.0
 
@@ -92,7 +99,9 @@ def test_overflow_only_where_true() -> None:
 def test_powers_at_the_edges_past_the_floats_factorials() -> None:
     """Order 200 (exact scalars): 0 ** x is 0 for x > 0 and so is every derivative; a var base
     at 0 likewise in the exponent; a base of 1/2 gives log(1/2)^200·(1/2)^x."""
-    tape = Tape(); x = tape.var("x", 1.5); y = tape.var("y", 0.0)
+    tape = Tape()
+    x = tape.var("x", 1.5)
+    y = tape.var("y", 0.0)
     assert (0.0**x).diff(x, 200).eval() == 0.0
     assert math.isnan(((-2.0) ** x).diff(x, 200).eval({x: 2.0}))
     d = (y**x).diff(x, 200)

@@ -30,7 +30,9 @@ def _along_sin_times_y(a: float, b: float, n: int, x: float, y: float) -> mpmath
 
 @pytest.mark.parametrize("direction", [(1.0, 0.0), (0.3, 0.7)])
 def test_a_direction_reaches_order_200(direction):
-    tape = Tape(); x = tape.var("x", 0.7); y = tape.var("y", 1.3)
+    tape = Tape()
+    x = tape.var("x", 0.7)
+    y = tape.var("y", 1.3)
     a, b = direction
     ours = sad.taylor_graph(sin(x) * y, {x: a, y: b}, 200)
     for k in (1, 2, 3, 50, 150, 151, 171, 199, 200):
@@ -40,17 +42,20 @@ def test_a_direction_reaches_order_200(direction):
 
 
 def _gauss_sin():
-    tape = Tape(); x = tape.var("x", 0.5)
+    tape = Tape()
+    x = tape.var("x", 0.5)
     return tape, exp(-x**2 / 2) * sin(x), x
 
 
 def _tanh_of_square():
-    tape = Tape(); x = tape.var("x", 0.5)
+    tape = Tape()
+    x = tape.var("x", 0.5)
     return tape, tanh(x**2), x
 
 
 def _sin():
-    tape = Tape(); x = tape.var("x", 0.5)
+    tape = Tape()
+    x = tape.var("x", 0.5)
     return tape, sin(x), x
 
 
@@ -99,7 +104,9 @@ def _sympy_along(expr, direction, n):
     lambda x, y: (x * y) ** 3 - x / y,
 ])
 def test_directions_with_numbers_and_terms_match_sympy(build):
-    tape = Tape(); x = tape.var("x", 0.6); y = tape.var("y", 1.7)
+    tape = Tape()
+    x = tape.var("x", 0.6)
+    y = tape.var("y", 1.7)
     f = build(x, y)
     X, Y = sympy.symbols("x y")
     point = {X: sympy.Rational(3, 5), Y: sympy.Rational(17, 10)}
@@ -115,7 +122,9 @@ def test_directions_with_numbers_and_terms_match_sympy(build):
 def test_a_term_component_reaches_the_exact_mode():
     """A Term component at order 200 (above the exact mode's threshold): sin(x) along {x: y} is
     yⁿ·sin(x + n·π/2)."""
-    tape = Tape(); x = tape.var("x", 0.7); y = tape.var("y", 1.1)
+    tape = Tape()
+    x = tape.var("x", 0.7)
+    y = tape.var("y", 1.1)
     ours = sad.taylor_graph(sin(x), {x: y}, 200)
     with mpmath.workdps(60):
         for k in (1, 151, 171, 200):
@@ -128,7 +137,8 @@ def test_a_direction_is_measured_like_its_var():
     same build carries the same estimate, and the warning names the direction's vars."""
     found = []
     for wrt in ("var", "direction"):
-        tape = Tape(); x = tape.var("x", 0.4)
+        tape = Tape()
+        x = tape.var("x", 0.4)
         with pytest.warns(sad.AccuracyWarning) as caught:
             sad.taylor_graph(exp(x) * sin(x), x if wrt == "var" else {x: 1.0}, 100)
         found.append(str(caught[0].message))

@@ -206,7 +206,7 @@ def test_polynomial_orders_past_its_degree_cost_nothing():
     tape = Tape()
     x, y = tape.var("x", 0.5), tape.var("y", 2.0)
     z = (x * y + 1) * (x**2 + 3)  # = x³y + 3xy + x² + 3
-    tape.zero  # the tape's 0, which marks the zero orders, is appended once on first use
+    tape.zero  # noqa: B018 - the tape's 0, which marks the zero orders, is appended on first use
     mark = len(tape)
     d3 = taylor_graph(z, x, 3)
     size = len(tape) - mark

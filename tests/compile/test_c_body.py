@@ -18,7 +18,7 @@ from subgraph_ad.compile.program import build_program
 from subgraph_ad.functions import FUNCTIONS, Function
 from subgraph_ad import benchmark_functions as bench
 
-from conftest import Softplus  # noqa: E402
+from conftest import Softplus
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) on this machine")
 

@@ -16,7 +16,7 @@ from subgraph_ad.compile.lambdify import BackendWarning
 from subgraph_ad.compile.program import build_program, chunks
 from subgraph_ad.functions import xlogy
 
-from conftest import Softplus  # noqa: E402  (a user function with no spelling: f compiled by Numba)
+from conftest import Softplus  # a user function with no spelling: f compiled by Numba
 
 #: The unary built-ins in the every-op program, which tests chunking, not the functions: the
 #: kinked and special ones are checked on NumPy and Numba in their own tests (and on C and JAX in

@@ -28,8 +28,9 @@ from subgraph_ad.compile.backends import c, cuda
 from subgraph_ad.compile.program import build_program
 from subgraph_ad import benchmark_functions as bench
 
+from conftest import Softplus
+
 ROOT = Path(__file__).resolve().parents[2]
-from conftest import Softplus  # noqa: E402
 
 #: What makes the CUDA source C++ for one CPU thread: blockIdx.x = threadIdx.x = 0 and
 #: blockDim.x = gridDim.x = 1, so the grid-stride loop visits every point in turn. <math.h>'s

@@ -18,7 +18,7 @@ from subgraph_ad.compile.program import build_program
 from subgraph_ad.functions import FUNCTIONS
 from subgraph_ad import benchmark_functions as bench
 
-from conftest import Cube, Softplus  # noqa: E402
+from conftest import Cube, Softplus
 
 TINY = np.finfo(float).tiny
 EPS = np.finfo(float).eps

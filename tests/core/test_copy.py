@@ -84,7 +84,7 @@ def test_a_pickled_placeholder_is_still_unfed():
     twin = pickle.loads(pickle.dumps(tape))
     assert twin._values[p.index] is UNFED
     with pytest.raises(sad.UnfedPlaceholder, match="'p'"):
-        twin[p.index].value
+        twin[p.index].value  # noqa: B018 - the read that raises
 
 
 def test_deepcopy_copies_array_values_and_shares_the_functions():

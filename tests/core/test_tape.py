@@ -262,7 +262,7 @@ def test_a_failed_pruned_build_outside_any_transaction_leaves_nothing(tape):
 
 def test_repr_is_a_one_line_summary_of_nodes_vars_and_orders():
     tape = Tape()
-    x, a, p = tape.var("x", 0.5), tape.var("a", np.zeros(3)), tape.placeholder("p")
+    x, _, p = tape.var("x", 0.5), tape.var("a", np.zeros(3)), tape.placeholder("p")
     (sin(x) * p).diff(x, 2, method="graph")
     # order 0: x, a, p, sin(x), sin(x)*p; order 1: 1, cos(x), cos(x)*p; order 2: -sin(x), -sin(x)*p
     assert repr(tape) == "Tape(10 nodes; vars x=0.5, a=<array (3,)>, p=<unfed>; by order 0: 5, 1: 3, 2: 2)"

@@ -176,7 +176,6 @@ def test_reading_a_tape_from_other_threads_while_its_owner_builds_gives_exact_va
     tape, x, f = setup()
     d3 = f.diff(x, 3)
     points = np.linspace(-1.0, 1.0, 7)
-    done = threading.Event()
     failures: list[str] = []
 
     def read(seed: int) -> None:

@@ -143,7 +143,7 @@ def test_both_backends_agree_with_eval(name, backend):
 @pytest.mark.parametrize("name", ALL)
 def test_the_parser_knows_it_and_the_graph_shows_its_name(name):
     tape = sad.Tape()
-    x = tape.var("x", 0.6)
+    tape.var("x", 0.6)
     text = f"{name}(x, 2)" if name in BINARY else f"{name}(x)"
     t = sad.parse(text, tape=tape)
     fn = BINARY[name][0] if name in BINARY else UNARY[name][0]

@@ -4,7 +4,6 @@ and the biharmonic Δ²u: that pass twice, or one fourth-order pass (``_Direct``
 from __future__ import annotations
 
 import itertools
-from fractions import Fraction
 from typing import Any, Callable, Optional
 
 from ...core import Callback, LimitError, Tape, Term, checks, dependencies
@@ -44,17 +43,17 @@ def _div_laplacian(p: Pass, i: int, node: Any, lap: Values) -> Lin:
 
 
 def _chain_laplacian(p: Pass, i: int, node: Any, lap: Values) -> Lin:
-    """Δf(a₁, a₂) = Σₖ fₖ Δaₖ + Σₖₗ fₖₗ ∇aₖ·∇aₗ over the moving operands, from the local partials."""
+    """Δf(a₁, a₂) = Σₖ fₖ Δaₖ + Σⱼₖ fⱼₖ ∇aⱼ·∇aₖ over the moving operands, from the local partials."""
     alg = p.alg
     parts = p.partials(i)
     total: Lin = None
     for a, f in parts:
         share = linear_share(p, i, a, lap.get(a)) if linear_slot(p, i, a) else p.times(lap.get(a), f)
         total = alg.add(total, share)
-    for (k, l), f in p.second(i).items():
+    for (j, k), f in p.second(i).items():
         if f is not None:
-            weight = 1 if k == l else 2
-            total = alg.add(total, alg.scale(p.times(p.pair(parts[k][0], parts[l][0]), f), weight))
+            weight = 1 if j == k else 2
+            total = alg.add(total, alg.scale(p.times(p.pair(parts[j][0], parts[k][0]), f), weight))
     return total
 
 
@@ -139,13 +138,13 @@ class _Direct:
             self.p.alg.accumulate(total, self.pair_terms(self.entry(a, q), self.entry(b, q)))
         return total or None
 
-    def sandwich(self, m: int, k: int, l: int) -> Lin:
-        """∇mᵀH_k∇l."""
+    def sandwich(self, m: int, k: int, n: int) -> Lin:
+        """∇mᵀH_k∇n."""
         alg = self.p.alg
         total: dict = {}
         for q in bits(self.p.mask(m) & self.p.mask(k)):
             dm = self.p.gradient(m, 1 << q).get(q)
-            alg.accumulate(total, alg.mul(dm, self.pair_terms(self.entry(k, q), Term(self.p.tape, l))))
+            alg.accumulate(total, alg.mul(dm, self.pair_terms(self.entry(k, q), Term(self.p.tape, n))))
         return total or None
 
     def rule(self, i: int, node: Any, bih: Values) -> Lin:
@@ -164,20 +163,20 @@ class _Direct:
         total = None
         for k in r:
             total = alg.add(total, p.times(bih.get(ops[k]), p.derivative(i, (k,))))
-        for k, l in itertools.product(r, r):
-            a, b = ops[k], ops[l]
+        for j, k in itertools.product(r, r):
+            a, b = ops[j], ops[k]
             inner = alg.mul(lap.get(a), lap.get(b))
             cross = alg.add(self.pair_terms(Term(p.tape, a), self.lap_term(b)),
                             self.pair_terms(Term(p.tape, b), self.lap_term(a)))
             inner = alg.add(inner, alg.scale(cross, 2))
             inner = alg.add(inner, alg.scale(self.hessians(a, b), 2))
-            total = alg.add(total, alg.mul(f(k, l), inner))
-        for k, l, m in itertools.product(r, r, r):
-            inner = alg.add(alg.scale(alg.mul(lap.get(ops[k]), p.pair(ops[l], ops[m])), 2),
-                            alg.scale(self.sandwich(ops[m], ops[k], ops[l]), 4))
-            total = alg.add(total, alg.mul(f(k, l, m), inner))
-        for k, l, m, n in itertools.product(r, r, r, r):
-            total = alg.add(total, alg.mul(f(k, l, m, n), alg.mul(p.pair(ops[k], ops[l]), p.pair(ops[m], ops[n]))))
+            total = alg.add(total, alg.mul(f(j, k), inner))
+        for j, k, m in itertools.product(r, r, r):
+            inner = alg.add(alg.scale(alg.mul(lap.get(ops[j]), p.pair(ops[k], ops[m])), 2),
+                            alg.scale(self.sandwich(ops[m], ops[j], ops[k]), 4))
+            total = alg.add(total, alg.mul(f(j, k, m), inner))
+        for j, k, m, n in itertools.product(r, r, r, r):
+            total = alg.add(total, alg.mul(f(j, k, m, n), alg.mul(p.pair(ops[j], ops[k]), p.pair(ops[m], ops[n]))))
         return total
 
 

@@ -123,7 +123,7 @@ class Pass:
     def second(self, i: int) -> dict[tuple[int, int], Optional[Term]]:
         """The second local partials ∂²node/∂a∂b for its moving operands a <= b (by position)."""
         n = len(self.moving(i))
-        return {(k, l): self.derivative(i, (k, l)) for k in range(n) for l in range(k, n)}
+        return {(j, k): self.derivative(i, (j, k)) for j in range(n) for k in range(j, n)}
 
     def times(self, value: Lin, f: Optional[Term]) -> Lin:
         """value · f for a local partial f; a reciprocal c/v is applied as a quotient (value·c)/v,
