@@ -322,8 +322,8 @@ def derivatives(z: Term, *args: Any, method: str = "auto", callback: Callback | 
     if has_arrays(tape, dependencies(tape, [z.index])):
         if method == "taylor":  # Taylor mode is scalar: it reads the expansion
             z = Term(tape, scalar_roots(tape, [z.index], "diff")[0])
-        else:  # gen_graph keeps array nodes; closed forms are scalar
-            method, closed_form = "graph", False
+        else:  # gen_graph keeps array nodes
+            method = "graph"
     steps = Derivatives([], z, [w for w, count in runs for _ in range(count)])
     with tape.transaction():
         result = z

@@ -29,10 +29,13 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from .term import Term
 
 
-def element_vars(tape: Tape, name: str) -> Any:
+def element_vars(tape: Tape, name: str | None) -> Any:
     """The scalar vars of array var ``name``'s elements, as an object array of its shape."""
     from .term import Term
 
+    if name not in tape.var_shapes:
+        raise TypeError(f"element_vars takes the name of an array var of the tape, got {name!r}")
+    assert name is not None  # for the type checker: var_shapes holds names
     shape = tape.var_shapes[name]
     names = tape.elements.get(name)
     if names is None:

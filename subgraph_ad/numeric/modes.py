@@ -34,6 +34,7 @@ import numpy as np
 
 from ..core import checks
 from ..core import OPS, UNFED, Tape, Term, UnfedPlaceholder, dependencies
+from ..core.tape import _Placeholder
 from ..functions import Function, power_partial
 from ..functions.view import gates
 from ..tables import html_table, text_table
@@ -76,6 +77,8 @@ def bind(tape: Tape, values: Values | None) -> dict[int, Any]:
     if tape.elements:  # an expanded array var's elements read its value
         for name, names in tape.elements.items():
             whole = found[tape._vars[name]]
+            if isinstance(whole, _Placeholder):  # unfed: so are its elements
+                continue
             shape = tape.var_shapes[name]
             for flat, element in enumerate(names):
                 found[tape._vars[element]] = whole[(Ellipsis,) + np.unravel_index(flat, shape)]
