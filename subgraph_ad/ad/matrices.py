@@ -35,6 +35,8 @@ import numpy as np
 
 from ..core import checks
 from ..core import Term, dependencies
+from ..core.arrays import has_arrays
+from ..core.expand import element_vars, expand_many
 from . import matrix_display as display
 from .forward import directional, gen_graph_many
 from .reverse import grad_graph
@@ -60,15 +62,36 @@ def _vars(z: Term, inputs: Any) -> list[Term]:
     return xs
 
 
+def _scalar_form(outputs: list[Term], inputs: Any) -> tuple[list[Term], Any]:
+    """Outputs and inputs as scalar nodes where array nodes are involved: each output expanded
+    (an array output gives a row per element, in C order), each array var among the inputs its
+    element vars, so that the matrices keep the scalar form's structural zeros."""
+    tape = outputs[0].tape
+    if not tape.var_shapes and not tape.array_nodes:
+        return outputs, inputs
+    listed = [inputs] if isinstance(inputs, Term) else list(inputs) if isinstance(inputs, (list, tuple)) else inputs
+    if not isinstance(listed, list):
+        return outputs, inputs  # refused by _vars, by name
+    arrays = [x for x in listed if isinstance(x, Term) and x.tape is tape and x.op == "var" and x.shape]
+    if not arrays and not has_arrays(tape, dependencies(tape, [f.index for f in outputs])):
+        return outputs, inputs
+    flat: list[Term] = []
+    for part in expand_many(tape, [f.index for f in outputs]):
+        flat += list(part.ravel()) if isinstance(part, np.ndarray) else [part]
+    xs = [v for x in listed for v in (element_vars(tape, x.name).ravel() if x in arrays else [x])]
+    return flat, xs
+
+
 def jacobian(outputs: Term | Sequence[Term], inputs: Term | Sequence[Term], sparse: bool = False) -> Any:
     """Rows of Terms: J[i][j] = ∂outputs[i]/∂inputs[j], structural zeros the tape's 0; or, with
     ``sparse=True``, a ``Sparse`` matrix of the structural nonzeros. Reverse sweeps (a row each)
     when there are fewer outputs than inputs, forward passes (a column each) otherwise; either
     way only the entries whose output depends on the input at all are differentiated."""
     fs = _terms(outputs, "outputs")
-    xs = _vars(fs[0], inputs)
     for f in fs:
         fs[0]._lift(f)
+    fs, inputs = _scalar_form(fs, inputs)
+    xs = _vars(fs[0], inputs)
     tape = fs[0].tape
     entries: dict[tuple[int, int], Term] = {}
     with tape.transaction():
@@ -93,6 +116,9 @@ def hessian(output: Term, inputs: Term | Sequence[Term], sparse: bool = False) -
     (both triangles listed, each pair one Term)."""
     if not isinstance(output, Term):
         raise TypeError(f"hessian takes one output Term, got {type(output).__name__} {output!r}")
+    if output.shape:
+        raise TypeError(f"hessian takes a scalar output; {output!r} is an array of shape {output.shape}")
+    (output,), inputs = _scalar_form([output], inputs)
     xs = _vars(output, inputs)
     tape = output.tape
     upper: dict[tuple[int, int], Term] = {}

@@ -257,3 +257,23 @@ def test_scalar_engines_read_the_expansion():
     g = u.grad()
     _close(g[x], np.asarray(jax.grad(lambda x: jnp.sum(jnp.tanh(A @ x * 0.2) ** 2))(jnp.array([0.3, -0.4]))))
     _close(u.derive(t), twin.gen_graph(t).eval())
+
+
+def test_hessian_and_jacobian_by_array_vars_are_the_scalar_forms():
+    """An array var among the inputs counts as its elements (C order), an array output as its
+    elements' rows; the entries are the scalar form's, structural zeros included."""
+    jax.config.update("jax_enable_x64", True)
+    A = np.array([[1.0, 2.0, 0.0], [0.5, -1.0, 1.0]])
+    tape = sad.Tape()
+    x = tape.array("x", [0.3, 0.5, 0.7])
+    s = tape.var("s", 0.2)
+    u = (sad.tanh(A @ x) ** 2).sum() * s
+    H = sad.hessian(u, [x, s])
+    expected = jax.hessian(lambda z: (jnp.tanh(A @ z[:3]) ** 2).sum() * z[3])(jnp.array([0.3, 0.5, 0.7, 0.2]))
+    _close(np.array([[H[i][j].eval() for j in range(4)] for i in range(4)]), np.asarray(expected))
+    J = sad.jacobian([sad.tanh(A @ x)], [x])
+    assert J.shape == (2, 3)
+    expected = jax.jacobian(lambda z: jnp.tanh(A @ z))(jnp.array([0.3, 0.5, 0.7]))
+    _close(np.array([[J[i][j].eval() for j in range(3)] for i in range(2)]), np.asarray(expected))
+    sparse = sad.hessian((x * x).sum(), [x], sparse=True)
+    assert sorted(zip(sparse.rows, sparse.cols)) == [(0, 0), (1, 1), (2, 2)]  # the diagonal, as with scalars
