@@ -21,14 +21,13 @@ True
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Optional
 
 import numpy as np
 
 from ...core import Tape, Term, dependencies
 from ...core import array_build as build
-from ...core.arrays import ARRAY_OPS, as_index, has_arrays, shape_of, size
+from ...core.arrays import ARRAY_OPS, as_index, has_arrays, shape_of
 from ...core.expand import element_vars, scalar_roots
 from ...core.ops import OPS, Node
 from ...tables import rule_table
@@ -264,7 +263,7 @@ def scalar_twin(u: Term, xs: list[Term]) -> tuple[Term, list[Term]]:
     pass where the array pass has no rule."""
     tape = u.tape
     (root,) = scalar_roots(tape, [u.index], "laplacian")
-    flat = [t for x in xs for t in (list(element_vars(tape, x.name).ravel()) if x.shape else [x])]
+    flat = [t for x in xs for t in (list(element_vars(tape, x.node.payload).ravel()) if x.shape else [x])]
     return Term(tape, root), flat
 
 
