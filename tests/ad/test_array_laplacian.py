@@ -257,3 +257,23 @@ def test_an_array_u_is_refused_and_the_tape_is_unchanged() -> None:
     with pytest.raises(TypeError, match="scalar Term"):
         sad.laplacian(h, x)
     assert len(tape) == before
+
+
+@pytest.mark.parametrize("method", ["auto", "direct"])
+def test_biharmonic_of_a_network(method: str) -> None:
+    """Δ²u: the array pass on its own result ("auto"), or the scalar expansion ("direct"),
+    against JAX's Laplacian of its Laplacian."""
+    rng = np.random.default_rng(8)
+    d = 3
+    layers, out = _network(rng, d, [6, 4])
+    points = rng.normal(size=(3, d))
+    tape = sad.Tape()
+    x = tape.array("x", points[0])
+    u = _forward(x, layers, out, [sad.tanh, sad.sigmoid])
+    found = sad.biharmonic(u, x, method=method)
+    assert (tape.find_var("x_0") is None) == (method == "auto")
+
+    def lap_jax(v: Any) -> Any:
+        return jnp.trace(jax.hessian(lambda w: _forward(w, layers, out, [jnp.tanh, jax.nn.sigmoid]))(v))
+
+    _close(found.eval({x: points}), _jax_laplacian(lap_jax, points), 1e-10)
