@@ -200,7 +200,9 @@ def laplacian(u: Term, xs: Any, weights: Any = None, callback: Callback | None =
     """Δu = Σ ∂²u/∂xᵢ² as a Term, by one forward pass over u's nodes (``LAPLACIAN``); with
     ``weights`` A (symmetric; dense d×d rows or ndarray, or a dict {(i, j): value}; numbers or
     Terms), Σ aᵢⱼ ∂²u/∂xᵢ∂xⱼ by the same pass. The tape's 0 for a structural zero.
-    Transactional: if anything raises, the tape is left as it was.
+    Over array nodes (u or a var of xs an array) the pass carries Jacobian blocks and
+    Laplacians as array nodes (``array_laplacian``). Transactional: if anything raises, the
+    tape is left as it was.
 
     >>> from subgraph_ad import Tape, exp
     >>> tape = Tape(); x = tape.var("x"); y = tape.var("y")
@@ -276,7 +278,8 @@ def biharmonic(u: Term, xs: Any, method: str = "auto", callback: Callback | None
     Laplacian's own graph; ``"direct"``: one pass of the fourth-order chain rule (``_Direct``),
     which pairs Hessians; ``"auto"`` (default): whichever appends fewer nodes, measured on
     trial (nested won on the benchmark functions but the smallest network; docs/operators.md).
-    Transactional.
+    Over array nodes, "auto" and "nested" run the array Laplacian pass twice; "direct" expands
+    u to scalar nodes. Transactional.
 
     >>> from subgraph_ad import Tape, sin
     >>> tape = Tape(); x = tape.var("x"); y = tape.var("y")
@@ -286,6 +289,16 @@ def biharmonic(u: Term, xs: Any, method: str = "auto", callback: Callback | None
     xs = check_vars(u, xs, "biharmonic")
     checks.choice(method, "method", BIHARMONIC_METHODS, "biharmonic")
     tape = u.tape
+    if arrays.holds_arrays(u, xs):  # the array pass run on its own result; "direct" pairs scalar Hessians
+        if method != "direct":
+            try:
+                with tape.transaction(callback, order=derivative_order(u) + 4):
+                    (index,) = tape.pruned(lambda: [arrays.laplacian(arrays.laplacian(u, xs, None), xs, None).index])
+                    return Term(tape, index)
+            except arrays.Unsupported:
+                pass
+        with tape.transaction():
+            return biharmonic(*arrays.scalar_twin(u, xs), method, callback)
     with tape.transaction(callback, order=derivative_order(u) + 4):
         chosen = _smaller(tape, xs, u.index) if method == "auto" else method
         (index,) = tape.pruned(lambda: _biharmonic_build(tape, xs, u.index, chosen))
