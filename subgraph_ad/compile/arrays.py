@@ -166,7 +166,7 @@ class Expanded:
         self.shapes: list[Shape] = [v.shape for v in inputs]
         flat_inputs: list[Term] = []
         for v in inputs:
-            flat_inputs += list(element_vars(tape, v.name).ravel()) if v.shape else [v]
+            flat_inputs += list(element_vars(tape, str(v.name)).ravel()) if v.shape else [v]
         parts = expand_many(tape, [t.index for t in outputs])
         self.out_shapes: list[Shape] = [np.shape(p) if isinstance(p, np.ndarray) else () for p in parts]
         flat_outputs = [t for p in parts for t in (p.ravel() if isinstance(p, np.ndarray) else [p])]
