@@ -59,6 +59,7 @@ bench: $(STAMP) graphviz
 	$(PY) benchmarks/many_variables.py --rounds 5
 	$(PY) benchmarks/operators.py
 	PYTHONPATH=. $(PY) benchmarks/compile.py --label after
+	PYTHONPATH=. $(PY) benchmarks/arrays.py
 	$(PY) benchmarks/ode.py
 	$(PY) benchmarks/cluster.py
 

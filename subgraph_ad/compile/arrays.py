@@ -18,9 +18,9 @@ that is an element of an expanded array input (``W_0_1``) is read from that arra
 >>> tape = sad.Tape(); W = tape.array("W", np.eye(2)); x = tape.array("x", np.zeros(2))
 >>> f = sad.lambdify([W, x], sad.tanh(W @ x).sum())
 >>> round(f(np.eye(2), np.array([0.5, 1.0])), 12)
-1.223625896327
+1.223711313216
 >>> f(np.eye(2), np.array([[0.5, 1.0], [0.0, 0.0]]))        # a batch of two points x
-array([1.2236259, 0.       ])
+array([1.22371131, 0.        ])
 """
 
 from __future__ import annotations
@@ -160,13 +160,13 @@ class Expanded:
     array arguments into those elements and stacks each array output back (see the module)."""
 
     def __init__(self, tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], single: bool,
-                 compile_scalar: Callable[[list[Term], list[Term]], Any]) -> None:
-        self.single = single
+                 compile_scalar: Callable[[list[Term], list[Term]], Any], backend: str) -> None:
+        self.single, self.backend = single, backend  # the backend that runs the scalar program
         self.names = [str(v.name) for v in inputs]
         self.shapes: list[Shape] = [v.shape for v in inputs]
         flat_inputs: list[Term] = []
         for v in inputs:
-            flat_inputs += list(element_vars(tape, v.name).ravel()) if v.shape else [v]
+            flat_inputs += list(element_vars(tape, str(v.name)).ravel()) if v.shape else [v]
         parts = expand_many(tape, [t.index for t in outputs])
         self.out_shapes: list[Shape] = [np.shape(p) if isinstance(p, np.ndarray) else () for p in parts]
         flat_outputs = [t for p in parts for t in (p.ravel() if isinstance(p, np.ndarray) else [p])]

@@ -401,4 +401,4 @@ def _arrays(tape: Any, ins: list[Term], outs: list[Term], single: bool, backend:
     def scalar(inputs: list[Term], outputs: list[Term]) -> Any:
         return lambdify(inputs, outputs, backend, block, parallel, warn=warn, chunk=chunk, cache=cache, dtype=dtype)
 
-    return Expanded(tape, ins, outs, single, scalar)
+    return Expanded(tape, ins, outs, single, scalar, backend)

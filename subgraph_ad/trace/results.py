@@ -11,6 +11,7 @@ holds them (a ``TermArray`` for an array).
 
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Any, Callable, Sequence
 
@@ -50,31 +51,34 @@ def block(values: list[Any], start: int, shape: tuple[int, ...], batch: tuple[in
 class Packed(Sequence[Any]):
     """An array program's outputs (each of the batch's shape and then its own) read as the one
     value per number that the assembling functions take: element k of an array output is its
-    ``[..., k]`` number (a view), and ``whole`` hands over an array output as it is."""
+    ``[..., k]`` number (a view), and ``whole`` hands over an array output as it is. Nothing is
+    laid out per number up front: a gradient of 10⁶ numbers is one array, not 10⁶ entries."""
 
     def __init__(self, values: Any, shapes: Sequence[tuple[int, ...]]) -> None:
         self.values = list(values) if isinstance(values, tuple) else [values]
         self.shapes = list(shapes)
-        self.starts: dict[int, int] = {}
-        self.owner: list[tuple[int, tuple[int, ...]]] = []
-        for j, shape in enumerate(self.shapes):
-            self.starts[len(self.owner)] = j
-            self.owner += [(j, where) for where in np.ndindex(*shape)]
+        self.starts = [0]
+        for shape in self.shapes:
+            self.starts.append(self.starts[-1] + math.prod(shape))
 
     def __len__(self) -> int:
-        return len(self.owner)
+        return self.starts[-1]
 
     def __getitem__(self, k: Any) -> Any:
         if isinstance(k, slice):
             return [self[i] for i in range(*k.indices(len(self)))]
-        j, where = self.owner[k]
-        value = self.values[j]
-        return value[(Ellipsis,) + where] if where else value
+        k = range(len(self))[k]  # an IndexError past the end, as a list's
+        j = bisect.bisect_right(self.starts, k) - 1
+        value, shape = self.values[j], self.shapes[j]
+        if not shape:
+            return value
+        where = tuple(int(i) for i in np.unravel_index(k - self.starts[j], shape))
+        return value[(Ellipsis,) + where]
 
     def whole(self, start: int, size: int) -> Any:
         """The array output that is exactly numbers start..start+size, else None."""
-        j = self.starts.get(start)
-        if j is None or math.prod(self.shapes[j]) != size or not self.shapes[j]:
+        j = bisect.bisect_left(self.starts, start)
+        if j >= len(self.shapes) or self.starts[j] != start or not self.shapes[j] or self.starts[j + 1] - start != size:
             return None
         return np.asarray(self.values[j])
 

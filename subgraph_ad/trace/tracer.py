@@ -11,7 +11,6 @@ that trace's tape, named apart from its own.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -62,7 +61,7 @@ class Traced:
         self.trees = [_as_tree(s) for s in signature]
         self.expanded = False  # whether a build took the scalar vars of an array var (``scalar_vars``)
         #: Whether the array arguments are array vars (fed whole) rather than scalar vars each.
-        self.arrays = arrays and tape is None and any(shape and math.prod(shape) for tree in self.trees
+        self.arrays = arrays and tape is None and any(shape and 0 not in shape for tree in self.trees
                                                       for shape in leaf_shapes(tree))
         if self.arrays:
             try:
@@ -87,7 +86,7 @@ class Traced:
             per_leaf: list[list[Term]] = []
             for j, shape in enumerate(shapes):
                 stem = f"{prefix}a{k}" if single else f"{prefix}a{k}_l{j}"
-                if self.arrays and shape and math.prod(shape):  # one array var: array code keeps arrays
+                if self.arrays and shape and 0 not in shape:  # one array var: array code keeps arrays
                     vs = [self.tape.array(stem, np.zeros(shape))]
                     leaves.append(vs[0])
                 elif shape:
@@ -121,7 +120,7 @@ class Traced:
         self.expanded = True
         out: list[Term] = []
         for v in self.vars_of(k):
-            out += list(element_vars(self.tape, v.name).ravel()) if v.shape else [v]
+            out += list(element_vars(self.tape, str(v.name)).ravel()) if v.shape else [v]
         return out
 
     def inputs(self) -> list[Term]:
@@ -131,7 +130,7 @@ class Traced:
             return self.flat
         out: list[Term] = []
         for v in self.flat:
-            out += list(element_vars(self.tape, v.name).ravel()) if v.shape else [v]
+            out += list(element_vars(self.tape, str(v.name)).ravel()) if v.shape else [v]
         return out
 
     def scalars(self, terms: Sequence[Term]) -> list[Term]:

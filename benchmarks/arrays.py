@@ -1,0 +1,175 @@
+"""Array-written NumPy code, traced with its arrays kept as array nodes, against JAX.
+
+- **MLP gradient**: ``sad.grad`` of the 961-parameter tanh network's squared loss (10 → 80 → 1,
+  batch 32; ``benchmarks/compile.py``'s ``mlp_loss``) against ``jax.jit(jax.grad)``: first call
+  (fresh process), repeated call, nodes on the tape.
+- **sum of squares**: ``sad.grad(lambda x: np.sum(x**2))`` on 10⁶ elements: first call time and
+  peak memory (``tracemalloc``), fresh process.
+- **MLP 10 → 64 → 64 → 1, batch 128**: gradient and Hessian-vector product against
+  ``jax.jit(jax.grad)`` and ``jax.jit(jax.jvp(jax.grad))``.
+
+Each measurement runs in a fresh process (first calls compile nothing twice).
+
+    PYTHONPATH=. python benchmarks/arrays.py [--repeats 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from compile import mlp_data, mlp_loss  # noqa: E402  (the 961-parameter network, as benchmarks/compile.py)
+
+
+def _median(f: Callable[[], Any], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def deep_loss(p: dict[str, Any], x: Any, y: Any, np_: Any = np) -> Any:
+    """Squared loss of a 10 → 64 → 64 → 1 tanh network."""
+    h = np_.tanh(x @ p["w1"] + p["b1"])
+    h = np_.tanh(h @ p["w2"] + p["b2"])
+    return np_.mean((h @ p["w3"] + p["b3"] - y) ** 2)
+
+
+def deep_data() -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(1)
+    p = {"w1": rng.normal(size=(10, 64)) / 3, "b1": rng.normal(size=64), "w2": rng.normal(size=(64, 64)) / 8,
+         "b2": rng.normal(size=64), "w3": rng.normal(size=(64, 1)) / 8, "b3": rng.normal(size=1)}
+    return p, rng.normal(size=(128, 10)), rng.normal(size=(128, 1))
+
+
+# -- one measurement per process -------------------------------------------------------------------
+def measure_mlp(repeats: int) -> dict[str, Any]:
+    import subgraph_ad as sad
+    from subgraph_ad.ad.reverse import grad_graph
+    from subgraph_ad.trace.tracer import Traced
+
+    p, x, y = mlp_data()
+    grad = sad.grad(mlp_loss)
+    start = time.perf_counter()
+    first = grad(p, x, y)
+    row: dict[str, Any] = {"first": time.perf_counter() - start}
+    row["repeat"] = _median(lambda: grad(p, x, y), repeats)
+    trace = Traced(mlp_loss, [p.shape, x.shape, y.shape], "grad", arrays=True)
+    grad_graph(trace.scalar_output("grad"), trace.vars_of(0))
+    row["nodes"] = len(trace.tape.nodes)
+    row["check"] = float(np.linalg.norm(first))
+    return row
+
+
+def measure_mlp_jax(repeats: int) -> dict[str, Any]:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+    p, x, y = mlp_data()
+    grad = jax.jit(jax.grad(lambda p, x, y: mlp_loss(p, x, y, jnp)))
+    start = time.perf_counter()
+    first = np.asarray(grad(p, x, y))
+    row: dict[str, Any] = {"first": time.perf_counter() - start}
+    row["repeat"] = _median(lambda: grad(p, x, y).block_until_ready(), repeats)
+    row["check"] = float(np.linalg.norm(first))
+    return row
+
+
+def measure_squares(repeats: int) -> dict[str, Any]:
+    import tracemalloc
+
+    import subgraph_ad as sad
+
+    x = np.random.default_rng(0).normal(size=10**6)
+    tracemalloc.start()
+    start = time.perf_counter()
+    g = sad.grad(lambda x: np.sum(x ** 2))(x)
+    first = time.perf_counter() - start
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return {"first": first, "peak_MB": peak / 2**20, "error": float(np.max(np.abs(g - 2 * x)))}
+
+
+def measure_deep(repeats: int) -> dict[str, Any]:
+    import subgraph_ad as sad
+
+    p, x, y = deep_data()
+    v = {k: np.ones_like(a) for k, a in p.items()}
+    grad = sad.grad(deep_loss)
+
+    def loss(q: Any) -> Any:
+        return deep_loss(q, x, y)
+
+    hvp = sad.hvp(loss, p, v)  # the first call, which compiles
+    start = time.perf_counter()
+    grad(p, x, y)
+    row: dict[str, Any] = {"grad_first": time.perf_counter() - start}
+    row["grad"] = _median(lambda: grad(p, x, y), repeats)
+    row["hvp"] = _median(lambda: sad.hvp(loss, p, v), repeats)
+    row["check"] = float(sum(np.linalg.norm(a) for a in hvp.values()))
+    return row
+
+
+def measure_deep_jax(repeats: int) -> dict[str, Any]:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+    p, x, y = deep_data()
+    v = {k: np.ones_like(a) for k, a in p.items()}
+    grad = jax.jit(jax.grad(lambda p, x, y: deep_loss(p, x, y, jnp)))
+    hvp = jax.jit(lambda p, v: jax.jvp(jax.grad(lambda q: deep_loss(q, x, y, jnp)), (p,), (v,))[1])
+    grad(p, x, y)
+    found = hvp(p, v)
+    row: dict[str, Any] = {"grad": _median(lambda: jax.block_until_ready(grad(p, x, y)), repeats)}
+    row["hvp"] = _median(lambda: jax.block_until_ready(hvp(p, v)), repeats)
+    row["check"] = float(sum(np.linalg.norm(np.asarray(a)) for a in found.values()))
+    return row
+
+
+def _run(name: str, repeats: int) -> dict[str, Any]:
+    """``name(repeats)`` in a fresh process, its row as JSON."""
+    code = f"import sys, json; sys.argv = ['arrays']; import arrays; print(json.dumps(arrays.{name}({repeats})))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=__file__.rsplit("/", 1)[0], capture_output=True, text=True,
+                          check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=200)
+    args = parser.parse_args()
+    ms = 1e3
+    mlp, mlp_jax = _run("measure_mlp", args.repeats), _run("measure_mlp_jax", args.repeats)
+    print("MLP 10 → 80 → 1 gradient (961 parameters, batch 32)")
+    print(f"  first call   ours {mlp['first'] * ms:9.2f} ms   jax {mlp_jax['first'] * ms:9.2f} ms")
+    print(f"  repeated     ours {mlp['repeat'] * ms:9.3f} ms   jax {mlp_jax['repeat'] * ms:9.3f} ms   "
+          f"ratio {mlp['repeat'] / mlp_jax['repeat']:.2f}x (target <= 1.0x)")
+    print(f"  nodes on the tape {mlp['nodes']} (target <= 200); |g| ours {mlp['check']:.12g} jax {mlp_jax['check']:.12g}")
+    squares = _run("measure_squares", args.repeats)
+    print("grad(lambda x: np.sum(x**2)) on 10^6 elements, first call")
+    print(f"  {squares['first'] * ms:9.1f} ms (target <= 1000), peak {squares['peak_MB']:.1f} MB (target <= 200), "
+          f"max error {squares['error']:.1e}")
+    deep, deep_jax = _run("measure_deep", args.repeats), _run("measure_deep_jax", args.repeats)
+    print("MLP 10 → 64 → 64 → 1, batch 128")
+    for key, what in (("grad", "gradient"), ("hvp", "Hessian-vector product")):
+        print(f"  {what:24s} ours {deep[key] * ms:8.3f} ms   jax {deep_jax[key] * ms:8.3f} ms   "
+              f"ratio {deep[key] / deep_jax[key]:.2f}x (target <= 1.0x)")
+    print(f"  |Hv| ours {deep['check']:.12g} jax {deep_jax['check']:.12g}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""Traced NumPy code keeps its arrays: an array argument is one array var, and ``@``, ufuncs,
+reductions, slices, ``np.dot``/``np.einsum``/``np.concatenate``/``np.stack`` make array nodes.
+Oracles: the same function written with Python loops over scalars (traced on scalar vars), and
+JAX in float64. ``lambdify`` of array graphs on each backend against ``Term.eval``."""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import subgraph_ad as sad
+from subgraph_ad.compile.arrays import ArrayCompiled, Expanded
+
+jax.config.update("jax_enable_x64", True)
+TOL = {"rtol": 1e-12, "atol": 1e-12}
+
+
+def mlp(npx, x, W, v):
+    return npx.sum(npx.tanh(W @ x) * v) + npx.mean(x[1:] * x[:-1])
+
+
+def mlp_loops(x, W, v):
+    n, m = len(W), len(x)
+    total = 0.0
+    for i in range(n):
+        total = total + np.tanh(sum(W[i][j] * x[j] for j in range(m))) * v[i]
+    return total + sum(x[k + 1] * x[k] for k in range(m - 1)) / (m - 1)
+
+
+def einsum_net(npx, x, W, v):
+    h = npx.einsum("ij,j->i", W, npx.sin(x))
+    g = npx.dot(h, v) + npx.einsum("i,i->", x, x)
+    both = npx.concatenate([x, npx.stack([g, h[0]])])
+    return npx.sum(both ** 2) + npx.reshape(W, (-1,))[2] * W.T[0, 1]
+
+
+def einsum_loops(x, W, v):
+    n, m = len(W), len(x)
+    h = [sum(W[i][j] * np.sin(x[j]) for j in range(m)) for i in range(n)]
+    g = sum(h[i] * v[i] for i in range(n)) + sum(x[j] * x[j] for j in range(m))
+    both = [x[j] for j in range(m)] + [g, h[0]]
+    return sum(b ** 2 for b in both) + W[0][2] * W[1][0]
+
+
+CASES = [(mlp, mlp_loops), (einsum_net, einsum_loops)]
+
+
+def corpus(seed: int, count: int = 3):
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        n, m = int(rng.integers(2, 5)), int(rng.integers(3, 6))
+        yield rng.normal(size=m), rng.normal(size=(n, m)), rng.normal(size=n)
+
+
+def scalar_twin(loops):
+    """The loop-written function, made to trace on scalar vars (it writes nothing, so only its
+    indexing differs): called on nested lists of its arguments' elements."""
+    return lambda x, W, v: loops(list(x), [list(row) for row in W], list(v))
+
+
+@pytest.mark.parametrize("array_f, loops", CASES)
+def test_array_code_equals_its_loop_twin_and_jax(array_f, loops):
+    f = lambda x, W, v: array_f(np, x, W, v)  # noqa: E731
+    twin = lambda x, W, v: loops(x, W, v)  # noqa: E731  (x[i] of an array var: index nodes)
+    jf = lambda x, W, v: array_f(jnp, x, W, v)  # noqa: E731
+    for x, W, v in corpus(0):
+        value, grads = sad.value_and_grad(f, argnums=(0, 1, 2))(x, W, v)
+        value_t, grads_t = sad.value_and_grad(twin, argnums=(0, 1, 2))(x, W, v)
+        jvalue, jgrads = jax.value_and_grad(jf, argnums=(0, 1, 2))(x, W, v)
+        np.testing.assert_allclose(value, value_t, **TOL)
+        np.testing.assert_allclose(value, float(jvalue), **TOL)
+        for g, gt, jg in zip(grads, grads_t, jgrads):
+            np.testing.assert_allclose(g, gt, **TOL)
+            np.testing.assert_allclose(g, np.asarray(jg), **TOL)
+        H = sad.hessian(f)(x, W, v)
+        np.testing.assert_allclose(H, sad.hessian(twin)(x, W, v), **TOL)
+        np.testing.assert_allclose(H, np.asarray(jax.hessian(jf)(x, W, v)), **TOL)
+        g = lambda x: f(x, W, v)  # noqa: E731
+        d = np.cos(np.arange(len(x)))
+        Hv = sad.hvp(g, x, d)
+        np.testing.assert_allclose(Hv, sad.hvp(lambda x: twin(x, W, v), x, d), **TOL)
+        np.testing.assert_allclose(Hv, np.asarray(jax.jvp(jax.grad(lambda x: jf(x, W, v)), (x,), (d,))[1]), **TOL)
+
+
+def test_a_traced_array_argument_is_one_array_node():
+    """The gradient of the MLP's loss is built from a few array nodes, not width x fan-in."""
+    from subgraph_ad.ad.reverse import grad_graph
+    from subgraph_ad.trace.tracer import Traced
+
+    trace = Traced(lambda x, W, v: mlp(np, x, W, v), [(30,), (40, 30), (40,)], "grad", arrays=True)
+    z = trace.scalar_output("grad")
+    grad_graph(z, [v for k in range(3) for v in trace.vars_of(k)])
+    assert len(trace.vars_of(1)) == 1 and trace.vars_of(1)[0].shape == (40, 30)
+    assert len(trace.tape.nodes) < 60
+
+
+def test_code_that_writes_into_its_argument_still_traces_on_scalars():
+    def swapped(x):
+        x = x.copy()
+        x[0], x[1] = x[1], x[0]
+        return np.sum(x * np.arange(1.0, 4.0))
+
+    np.testing.assert_allclose(sad.grad(swapped)(np.ones(3)), [2.0, 1.0, 3.0], **TOL)
+
+
+def test_vmap_of_an_array_gradient_matches_jax():
+    rng = np.random.default_rng(5)
+    W, v = rng.normal(size=(3, 4)), rng.normal(size=3)
+    xs = rng.normal(size=(6, 4))
+    ours = sad.vmap(sad.grad(lambda x: mlp(np, x, W, v)))(xs)
+    theirs = jax.vmap(jax.grad(lambda x: mlp(jnp, x, W, v)))(xs)
+    np.testing.assert_allclose(ours, np.asarray(theirs), **TOL)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba", "jax"])
+def test_lambdify_of_array_graphs_equals_eval(backend):
+    rng = np.random.default_rng(7)
+    tape = sad.Tape()
+    W = tape.array("W", rng.normal(size=(4, 3)))
+    x = tape.array("x", rng.normal(size=3))
+    s = tape.var("s", 0.7)
+    loss = (sad.tanh(W @ x) * s).sum() + x[1] * s
+    outs = [loss, loss.grad_graph(W), sad.exp(W.T @ sad.sin(W @ x))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f = sad.lambdify([W, x, s], outs, backend=backend)
+    assert isinstance(f, ArrayCompiled if backend == "numpy" else Expanded)
+    Wb, xb, sb = rng.normal(size=(5, 4, 3)), rng.normal(size=(5, 3)), rng.normal(size=5)
+    for args in ((W.value, x.value, 0.7), (Wb, x.value, 0.7), (Wb, xb, sb)):
+        found = f(*args)
+        for value, t in zip(found, outs):
+            np.testing.assert_allclose(np.asarray(value), t.eval({W: args[0], x: args[1], s: args[2]}), **TOL)
