@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from compile import mlp_data, mlp_loss  # noqa: E402  (the 961-parameter network, as benchmarks/compile.py)
+from compile import mlp_data, mlp_loss
 
 
 def _median(f: Callable[[], Any], repeats: int) -> float:

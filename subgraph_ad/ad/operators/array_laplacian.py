@@ -113,11 +113,11 @@ def _elementwise(p: _Pass, i: int, scalar: Node, shape: tuple[int, ...]) -> tupl
             jac = _add(jac, _column(f) * p.jac[operands[k]])
             lap = _add(lap, _times(f, p.lap.get(operands[k])))
     for n, k in enumerate(moving):
-        for l in moving[n:]:
-            f = p.local(i, scalar, (k, l))
+        for m in moving[n:]:
+            f = p.local(i, scalar, (k, m))
             if f is not None:
-                paired = p.pair(p.jac[operands[k]], p.jac[operands[l]])
-                lap = _add(lap, f * (paired if k == l else 2 * paired))
+                paired = p.pair(p.jac[operands[k]], p.jac[operands[m]])
+                lap = _add(lap, f * (paired if k == m else 2 * paired))
     return (None if jac is None else fit(jac, shape + (p.d,)),
             None if lap is None else fit(lap, shape))
 
