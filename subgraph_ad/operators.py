@@ -359,10 +359,10 @@ def taylor_graph(u: Any, wrt: Any, n: Any = None, callback: Any = None, *, backe
     order = int(wrt)
 
     def build(trace: Traced) -> Any:
-        xs, vs = trace.vars_of(0), trace.vars_of(1)
+        xs, vs = trace.scalar_vars(0), trace.scalar_vars(1)  # Taylor mode is scalar: element vars
         if len(xs) != len(vs):
             raise ValueError(f"taylor_graph(fn, {order}): the point has {len(xs)} entries and the direction {len(vs)}")
-        out = trace.scalar(trace.out, "taylor_graph(fn, k)")
+        (out,) = trace.scalars([trace.scalar(trace.out, "taylor_graph(fn, k)")])
         terms = ad_taylor_graph(out, dict(zip(xs, vs)), order)
         return terms, shaped((order,))
 
