@@ -27,12 +27,8 @@ silently changed its oracle with the machine's speed would be a poor default for
 from __future__ import annotations
 
 import math
-import multiprocessing
-import re
-import sys
-import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,11 +36,17 @@ import numpy as np
 import sympy
 from sympy.core.function import AppliedUndef
 
+from .budget import START_METHOD, budgeted
+from .core import Term, dependencies
 from .core.checks import diff_spec
 from .functions import sympy_hook
-from .core import Term, dependencies
+from .interop.sympy_form import compact_sympy, sympy_form
 from .tables import html_table, text_table
 from .viz.record import notation
+
+__all__ = ["EPS", "MPMATH_DIGITS", "RTOL", "START_METHOD", "SYMBOLIC_MAX_NODES", "UNDERFLOW", "DerivativeMismatch",
+           "PointCheck", "Report", "assert_matches_sympy", "budgeted", "check_against_sympy", "compact_sympy",
+           "rounding_bound", "sympy_form"]
 
 #: Relative tolerance: high-order derivatives lose a few digits to rounding, never 7 (where they
 #: do, cancellation, ``rounding_bound`` decides).
@@ -57,9 +59,6 @@ UNDERFLOW = 2.0**-1075
 SYMBOLIC_MAX_NODES = 60
 #: Working precision (decimal digits) of the mpmath reference that stands in when SymPy is too slow.
 MPMATH_DIGITS = 50
-#: How a budgeted worker starts: "fork" is cheap and needs nothing pickled; where the platform
-#: has no fork (Windows), "spawn" pickles the terms (a Tape pickles with its nodes).
-START_METHOD = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
 
 
 @dataclass
@@ -198,71 +197,6 @@ def rounding_bound(expr: sympy.Expr, point: dict[str, float]) -> float:
             return math.nan
         values[node], errors[node] = value, error
     return float(errors[expr])
-
-
-# -- a budget for work that cannot be interrupted ----------------------------------------------------
-def _child(conn: Any, func: Callable[..., Iterator[Any]], args: tuple[Any, ...]) -> None:
-    try:
-        for item in func(*args):
-            conn.send(("item", item))
-        conn.send(("done", None))
-    except BaseException as exc:  # reported to the parent, which raises it there
-        try:
-            conn.send(("error", exc))
-        except Exception:  # an exception that does not pickle
-            conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
-    finally:
-        conn.close()
-
-
-def budgeted(func: Callable[..., Iterator[Any]], args: tuple[Any, ...],
-             timeout: float | None) -> tuple[list[Any], bool]:
-    """Run the generator function ``func(*args)`` for at most ``timeout`` seconds and return what
-    it yielded so far and whether it finished. SymPy cannot be interrupted inside a thread, so
-    with a budget it runs in a worker process that is killed when the time is up; yielding
-    partial results keeps whatever was ready. ``timeout=None``: in this process, no budget. An
-    exception in ``func`` is raised here.
-
-    >>> def squares(n):
-    ...     for k in range(n):
-    ...         yield k * k
-    >>> budgeted(squares, (4,), timeout=10)
-    ([0, 1, 4, 9], True)
-    """
-    if timeout is None:
-        return list(func(*args)), True
-    context: Any = multiprocessing.get_context(START_METHOD)  # typeshed's BaseContext lacks Process
-    receive, send = context.Pipe(duplex=False)
-    # a forked child flushes the streams it inherited: pending output would appear twice
-    sys.stdout.flush()
-    sys.stderr.flush()
-    process = context.Process(target=_child, args=(send, func, args), daemon=True)
-    process.start()
-    send.close()
-    items: list[Any] = []
-    finished = False
-    deadline = time.monotonic() + timeout
-    try:
-        while receive.poll(max(0.0, deadline - time.monotonic())):
-            try:
-                kind, value = receive.recv()
-            except EOFError:  # the worker died without a word (killed by the system, out of memory)
-                raise RuntimeError(f"the worker process ended unexpectedly (exit code {process.exitcode})") from None
-            if kind == "error":
-                raise value
-            if kind == "done":
-                finished = True
-                break
-            items.append(value)
-    finally:
-        if process.is_alive():
-            process.terminate()
-            process.join(1.0)
-            if process.is_alive():
-                process.kill()
-        process.join()
-        receive.close()
-    return items, finished
 
 
 # -- the two oracles ---------------------------------------------------------------------------------
@@ -427,50 +361,3 @@ def assert_matches_sympy(term: Term, *wrt_args: Any, **options: Any) -> Report:
     return report
 
 
-# -- a readable SymPy form -----------------------------------------------------------------------------
-def sympy_form(term: Term, max_chars: int | None = 2000, timeout: float | None = None) -> tuple[str, bool] | None:
-    """``compact_sympy(term, max_chars)`` within ``timeout`` seconds (None: no limit), or None
-    when SymPy took longer."""
-    got, finished = budgeted(_compact_sympy, (term, max_chars), timeout)
-    return got[0] if finished else None
-
-
-def _compact_sympy(term: Term, max_chars: int | None) -> Iterator[tuple[str, bool]]:
-    yield compact_sympy(term, max_chars)
-
-
-def compact_sympy(term: Term, max_chars: int | None = 2000) -> tuple[str, bool]:
-    """``term``'s SymPy form with repeated subexpressions as numbered temporaries (``sympy.cse``),
-    one per line before the result, and whether it was cut to ``max_chars`` (None: never).
-    A high-order derivative printed flat repeats its shared parts exponentially (tanh at order
-    14: 160 KB on one line); with temporaries it is about a hundred times shorter.
-
-    >>> from subgraph_ad import Tape, tanh
-    >>> tape = Tape(); x = tape.var("x")
-    >>> print(compact_sympy(tanh(x).diff(x, 3))[0])
-    t0 = tanh(x)**2
-    t1 = 1 - t0
-    4*t0*t1 - 2*t1**2
-    """
-    if max_chars is not None and max_chars < 1:
-        raise ValueError(f"max_chars must be a positive number of characters or None, got {max_chars!r}")
-    expr = term.to_sympy()
-    taken = {str(s) for s in expr.free_symbols}
-    prefix = next(p for p in ("t", "tmp", "_t", "_tmp") if not any(re.fullmatch(rf"{p}\d+", n) for n in taken))
-    temporaries, (result,) = sympy.cse(expr, symbols=sympy.numbered_symbols(prefix))
-    lines = [f"{name} = {value}" for name, value in temporaries] + [str(result)]
-    text = "\n".join(lines)
-    if max_chars is None or len(text) <= max_chars:
-        return text, False
-    # keep the result line (what the temporaries are for) and as many temporaries as fit before it
-    last = lines[-1] if len(lines[-1]) <= max_chars // 2 else lines[-1][: max_chars // 2] + " …"
-    kept: list[str] = []
-    room = max_chars - len(last)
-    for line in lines[:-1]:
-        if len(line) + 1 > room:
-            break
-        kept.append(line)
-        room -= len(line) + 1
-    skipped = len(lines) - 1 - len(kept)
-    middle = [f"… {skipped} more temporar{'y' if skipped == 1 else 'ies'}"] if skipped else []
-    return "\n".join(kept + middle + [last]), True

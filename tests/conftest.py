@@ -32,6 +32,27 @@ def tape() -> sad.Tape:
     return sad.Tape()
 
 
+@pytest.fixture
+def x64():
+    """float64 in JAX for one test (its default is 32; the flag is global, so it is restored)."""
+    jax = pytest.importorskip("jax")
+    previous = jax.config.read("jax_enable_x64")
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jax.config.update("jax_enable_x64", previous)
+
+
+def same_tree(ours, theirs, rtol=1e-12, atol=1e-12):
+    """Equal pytrees: the same structure (as JAX flattens it) and leaves within the tolerances."""
+    import jax
+
+    leaves, tree = jax.tree_util.tree_flatten(ours)
+    want, want_tree = jax.tree_util.tree_flatten(theirs)
+    assert tree == want_tree, (tree, want_tree)
+    for a, b in zip(leaves, want):
+        np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), rtol=rtol, atol=atol)
+
+
 def sympy_value(expr: sympy.Expr, **point: float) -> float:
     """Evaluate a SymPy expression at a point with 30 digits: the independent reference."""
     value = expr.evalf(30, subs={sympy.Symbol(k): sympy.Float(v, 30) for k, v in point.items()})

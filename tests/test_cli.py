@@ -540,9 +540,9 @@ def sleeping(*args):
 
 
 def test_a_sympy_form_past_the_budget_is_not_shown_and_says_why(monkeypatch, capsys):
-    from subgraph_ad import testing
+    from subgraph_ad.interop import sympy_form
 
-    monkeypatch.setattr(testing, "_compact_sympy", sleeping)  # the forked worker inherits it
+    monkeypatch.setattr(sympy_form, "_compact_sympy", sleeping)  # the forked worker inherits it
     assert main(["diff", "sin(x)", "--wrt", "x", "--at", "x=1", "--sympy", "--sympy-timeout", "0.5"]) == 0
     out = capsys.readouterr().out
     assert "SymPy form of df/dx: not shown: SymPy took > 0.5 s (raise --sympy-timeout)\n" in out

@@ -12,26 +12,14 @@ import pytest
 
 import subgraph_ad as sad
 
+from conftest import same_tree
+
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
 TOL = dict(rtol=1e-12, atol=1e-12)
 
-
-@pytest.fixture(autouse=True)
-def x64():
-    previous = jax.config.read("jax_enable_x64")
-    jax.config.update("jax_enable_x64", True)  # float64 in JAX for these tests only (the flag is global)
-    yield
-    jax.config.update("jax_enable_x64", previous)
-
-
-def same_tree(ours, theirs):
-    leaves, tree = jax.tree_util.tree_flatten(ours)
-    want, want_tree = jax.tree_util.tree_flatten(theirs)
-    assert tree == want_tree, (tree, want_tree)
-    for a, b in zip(leaves, want):
-        np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), **TOL)
+pytestmark = pytest.mark.usefixtures("x64")  # float64 in JAX (tests/conftest.py)
 
 
 # -- scalar functions of one number ------------------------------------------------------------

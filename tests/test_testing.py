@@ -12,7 +12,7 @@ import sympy
 
 import subgraph_ad as sad
 from subgraph_ad import Tape, exp, sin, tanh
-from subgraph_ad import testing
+from subgraph_ad import budget, testing
 from subgraph_ad.testing import (DerivativeMismatch, assert_matches_sympy, budgeted, check_against_sympy,
                                  compact_sympy, sympy_form)
 
@@ -246,7 +246,7 @@ def test_budgeted_kills_the_worker_and_keeps_what_it_yielded():
 
 def test_the_spawn_start_method_works_too(monkeypatch):
     """Where there is no fork (Windows) the worker is spawned, and the terms are pickled to it."""
-    monkeypatch.setattr(testing, "START_METHOD", "spawn")
+    monkeypatch.setattr(budget, "START_METHOD", "spawn")
     tape = Tape()
     x = tape.var("x")
     report = check_against_sympy(exp(-x**2 / 2), x, 2, timeout=60)

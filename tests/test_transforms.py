@@ -10,20 +10,12 @@ import pytest
 
 import subgraph_ad as sad
 
+from conftest import same_tree
+
 jax = pytest.importorskip("jax")
-jax.config.update("jax_enable_x64", True)
 jnp = jax.numpy
 
-TOL = dict(rtol=1e-12, atol=1e-12)
-
-
-def same_tree(ours, theirs):
-    """Equal pytrees: the same structure (as JAX flattens it) and leaves to 1e-12."""
-    leaves, tree = jax.tree_util.tree_flatten(ours)
-    want, want_tree = jax.tree_util.tree_flatten(theirs)
-    assert tree == want_tree, (tree, want_tree)
-    for a, b in zip(leaves, want):
-        np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), **TOL)
+pytestmark = pytest.mark.usefixtures("x64")  # float64 in JAX (tests/conftest.py)
 
 
 # -- the autodiff cookbook's logistic regression -----------------------------------------------------

@@ -20,7 +20,7 @@ from ..core import checks
 from ..core import Callback, Tape, Term, dependencies
 from ..core.graph import live_since
 from ..functions import chain, differentiate, power_partial
-from ..functions.base import Dual
+from ..functions.dual import Dual
 from ..functions.view import view
 from ..tables import rule_table
 from .arrays import FORWARD

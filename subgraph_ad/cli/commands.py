@@ -13,7 +13,8 @@ from typing import Any
 import subgraph_ad as sad
 from subgraph_ad import Term, progress
 from subgraph_ad.tables import text_table
-from subgraph_ad.testing import Report, check_against_sympy, sympy_form
+from subgraph_ad.interop.sympy_form import sympy_form
+from subgraph_ad.testing import Report, check_against_sympy
 from subgraph_ad.viz.record import notation
 
 from .inputs import bind_point, constants_used, parse_expression, parse_point, read_expression, vars_of, wrt_sequence

@@ -13,7 +13,8 @@ import subgraph_ad as sad
 from subgraph_ad import progress
 from subgraph_ad.core import dependencies
 from subgraph_ad.tables import text_table
-from subgraph_ad.testing import RTOL, SYMBOLIC_MAX_NODES, budgeted
+from subgraph_ad.budget import budgeted
+from subgraph_ad.testing import RTOL, SYMBOLIC_MAX_NODES
 
 from .commands import _form, _print_form
 from .inputs import bind_point, constants_used, parse_expression, parse_point, read_expression, vars_of, wrt_sequence

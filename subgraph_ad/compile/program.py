@@ -42,6 +42,16 @@ C = TypeVar("C")
 #: ``"fn"``, all of this one signature.
 Lowering = Callable[[C, list[str], Step], str]
 
+#: The arithmetic ops as infix expressions, the same text in every context: the rows of the
+#: backends whose code writes them so (C and CUDA, JAX).
+INFIX: dict[str, Lowering[Any]] = {
+    "add": lambda context, a, step: f"{a[0]} + {a[1]}",
+    "sub": lambda context, a, step: f"{a[0]} - {a[1]}",
+    "mul": lambda context, a, step: f"{a[0]} * {a[1]}",
+    "div": lambda context, a, step: f"{a[0]} / {a[1]}",
+    "neg": lambda context, a, step: f"-{a[0]}",
+}
+
 #: Powers by a constant that NumPy computes without ``pow`` (``x ** k`` on an array calls
 #: ``square`` for 2, ``reciprocal`` for -1 and ``sqrt`` for 0.5, and its power loop does the same
 #: for a scalar exponent of 2 or 0.5), as the op every backend writes instead: the base -> the

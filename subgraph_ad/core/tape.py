@@ -27,7 +27,7 @@ one tape would interleave their nodes and their rollbacks (one build undoing the
 so a builder call from any other thread raises ``TapeThreadError`` and changes nothing; the
 check is one comparison of thread ids per call. Reading finished terms — ``eval``, ``derive``,
 ``grad``, ``lambdify``, ``to_sympy``, ``to_dot`` — is allowed from any thread, also while the
-owner builds: no build moves or removes a node that existed before it began.
+owner builds: no build moves or removes a node that existed before it began (``ownership.py``).
 
 >>> tape = Tape()
 >>> x = tape.var("x", 2.0)
@@ -40,7 +40,6 @@ Tape(3 nodes; vars x=2.0; by order 0: 3)
 from __future__ import annotations
 
 import copy
-import threading
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, NoReturn, Union
 
@@ -50,8 +49,11 @@ from .array_build import elementwise
 from .arrays import shape_of
 from .fold import fold, fold_fn
 from .ops import Node, const_node, exact_key, intern_key
+from .ownership import Ownership, thread_id, this_thread
 from .scopes import Callback, Scopes
+from .summaries import Summaries, counted
 from .term import Term
+from .values import UNFED, UnfedPlaceholder, check_value
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..functions.base import Function
@@ -76,87 +78,20 @@ _SCOPE_STATE = ("_journal", "_listener", "_order", "_held", "_over", "_owner")
 _IMMUTABLE_ITEMS = ("nodes", "orders", "_intern", "_vars", "deriv_cache", "var_shapes", "elements")
 
 
-#: The id of the running thread: the owner check on every builder call compares it.
-_ident = threading.get_ident
-#: Taken while a thread claims a tape that nobody owns, so that two cannot both win it.
-_CLAIM = threading.Lock()
-
-
-def _this_thread() -> int:
-    """The id of the running thread, for a tape it makes; a thread that Python did not start is
-    registered on the way (``current_thread``), so that ``_claim`` sees it running."""
-    return threading.current_thread().ident or _ident()
-
-
-class TapeThreadError(RuntimeError):
-    """A thread built on a tape that another, running thread owns; nothing was changed. Use one
-    tape per thread, or hand the tape over explicitly with ``Tape.hand_over``."""
-
-
 class LimitError(RuntimeError):
     """A tape grew past its ``max_nodes`` (its nodes, with what else it holds counted as nodes:
     see ``NODE_BYTES``); the operation that did it was rolled back. Raise the budget with
     ``Tape(max_nodes=...)``, or lift it with ``Tape(max_nodes=None)``."""
 
 
-def check_value(value: Any, what: str) -> Any:
-    """A var value must be a real number or an array of them; anything else is refused early."""
-    if not isinstance(value, (bool, str, bytes)) and value is not None:
-        try:
-            np.asarray(value, dtype=float)
-            return value
-        except (TypeError, ValueError):
-            pass
-    raise TypeError(f"{what} must be a number or an array of numbers, got {type(value).__name__} {value!r}")
-
-
-class UnfedPlaceholder(ValueError):
-    """A value was asked of a graph that needs a placeholder nobody fed."""
-
-
-class _Placeholder:
-    """The value of a placeholder: none yet."""
-
-    def __repr__(self) -> str:
-        return "<unfed>"
-
-    def __reduce__(self) -> str:
-        return "UNFED"  # a pickled placeholder is still unfed: the one instance, found by name
-
-
-#: The current value of a placeholder that has not been fed.
-UNFED = _Placeholder()
-
-
-def _shown(value: Any) -> str:
-    """A var's value in a summary: short, and the same text for the same value."""
-    if value is UNFED:
-        return "<unfed>"
-    array = np.asarray(value, dtype=float)
-    if array.ndim:
-        return f"<array {array.shape}>"
-    text = repr(float(array))
-    return text if len(text) <= 10 else format(float(array), ".6g")
-
-
-def _counted(n: int, what: str) -> str:
-    return f"{n} {what}{'' if n == 1 else 's'}"
-
-
-def _listed(items: list[str], limit: int) -> str:
-    """At most ``limit`` items, then how many more."""
-    more = len(items) - limit
-    return ", ".join(items[:limit] + ([f"… {more} more"] if more > 0 else []))
-
-
-class Tape(Scopes):
+class Tape(Scopes, Ownership, Summaries):
     """The node list (arena) every Term lives on.
 
     ``max_nodes`` is the node budget (default ``MAX_NODES``, ten million; None: no budget): an
     operation that would pass it raises LimitError naming the budget and the count, and leaves
     the tape as it was. It bounds memory, not only nodes: derivative memo entries beyond one per
     node, and the working memory of a running build (``hold``), count as nodes of ``NODE_BYTES``.
-    ``repr(tape)`` is a one-line summary, ``str(tape)`` a longer one.
+    ``repr(tape)`` is a one-line summary, ``str(tape)`` a longer one (``summaries.py``).
     """
 
     def __init__(self, max_nodes: int | None = MAX_NODES) -> None:
@@ -178,7 +113,7 @@ class Tape(Scopes):
         self._order = 0
         #: a running build's working memory in bytes (``hold``), and what of it counts, in nodes
         self._held, self._over = 0, 0.0
-        self._owner: int | None = _this_thread()
+        self._owner: int | None = this_thread()
         #: the shape of each array var, by name (``array``); its scalar element vars, once made
         #: (``expand``), by name too: names survive the compaction that moves nodes
         self.var_shapes: dict[str, tuple[int, ...]] = {}
@@ -253,58 +188,6 @@ class Tape(Scopes):
             raise IndexError(f"node index {index} out of range for a tape of {len(self)} nodes")
         return Term(self, index % len(self.nodes))
 
-    # -- summaries --------------------------------------------------------------------------
-    def _var_texts(self) -> list[str]:
-        return [f"{name}={_shown(self._values[i])}" for name, i in self._vars.items()]
-
-    def _order_texts(self) -> list[str]:
-        counts: dict[int, int] = {}
-        for order in self.orders:
-            counts[order] = counts.get(order, 0) + 1
-        return [f"{order}: {counts[order]}" for order in sorted(counts)]
-
-    def __repr__(self) -> str:
-        """One line: how many nodes, the vars with their values (``<unfed>`` for a placeholder
-        nobody fed), and how many nodes each derivative order made.
-
-        >>> tape = Tape(); x = tape.var("x", 0.5); p = tape.placeholder("p")
-        >>> _ = (x * p).gen_graph(x)
-        >>> tape
-        Tape(4 nodes; vars x=0.5, p=<unfed>; by order 0: 3, 1: 1)
-        """
-        parts = [_counted(len(self), "node")]
-        if self._vars:
-            parts.append(f"vars {_listed(self._var_texts(), 6)}")
-        if self.nodes:
-            parts.append(f"by order {_listed(self._order_texts(), 6)}")
-        return f"Tape({'; '.join(parts)})"
-
-    def __str__(self) -> str:
-        """A few lines: size and budget, every var, nodes by derivative order and by operation
-        (functions by name, in the order they first appear).
-
-        >>> import subgraph_ad as sad
-        >>> tape = Tape(); x = tape.var("x", 0.5)
-        >>> _ = sad.sin(x).gen_graph(x)
-        >>> print(tape)
-        Tape of 4 nodes (budget 10,000,000)
-        vars: x=0.5
-        by derivative order: 0: 2, 1: 2
-        by op: var 1, sin 1, const 1, cos 1
-        """
-        budget = "no budget" if self.max_nodes is None else f"budget {self.max_nodes:,}"
-        ops: dict[str, int] = {}
-        for node in self.nodes:
-            what = node.payload.name if node.op == "fn" else node.op
-            ops[what] = ops.get(what, 0) + 1
-        lines = [f"Tape of {_counted(len(self), 'node')} ({budget})"]
-        if self._vars:
-            lines.append(f"vars: {_listed(self._var_texts(), 20)}")
-        if self.nodes:
-            lines.append(f"by derivative order: {_listed(self._order_texts(), 20)}")
-            lines.append(f"by op: {_listed([f'{op} {n}' for op, n in ops.items()], 20)}")
-        return "\n".join(lines)
-
     def find_var(self, name: str) -> Term | None:
         """The var called ``name``, or None."""
         index = self._vars.get(name)
@@ -352,7 +235,7 @@ class Tape(Scopes):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._journal, self._listener, self._order, self._owner = [], None, 0, _this_thread()
+        self._journal, self._listener, self._order, self._owner = [], None, 0, this_thread()
         self._held, self._over = 0, 0.0
 
     def __copy__(self) -> Tape:
@@ -371,59 +254,6 @@ class Tape(Scopes):
                           for name, value in self.__getstate__().items()})
         return new
 
-    # -- threads ------------------------------------------------------------------------------
-    def hand_over(self, thread: threading.Thread | None = None) -> None:
-        """Give this tape to ``thread`` (a started ``threading.Thread``), or with None to
-        whichever thread builds on it next; from then on this thread may only read it. Only
-        the owner may hand it over, between builds. A tape whose owner has ended is free
-        without it.
-
-        >>> import threading
-        >>> tape = Tape(); x = tape.var("x", 2.0)
-        >>> tape.hand_over()
-        >>> built = []
-        >>> worker = threading.Thread(target=lambda: built.append((x * x).gen_graph(x)))
-        >>> worker.start(); worker.join()
-        >>> built[0].eval()  # built by the worker, read here
-        4.0
-        >>> (x * 3).eval()  # the worker has ended: its tape is free, and this thread takes it back
-        6.0
-        """
-        if thread is not None and not isinstance(thread, threading.Thread):
-            raise TypeError(f"hand_over takes a threading.Thread or None (the next thread to build), "
-                            f"got {type(thread).__name__} {thread!r}")
-        if thread is not None and thread.ident is None:
-            raise ValueError(f"hand_over: thread {thread.name!r} is not started; start it first, or pass None")
-        self._own()
-        self._owner = None if thread is None else thread.ident
-
-    def _own(self) -> None:
-        """Refuse a thread that does not own this tape (``TapeThreadError``), taking the tape
-        for it when nobody owns it."""
-        if _ident() != self._owner:
-            self._claim()
-
-    def _claim(self) -> None:
-        """The owner check's slow path: a tape handed over to nobody in particular, or whose
-        owner has ended, becomes this thread's; else TapeThreadError."""
-        with _CLAIM:
-            me = _ident()
-            owner = None if self._owner in (None, me) else next((t for t in threading.enumerate() if t.ident == self._owner), None)
-            if owner is None:  # handed over to nobody in particular (or to this thread), or its owner has ended
-                self._owner = me
-                return
-        try:
-            name = repr(self)
-        except (RuntimeError, KeyError):  # the owner changed the vars while they were listed
-            name = f"Tape({_counted(len(self.nodes), 'node')})"
-        raise TapeThreadError(
-            f"{name} is owned by thread {owner.name!r}, so thread {threading.current_thread().name!r} may not "
-            "build on it: two threads building on one tape interleave their nodes and rollbacks. Use one tape "
-            "per thread (copy.copy(tape) makes an independent one), or hand the tape over explicitly: "
-            f"tape.hand_over() in {owner.name!r}, then build here. Reading finished terms (eval, grad, "
-            "lambdify) is allowed from any thread."
-        )
-
     # -- memory -----------------------------------------------------------------------------
     def hold(self, nbytes: int, what: str) -> None:
         """Count ``nbytes`` of a running build's working memory (``what``: Taylor mode's plan,
@@ -437,12 +267,12 @@ class Tape(Scopes):
             if self.max_nodes is not None and len(self.nodes) + self._over > self.max_nodes:
                 self._limit(f"{what} brings the running build's working memory to {self._held:,} bytes, "
                             f"worth {self._over:,.0f} nodes beyond the first {FREE_BYTES:,} bytes; "
-                            f"with the tape's {_counted(len(self.nodes), 'node')} that")
+                            f"with the tape's {counted(len(self.nodes), 'node')} that")
 
     def _memo_full(self) -> NoReturn:
         """LimitError for one memo entry too many: beyond one per node, each counts as a node."""
         self._limit(f"memoising derivative {len(self.deriv_cache) + 1} (memo entries beyond one per node count "
-                    f"as nodes) on a tape of {_counted(len(self.nodes), 'node')}{self._besides()}")
+                    f"as nodes) on a tape of {counted(len(self.nodes), 'node')}{self._besides()}")
 
     def _besides(self) -> str:
         """What a running build holds besides the nodes, in a LimitError's message."""
@@ -472,14 +302,14 @@ class Tape(Scopes):
                 return elementwise(self, payload if op == "fn" else op, args)
             return fold(self, op, args) if op != "fn" else fold_fn(self, payload, args)
         except BaseException:
-            if _ident() == self._owner:  # a refused thread appended nothing, and the owner's nodes are not its to undo
+            if thread_id() == self._owner:  # a refused thread appended nothing, and the owner's nodes are not its to undo
                 self._rollback(mark, len(self._journal))
             raise
 
     def intern(self, node: Node) -> int:
         """The index of ``node``, appended unless an equal node exists. No folding: for a node
         its builder knows to be canonical already (a hot path of Taylor mode)."""
-        if _ident() != self._owner:
+        if thread_id() != self._owner:
             self._claim()
         key = intern_key(node)
         found = self._intern.get(key)
@@ -495,7 +325,7 @@ class Tape(Scopes):
         None for a float known only as a float. Omitted, for a float an engine recomputed from
         the tape's constants (a Taylor coefficient): the exact constant of the same bits, if the
         tape has one, so that 1/3 recomputed is the exact 1/3, not a second node."""
-        if _ident() != self._owner:
+        if thread_id() != self._owner:
             self._claim()
         if exact is ...:
             found = self._intern.get(exact_key(value))

@@ -1,7 +1,8 @@
 """The function layer: the UnaryFn/BinaryFn protocol and the built-ins, one module per family."""
 
-from .base import (FUNCTIONS, BinaryFn, Function, UnaryFn, chain, differentiate, gate, is_gate, local_derivatives,
-                   register, shares, slope, sympy_hook)
+from .base import FUNCTIONS, BinaryFn, Function, UnaryFn, register, sympy_hook
+from .chain_rule import chain, differentiate, gate, is_gate, local_derivatives, shares
+from .dual import slope
 from .elementary import ELEMENTARY, Elementary
 from .binary import Atan2, Hypot, Pow, Xlogy, atan2, hypot, pow_, power_partial, xlogy
 from .exponential import (Cbrt, Exp, Expm1, Log, Log1p, LogBase, Sigmoid, SigmoidSlope, Sqrt, cbrt, exp, expm1, log, log1p,

@@ -20,13 +20,14 @@ class is defined, so no engine ever sees two rules. The built-ins are written th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, overload
+from typing import TYPE_CHECKING, Any, Callable, Optional, overload
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..core.tape import Tape
 from ..core.term import Term
+from .chain_rule import chain, differentiate
+from .dual import Dual, slope
 from .elementary import Step, steps
 
 Partial = Optional[Term]  # a local derivative: a Term, or None for a structural zero
@@ -312,196 +313,6 @@ class BinaryFn(Function):
     def gen_graph(self, lhs: Term, rhs: Term, output: Term, dlhs: Term | None, drhs: Term | None) -> Term | None:
         """d(output) given d(lhs), d(rhs) (None: zero): the chain rule over ``fdiff``."""
         return differentiate(self, lhs, rhs, output, dlhs, drhs)
-
-
-def _add(a: Term | None, b: Term | None) -> Term | None:
-    if a is None:
-        return b
-    return a if b is None else a + b
-
-
-def chain(local: Any, derived: Any) -> Any:
-    """f′ · d(input), the chain rule. A reciprocal f′ = c / v is written as the quotient
-    (c · d(input)) / v: the quotient rule reuses that node as its own output at the next order,
-    where a product with 1/v would differentiate the reciprocal again. A partial that is a gate
-    (a condition: relu′ = u > 0) selects d(input) rather than multiplying it (``gate``)."""
-    if local is None or derived is None:
-        return None
-    if not isinstance(local, Term) or not isinstance(derived, Term):
-        return local * derived  # numbers, or the Duals of a ``through`` declaration
-    if is_gate(local):
-        return gate(local, derived)
-    node = local.node
-    if node.op == "div" and local.tape.nodes[node.args[0]].op == "const":
-        numerator, denominator = (Term(local.tape, a) for a in node.args)
-        return (numerator * derived) / denominator
-    return local * derived
-
-
-def _is_condition(node: Any) -> bool:
-    return node.op == "fn" and bool(getattr(node.payload, "condition", False))
-
-
-def is_gate(partial: Any) -> bool:
-    """Whether a local partial is a gate: a condition (1 or 0: relu′ = u > 0, heaviside in h),
-    or a sum of conditions with constant weights (maximum′ = (a > b) + ½·(a == b)). A gate is
-    0 exactly where its piece of the function is flat, so it selects what it meets instead of
-    multiplying it: relu(log x) at x = 0 has derivative 0 at every order, not 0·inf."""
-    if not isinstance(partial, Term):
-        return False
-    nodes = partial.tape.nodes
-    stack = [partial.index]
-    while stack:
-        node = nodes[stack.pop()]
-        if _is_condition(node):
-            continue
-        if node.op == "add":
-            stack += node.args
-        elif node.op == "mul" and any(nodes[a].op == "const" for a in node.args):
-            stack += [a for a in node.args if nodes[a].op != "const"]
-        else:
-            return False
-    return True
-
-
-def gate(partial: Term, value: Term) -> Term:
-    """partial · value for a gate ``partial``, exactly 0 where it is 0 (also for an inf or nan
-    value): select(c, value) for a condition c, select(partial ≠ 0, partial · value) for a
-    weighted sum of them."""
-    from .kinks import not_equal, select
-
-    if _is_condition(partial.node):
-        return select(partial, value)
-    return select(not_equal(partial, 0.0), partial * value)
-
-
-def shares(fn: Function, inputs: Sequence[Term], output: Term, tangents: Sequence[Term | None],
-           forward: bool = True) -> list[Term | None]:
-    """Each argument's share of d(output) for its tangent (``forward``) or of its adjoint for
-    the output's adjoint (reverse), None where that is None: partial · tangent, the partials
-    from the one rule ``fdiff`` (asked once, and only if needed); going forward, f applied to
-    the tangent where f is linear in the argument, which is 0 wherever the tangent is."""
-    partials: tuple[Partial, ...] | None = None
-    out: list[Term | None] = []
-    for k, t in enumerate(tangents):
-        if t is None:
-            out.append(None)
-        elif forward and fn.is_linear(k):
-            out.append(fn(*(t if j == k else a for j, a in enumerate(inputs))))
-        else:
-            partials = partials or fn.partials(*inputs, output)
-            out.append(chain(partials[k], t))
-    return out
-
-
-def differentiate(fn: Function, *terms: Term | None) -> Term | None:
-    """d(output) as the forward engines call it, with ``terms`` = the inputs, the output and the
-    inputs' derivatives (None: zero, which short-circuits): the sum of the arguments' shares."""
-    n = fn.arity
-    inputs, output, derived = terms[:n], terms[n], terms[n + 1:]
-    total = None
-    if any(d is not None for d in derived):
-        for share in shares(fn, inputs, output, derived):  # type: ignore[arg-type]
-            total = _add(total, share)
-    return total
-
-
-class Dual:
-    """A value and its tangent (None: zero) carried through arithmetic and functions: how a
-    ``through`` declaration's Q is differentiated, on Terms, numbers or Duals of them, by the
-    same local derivatives every engine reads."""
-
-    def __init__(self, value: Any, tangent: Any) -> None:
-        self.value, self.tangent = value, tangent
-
-    @staticmethod
-    def apply(fn: Function, args: Sequence[Any]) -> Dual:
-        values = [a.value if isinstance(a, Dual) else a for a in args]
-        out = fn(*values)
-        found = fn.fdiff(*values, out)
-        parts = (found,) if fn.arity == 1 else tuple(found)
-        total = None
-        for a, p in zip(args, parts):
-            if isinstance(a, Dual):
-                total = _add(total, chain(p, a.tangent))
-        return Dual(out, total)
-
-    def _pair(self, other: Any) -> tuple[Any, Any]:
-        return (other.value, other.tangent) if isinstance(other, Dual) else (other, None)
-
-    def __add__(self, other: Any) -> Dual:
-        v, t = self._pair(other)
-        return Dual(self.value + v, _add(self.tangent, t))
-
-    __radd__ = __add__
-
-    def __neg__(self) -> Dual:
-        return Dual(-self.value, None if self.tangent is None else -self.tangent)
-
-    def __sub__(self, other: Any) -> Dual:
-        v, t = self._pair(other)
-        return Dual(self.value - v, _add(self.tangent, None if t is None else -t))
-
-    def __rsub__(self, other: Any) -> Dual:
-        return (-self).__add__(other)
-
-    def __mul__(self, other: Any) -> Dual:
-        v, t = self._pair(other)
-        return Dual(self.value * v, _add(chain(v, self.tangent), chain(self.value, t)))
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, other: Any) -> Dual:
-        v, t = self._pair(other)
-        out = self.value / v
-        return Dual(out, _add(self.tangent, None if t is None else -(out * t)) / v
-                    if (self.tangent is not None or t is not None) else None)
-
-    def __pow__(self, p: float) -> Dual:
-        return Dual(self.value ** p, chain(p * self.value ** (p - 1), self.tangent))
-
-
-_SCALED: dict[Any, bool] = {}
-
-
-def slope(fn: Function, g: Term) -> Term | None:
-    """Q′(g) for ``fn`` declared ``through`` (g, Q), as a node of g alone, where it needs one
-    besides g (σ′ = ¼ − (σ − ½)²: −2·(σ − ½)). The local partial Q′(g)·g′(u) (``fdiff``) and
-    the reverse adjoint bar·Q′(g) multiply it in, so every later pass meets that node again
-    (4 repeated ``grad_graph`` passes of σ: 18 nodes, against 23 with Q′ written out through
-    the tangent and the adjoint). None where Q′(g) is a constant times g (tanh′ = 1 − tanh²:
-    −2·tanh): there the constant goes with the tangent, as Q(g) written out puts it (F4's 10th
-    repeated ``grad_graph``: 18,359 nodes, against 19,833 for bar·(−2·tanh) and (−2·tanh)·g′))."""
-    if _scaled(fn):
-        return None
-    return fn.through[1](Dual(g, 1.0)).tangent  # type: ignore[index, no-any-return]
-
-
-def _scaled(fn: Function) -> bool:
-    """Whether Q′(g) of ``fn``'s ``through`` is c·g: read once per function on a scratch tape."""
-    try:
-        return _SCALED[fn]
-    except KeyError:
-        pass
-    except TypeError:  # an unhashable function: asked afresh
-        return _scratch_scaled(fn)
-    found = _SCALED[fn] = _scratch_scaled(fn)
-    return found
-
-
-def _scratch_scaled(fn: Function) -> bool:
-    scratch = Tape(max_nodes=None)
-    g = scratch.var("g")
-    found = fn.through[1](Dual(g, 1.0)).tangent  # type: ignore[index]
-    nodes, i = scratch.nodes, int(found.index)
-    while nodes[i].op == "neg" or (nodes[i].op == "mul" and nodes[nodes[i].args[0]].op == "const"):
-        i = nodes[i].args[-1]
-    return i == g.index
-
-
-def local_derivatives(fn: Function, inputs: tuple[Term, ...], output: Term) -> tuple[Partial, ...]:
-    """The partials of ``fn`` as Terms, for the engines that need them alone (Taylor mode)."""
-    return fn.partials(*inputs, output)
 
 
 def sympy_hook(fn: Function) -> Callable[..., Any] | None:

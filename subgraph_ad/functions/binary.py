@@ -11,7 +11,7 @@ from typing import Any
 from ..core.term import Term
 from .base import BinaryFn, register
 from .exponential import log
-from .kinks import stop_gradient
+from .stop_gradient import stop_gradient
 from .piecewise import abs_, sign
 
 

@@ -31,7 +31,8 @@ from ..core.term import Term
 from .base import BinaryFn, UnaryFn, register
 from .elementary import Elementary, Step, _scipy, _special, _sympy
 from .exponential import exp, log, sigmoid
-from .kinks import maximum, reduce_extremum, stop_gradient
+from .extrema import maximum, reduce_extremum
+from .stop_gradient import stop_gradient
 
 #: √π/2, in erfinv′ = √π/2 · exp(erfinv²)
 HALF_SQRT_PI = math.sqrt(math.pi) / 2.0

@@ -1,11 +1,12 @@
-"""SymPy functions for the rounding functions of ``kinks``: NumPy's rint (half to even) and
+"""SymPy functions for the rounding functions (``rounding``): NumPy's rint (half to even) and
 trunc, which SymPy lacks, and SymPy's floor, ceiling and Mod with the derivatives SymPy leaves
 unevaluated (0, and 1 and −floor(a/b)), so a SymPy derivative of them is a number at a point, as
 here. Integer-valued where they jump.
 
-A module of its own because it imports SymPy, which ``kinks`` loads only when a SymPy form is
-asked for; and at module level because a budgeted SymPy check sends SymPy's derivative back
-from a worker process by pickling it, and pickle finds a class by its module and name.
+A module of its own because it imports SymPy, which ``kink_elementaries`` loads only when a
+SymPy form is asked for; and at module level because a budgeted SymPy check sends SymPy's
+derivative back from a worker process by pickling it, and pickle finds a class by its module
+and name.
 """
 
 from __future__ import annotations
@@ -73,5 +74,5 @@ def fmod(a: Any, b: Any) -> Any:
     return a - b * trunc(a / b)
 
 
-#: The classes by the name the elementaries of ``kinks`` ask for.
+#: The classes by the name the elementaries of ``kink_elementaries`` ask for.
 CLASSES: dict[str, Any] = {"rint": rint, "trunc": trunc, "floor": floor, "ceiling": ceiling, "Mod": Mod}

@@ -21,7 +21,8 @@ from typing import Any, Callable
 
 from ..core.tape import Tape
 from ..core.term import Term
-from .base import Function, Partial, is_gate
+from .base import Function, Partial
+from .chain_rule import is_gate
 
 
 class View:

@@ -1,157 +1,116 @@
-"""NumPy's array functions on array Terms (``Tape.array``, and the arrays traced functions
-get): ``np.dot``, ``np.matmul``, two-operand ``np.einsum`` that is a product, ``np.concatenate``,
-``np.stack``, ``np.sum``, ``np.mean``, ``np.reshape``, ``np.transpose``, ``np.ravel`` make ONE array node each, as ``@``,
-the ufuncs, ``.sum()`` and slicing do. Any other function sees the array Term as the object
-array of its elements (``x[i]``, index nodes of it): the same numbers, scalar nodes.
-
->>> import numpy as np
->>> import subgraph_ad as sad
->>> tape = sad.Tape(); W = tape.array("W", np.eye(3)); x = tape.array("x", [1.0, 2.0, 3.0])
->>> y = np.einsum("ij,j->i", W, x)
->>> type(y).__name__, y.shape, np.concatenate([x, y]).eval()
-('Term', (3,), array([1., 2., 3., 1., 2., 3.]))
-"""
+"""NumPy's array functions on Terms (``__array_function__``): ``np.where``, ``np.clip`` and
+``np.round`` build selection and rounding nodes; functions with no derivative subgraph
+(``np.sort``, ``np.argmax``, ``np.linalg.solve``, ...) are a TypeError that says what to do
+instead; NumPy's own implementation runs on the object array for the rest."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
-from ..core import array_build
-from ..core.term import Term
+from ..functions import kinks
+from .array_node_functions import ARRAY_TERM_FUNCTIONS, elements_of, holds_array_term
+from .term_array import unwrapped, wrap
 
 
-def is_array_term(value: Any) -> bool:
-    return isinstance(value, Term) and bool(value.shape)
+def _np_where(condition: Any, x: Any = None, y: Any = None) -> Any:
+    if x is None or y is None:
+        raise _refuse_function("where", "np.where(condition) asks for the indices where a condition holds, which "
+                               "are not known until the graph is evaluated; give both branches: np.where(c, a, b)")
+    return kinks.where(*(unwrapped(v) for v in (condition, x, y)))
 
 
-def holds_array_term(args: Any) -> bool:
-    """Whether an array Term is among the arguments (or in a list or tuple of them)."""
-    return any(is_array_term(a) or (isinstance(a, (list, tuple)) and holds_array_term(a)) for a in args)
-
-
-def elements_of(value: Any) -> Any:
-    """Array Terms (also inside lists and tuples) as object arrays of their elements."""
-    if is_array_term(value):
-        out = np.empty(value.shape, dtype=object)
-        for where in np.ndindex(*value.shape):
-            out[where] = value[where]
-        return out
-    if isinstance(value, (list, tuple)):
-        return type(value)(elements_of(v) for v in value)
-    return value
-
-
-def _anchor(items: Any) -> Term:
-    return next(v for v in items if isinstance(v, Term))
-
-
-def _dot(a: Any, b: Any, out: Any = None) -> Any:
-    term = _anchor((a, b))
-    a, b = term._lift(a), term._lift(b)
-    if not a.shape or not b.shape:
-        return a * b
-    return a @ b
-
-
-def _matmul(a: Any, b: Any, **kwargs: Any) -> Any:
-    term = _anchor((a, b))
-    return term._lift(a) @ term._lift(b)
-
-
-def _einsum(subscripts: Any, *operands: Any, **kwargs: Any) -> Any:
-    """Two operands of at most two axes with at most one summed letter and no letter in both
-    operands and the result: transposes and one product (an outer product: a broadcast
-    multiply). Anything else: NumPy's einsum on the elements."""
-    if (len(operands) == 2 and not kwargs and isinstance(subscripts, str) and "->" in subscripts
-            and "." not in subscripts):
-        inputs, out = subscripts.replace(" ", "").split("->")
-        parts = inputs.split(",")
-        if len(parts) == 2:
-            found = _product(parts[0], parts[1], out, *operands)
-            if found is not None:
-                return found
-    return np.einsum(subscripts, *(elements_of(v) for v in operands), **kwargs)
-
-
-def _product(sa: str, sb: str, out: str, a: Any, b: Any) -> Any:
-    term = _anchor((a, b))
-    a, b = term._lift(a), term._lift(b)
-    if (len(a.shape), len(b.shape)) != (len(sa), len(sb)) or len(set(sa)) < len(sa) or len(set(sb)) < len(sb):
-        return None
-    shared = set(sa) & set(sb)
-    summed = [c for c in sa if c in shared and c not in out]
-    if len(summed) > 1 or shared - set(summed) or set(out) - set(sa) - set(sb) or len(set(out)) < len(out) \
-            or any(c not in out and c not in shared for c in sa + sb) or not a.shape or not b.shape:
-        return None
-    if summed:
-        (c,) = summed
-        ka = [x for x in sa if x != c] + [c]
-        kb = [c] + [x for x in sb if x != c]
-        a2 = a.transpose([sa.index(x) for x in ka]) if len(sa) > 1 else a
-        b2 = b.transpose([sb.index(x) for x in kb]) if len(sb) > 1 else b
-        result, letters = a2 @ b2, ka[:-1] + kb[1:]
-    else:  # an outer product: a's axes, then b's
-        result = a.reshape(a.shape + (1,) * len(sb)) * b
-        letters = list(sa) + list(sb)
-    if len(letters) > 1 and letters != list(out):
-        result = result.transpose([letters.index(x) for x in out])
-    return result
-
-
-def _lifted(items: Any) -> list[Term]:
-    term = _anchor([v for v in items if isinstance(v, Term)] or items)
-    return [term._lift(v) for v in items]
-
-
-def _concatenate(arrays: Any, axis: int = 0, **kwargs: Any) -> Any:
-    if kwargs or axis is None:
-        return np.concatenate(elements_of(list(arrays)), axis=axis, **kwargs)
-    items = _lifted(list(arrays))
-    return Term(items[0].tape, array_build.concat(items[0].tape, [t.index for t in items], axis))
-
-
-def _stack(arrays: Any, axis: int = 0, **kwargs: Any) -> Any:
+def _np_clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs: Any) -> Any:
+    if out is not None:
+        raise _refuse_function("clip", "out= cannot hold Terms; call np.clip without out=")
+    lo = kwargs.pop("min", a_min)
+    hi = kwargs.pop("max", a_max)
     if kwargs:
-        return np.stack(elements_of(list(arrays)), axis=axis, **kwargs)
-    items = _lifted(list(arrays))
-    stacked = Term(items[0].tape, array_build.stack(items[0].tape, [t.index for t in items]))
-    ndim = len(stacked.shape)
-    k = int(axis) % ndim
-    if not k:
-        return stacked
-    perm = list(range(1, ndim))
-    perm.insert(k, 0)
-    return stacked.transpose(perm)
+        raise _refuse_function("clip", f"keyword argument(s) {', '.join(kwargs)} are not supported on Terms")
+    return kinks.clip(*(unwrapped(v) for v in (a, lo, hi)))
 
 
-def _reshape(a: Any, *args: Any, **kwargs: Any) -> Any:
-    shape = kwargs.pop("newshape", kwargs.pop("shape", None)) if args == () else args[0]
-    return a.reshape(shape)
+def _np_round(a: Any, decimals: int = 0, out: Any = None) -> Any:
+    if out is not None:
+        raise _refuse_function("round", "out= cannot hold Terms; call np.round without out=")
+    value = unwrapped(a)
+    if isinstance(value, np.ndarray):
+        return np.frompyfunc(lambda v: kinks.round_(v, decimals), 1, 1)(value)
+    return kinks.round_(value, decimals)
 
 
-def _reduction(name: str) -> Callable[..., Any]:
-    """``np.sum``/``np.mean`` of an array Term: its method (one sum node); of anything else
-    holding one, NumPy's on the elements."""
-
-    def reduce(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
-               **kwargs: Any) -> Any:
-        if is_array_term(a) and not kwargs:
-            return getattr(a, name)(axis, dtype, out, keepdims)
-        return getattr(np, name)(elements_of(a), axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs)
-
-    return reduce
+def _np_fix(x: Any, out: Any = None) -> Any:
+    if out is not None:
+        raise _refuse_function("fix", "out= cannot hold Terms; call np.fix without out=")
+    return kinks.trunc(unwrapped(x))
 
 
-def _transpose(a: Any, axes: Any = None) -> Any:
-    return a.transpose() if axes is None else a.transpose(tuple(axes))
-
-
-#: NumPy functions that make array nodes when an array Term is among their arguments.
-ARRAY_TERM_FUNCTIONS: dict[Any, Callable[..., Any]] = {
-    np.dot: _dot, np.matmul: _matmul, np.einsum: _einsum, np.concatenate: _concatenate, np.stack: _stack,
-    np.sum: _reduction("sum"), np.mean: _reduction("mean"), np.reshape: _reshape, np.transpose: _transpose, np.ravel: lambda a, order="C": a.reshape(-1),
+#: Array functions that build nodes of their own.
+ARRAY_FUNCTIONS: dict[Any, Callable[..., Any]] = {
+    np.where: _np_where, np.clip: _np_clip, np.round: _np_round, np.around: _np_round, np.fix: _np_fix,
 }
 
-__all__ = ["ARRAY_TERM_FUNCTIONS", "elements_of", "holds_array_term", "is_array_term"]
+_ORDER = ("the order of values is not known when the graph is traced (it is traced once, for every value); a "
+          "max or a min is differentiable: use np.max, np.min, sad.maximum or sad.minimum, or sort the numbers "
+          "before tracing")
+_TRUTH = ("it asks whether values are true or equal, which is not known when the graph is traced; compare the "
+          "values after evaluating, or build the branch-free form with np.where")
+_LINALG = ("no derivative subgraph for it; write the computation with arithmetic on the array of Terms (an "
+           "elimination, a fixed number of iterations), or differentiate the numbers another way")
+
+#: Array functions with no derivative subgraph, and what to do instead.
+REFUSED: dict[Any, str] = {
+    **{f: _ORDER for f in (np.sort, np.argsort, np.argmax, np.argmin, np.partition, np.argpartition, np.lexsort,
+                           np.median, np.percentile, np.quantile, np.nanmedian, np.nanpercentile, np.nanquantile,
+                           np.unique, np.searchsorted, np.histogram, np.nanargmax, np.nanargmin, np.digitize)},
+    **{f: _TRUTH for f in (np.nonzero, np.flatnonzero, np.argwhere, np.count_nonzero, np.any, np.all, np.isclose,
+                           np.allclose, np.array_equal, np.array_equiv, np.extract, np.compress, np.select,
+                           np.piecewise)},
+    **{f: _LINALG for f in (np.linalg.solve, np.linalg.inv, np.linalg.pinv, np.linalg.det, np.linalg.slogdet,
+                            np.linalg.eig, np.linalg.eigh, np.linalg.eigvals, np.linalg.eigvalsh, np.linalg.svd,
+                            np.linalg.qr, np.linalg.cholesky, np.linalg.lstsq, np.linalg.matrix_rank,
+                            np.linalg.matrix_power, np.linalg.cond, np.linalg.tensorsolve, np.linalg.tensorinv,
+                            np.fft.fft, np.fft.ifft, np.fft.rfft, np.fft.irfft, np.fft.fft2, np.fft.fftn,
+                            np.convolve, np.correlate, np.interp, np.polyfit, np.roots)},
+}
+
+
+def _function_name(func: Any) -> str:
+    module = getattr(func, "__module__", "") or ""
+    prefix = "np.linalg." if "linalg" in module else "np.fft." if "fft" in module else "np."
+    return prefix + getattr(func, "__name__", repr(func))
+
+
+def _refuse_function(name: str, why: str) -> TypeError:
+    return TypeError(f"np.{name} is not supported on Terms: {why}")
+
+
+def array_function(self: Any, func: Callable[..., Any], types: Iterable[type], args: Iterable[Any],
+                   kwargs: Mapping[str, Any]) -> Any:
+    """NumPy's ``__array_function__`` for Term and TermArray: the functions that build nodes of
+    their own, a refusal for those with no derivative subgraph, and NumPy's own implementation
+    on the object arrays for the rest (its inner ufunc calls come back through
+    ``array_ufunc``)."""
+    if holds_array_term(args) or holds_array_term(kwargs.values()):
+        mine = ARRAY_TERM_FUNCTIONS.get(func)
+        if mine is not None:
+            return mine(*args, **kwargs)
+        if func not in ARRAY_FUNCTIONS:  # the rest run on the elements of the array Terms
+            args, kwargs = elements_of(tuple(args)), {k: elements_of(v) for k, v in kwargs.items()}
+    own = ARRAY_FUNCTIONS.get(func)
+    if own is not None:
+        return wrap(own(*args, **kwargs))
+    name = _function_name(func)
+    if func in REFUSED:
+        raise TypeError(f"{name} is not supported on Terms: {REFUSED[func]}")
+    implementation = getattr(func, "_implementation", None)
+    if implementation is None:
+        raise TypeError(f"{name} is not supported on Terms: NumPy gives no implementation to run on an array of "
+                        "Terms")
+    try:
+        return wrap(implementation(*args, **kwargs))
+    except TypeError as error:
+        if "Term" not in str(error):
+            raise
+        raise TypeError(f"{name} on Terms failed: {error}") from error

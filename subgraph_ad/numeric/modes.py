@@ -34,7 +34,7 @@ import numpy as np
 
 from ..core import checks
 from ..core import OPS, UNFED, Tape, Term, UnfedPlaceholder, dependencies
-from ..core.tape import _Placeholder
+from ..core.values import _Placeholder
 from ..functions import Function, power_partial
 from ..functions.view import gates
 from ..tables import html_table, text_table

@@ -27,6 +27,7 @@ from typing import Any, Callable, TypeVar, cast
 
 import numpy as np
 
+from .pairs import add_increment, advance, two_product, two_sum
 from .system import (ADD, CHAIN, CHAIN0, COPY, DIV, GATE0, LINEAR, MUL, NEG, ROOT, SCALE, STATE, SUB, VADD,
                      VCONST, VDIV, VMUL, VNATIVE, VNEG, VPOW, VSUB)
 
@@ -34,6 +35,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 try:
     import numba
+    from numba.extending import register_jitable
+
+    for _pairs in (two_sum, two_product, advance, add_increment):  # callable from the kernels below
+        register_jitable(_pairs)
 
     def _jit(fn: F) -> F:
         return cast(F, numba.njit(cache=True, nogil=True, error_model="numpy")(fn))
@@ -240,41 +245,14 @@ def fill(code: np.ndarray, scalars: np.ndarray, segments: np.ndarray, c: np.ndar
 
 
 @_jit
-def _two_sum(a: float, b: float) -> tuple[float, float]:  # pragma: no cover - Numba
-    s = a + b
-    v = s - a
-    return s, (a - (s - v)) + (b - v)
-
-
-@_jit
-def _two_product(a: float, b: float) -> tuple[float, float]:  # pragma: no cover - Numba
-    """s + e = a·b exactly, s = fl(a·b) (Dekker's product, by Veltkamp's splitting)."""
-    s = a * b
-    t = 134217729.0 * a
-    a1 = t - (t - a)
-    a2 = a - a1
-    t = 134217729.0 * b
-    b1 = t - (t - b)
-    b2 = b - b1
-    return s, ((a1 * b1 - s) + a1 * b2 + a2 * b1) + a2 * b2
-
-
-@_jit
 def _increment(c: np.ndarray, s: int, h: float, y: float, low: float) -> tuple[float, float]:  # pragma: no cover
-    """(y, low) + Σ_{k≥1} c[s, k]·h^k as a pair: Horner's rule down to order 2 in floats, its
-    last two steps and the sum in pairs, so the step adds no rounding of the size of y_1·h
-    (those of the orders past 1 are h² smaller)."""
+    """(y, low) + Σ_{k≥1} c[s, k]·h^k as a pair: Horner's rule down to order 2 in floats, then
+    ``add_increment``."""
     p = c.shape[1] - 1
     acc = c[s, p]
     for k in range(p - 1, 1, -1):
         acc = acc * h + c[s, k]
-    m, e = _two_product(acc, h)
-    hi, lo = _two_sum(m, c[s, 1])
-    lo += e  # (hi, lo) = acc·h + y_1
-    m, e = _two_product(hi, h)
-    e += lo * h  # (m, e) = (hi + lo)·h, the increment
-    total, error = _two_sum(y, m)
-    return _two_sum(total, error + (e + low))
+    return add_increment(acc, c[s, 1], h, y, low)
 
 
 @_jit
@@ -342,8 +320,7 @@ def apply(c: np.ndarray, states: np.ndarray, h: float, last: bool, y: np.ndarray
             for k in range(p + 1):
                 dense_c[d, i, k] = c[states[i], k]
         count[DENSE] = d + 1
-    new_hi, new_lo = _two_sum(hi, h)
-    new_hi, new_lo = _two_sum(new_hi, new_lo + lo)
+    new_hi, new_lo = advance(hi, lo, h)
     if last:
         new_hi, new_lo = real[T1], 0.0
     end = new_hi + new_lo
@@ -413,8 +390,7 @@ def run(code: np.ndarray, scalars: np.ndarray, segments: np.ndarray, value_code:
             for i in range(states.shape[0]):
                 ahead[states[i], 0] = _increment(c, states[i], h, y[i], low[i])[0]
             if time >= 0:
-                end_hi, end_lo = _two_sum(clock[0], h)
-                end_hi, end_lo = _two_sum(end_hi, end_lo + clock[1])
+                end_hi, end_lo = advance(clock[0], clock[1], h)
                 ahead[time, 0] = end_hi + end_lo
             values(value_code, constants, ahead)
             if _switched(c, ahead, switches):

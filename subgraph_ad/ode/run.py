@@ -25,7 +25,8 @@ from .dense import OdeSolution
 from .events import Event, zeros_in_step
 from .kernel import fill_numpy, values
 from .result import OdeResult
-from .stepper import advance, factor, horner, increment, step_sizes
+from .pairs import advance
+from .stepper import factor, horner, increment, step_sizes
 from .switches import CHATTER, Values, at_offset, changed, conditions, locate
 from .system import System
 

@@ -8,7 +8,7 @@
   is large), r = e^{−2}: the terms then fall as e^{−2k}, below tol past the order the
   tolerance chose (heyoka's rule, Jorba & Zou's h = ρ/e²); for an ``order`` lower than that,
   r = tol^{1/p}. e^{−0.7/(p−1)} is Jorba & Zou's safety factor.
-- Time: the sum t0 + Σh kept as an unevaluated pair (hi, lo) (TwoSum), so that 10⁶ steps do
+- Time: the sum t0 + Σh kept as an unevaluated pair (hi, lo) (``pairs.py``), so that 10⁶ steps do
   not drift by 10⁶ roundings; the state likewise (y, y_lo), so that each step adds the
   rounding of its increment Σ_{k≥1} y_k·h^k, not of y.
 """
@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from .pairs import add_increment
 
 #: The highest order the tolerance may choose (tol = 1e-50 would ask for 59).
 MAX_ORDER = 60
@@ -46,44 +48,11 @@ def step_sizes(y: np.ndarray, rtol: float, atol: float) -> np.ndarray:
     return rho * factor(p, tol)  # type: ignore[no-any-return]
 
 
-def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """s + e = a + b exactly, s = fl(a + b) (Knuth's TwoSum)."""
-    s = a + b
-    v = s - a
-    return s, (a - (s - v)) + (b - v)
-
-
-def two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """s + e = a·b exactly, s = fl(a·b) (Dekker's product, by Veltkamp's splitting)."""
-    s = a * b
-    t = 134217729.0 * a
-    a1 = t - (t - a)
-    a2 = a - a1
-    t = 134217729.0 * b
-    b1 = t - (t - b)
-    b2 = b - b1
-    return s, ((a1 * b1 - s) + a1 * b2 + a2 * b1) + a2 * b2
-
-
 def increment(coefficients: np.ndarray, h: np.ndarray, y: np.ndarray, low: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray]:
     """(y, low) + Σ_{k≥1} y_k·h^k as a pair, coefficients (n, p + 1, …): Horner's rule down to
-    order 2 in floats, its last two steps and the sum in pairs, so a step adds no rounding of
-    the size of y_1·h (those of the orders past 1 are h² smaller)."""
-    acc = horner(coefficients[:, 2:], h)
-    m, e = two_product(acc, h)
-    hi, lo = two_sum(m, coefficients[:, 1])
-    lo = lo + e  # (hi, lo) = acc·h + y_1
-    m, e = two_product(hi, h)
-    e = e + lo * h  # (m, e) = (hi + lo)·h, the increment
-    total, error = two_sum(y, m)
-    return two_sum(total, error + (e + low))
-
-
-def advance(hi: np.ndarray, lo: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(hi, lo) + h as a normalised pair."""
-    s, e = two_sum(hi, h)
-    return two_sum(s, e + lo)
+    order 2 in floats, then ``add_increment``."""
+    return add_increment(horner(coefficients[:, 2:], h), coefficients[:, 1], h, y, low)
 
 
 def horner(coefficients: np.ndarray, tau: np.ndarray) -> np.ndarray:

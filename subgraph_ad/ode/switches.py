@@ -15,7 +15,8 @@ from typing import Callable
 
 import numpy as np
 
-from .stepper import advance, increment
+from .pairs import advance
+from .stepper import increment
 from .system import System
 
 #: Fills coefficient 0 of every row of c (rows, 1, …) from the states' and t's.

@@ -30,6 +30,11 @@ def in_user_code(error: Exception, what: str, f: Any) -> Exception:
         if not _internal(tb):
             user.append(tb)
         tb = tb.tb_next
+    if isinstance(error, ValueError) and "setting an array element with a sequence" in str(error):
+        # NumPy's words for a Term written into a float array: a Term indexes (array nodes do),
+        # so NumPy takes it for a sequence before it would ask for its float
+        error = TypeError(f"a Term was written into a float array ({error}): a Term is a node of a graph, not a "
+                          "number; to store Terms in an array, use an object array or `sad.stack`")
     if isinstance(error, TypeError):
         error = TypeError(f"{what}: tracing {getattr(f, '__name__', f)!r} failed: {error}")
     if not user:

@@ -9,14 +9,9 @@ meet MemoryError there.
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import subprocess
-import sys
-import textwrap
 import warnings
-from pathlib import Path
 
 import mpmath
 import pytest
@@ -24,32 +19,7 @@ import pytest
 import subgraph_ad as sad
 from subgraph_ad import Tape
 
-ROOT = Path(__file__).resolve().parents[2]
-
-#: Run first in each subprocess: the package, the cap and what a tape holds.
-PRELUDE = """
-import json, math, resource
-import subgraph_ad as sad
-
-def cap(headroom_mb):
-    with open("/proc/self/status") as status:
-        size = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
-    resource.setrlimit(resource.RLIMIT_AS, (size + headroom_mb * 2**20, size + headroom_mb * 2**20))
-
-def snapshot(tape):
-    return [len(tape.nodes), hash(tuple(tape.nodes)), hash(tuple(tape.orders)), len(tape.deriv_cache)]
-
-def report(**fields):
-    print(json.dumps(fields))
-"""
-
-
-def run(code: str) -> dict:
-    """``code`` after the prelude in a fresh interpreter; its last line of output, as JSON."""
-    done = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], cwd=ROOT,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+from capped import run
 
 
 def test_sin_of_order_100_000_on_a_default_tape_in_bounded_memory():

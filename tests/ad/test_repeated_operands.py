@@ -408,15 +408,6 @@ def test_the_cli_laplacian_of_x_minus_x(capsys):
 
 
 # -- traced pairwise differences against JAX -------------------------------------------------------------
-@pytest.fixture
-def x64():
-    """float64 in JAX for one test (the flag is global)."""
-    previous = jax.config.read("jax_enable_x64")
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", previous)
-
-
 def pairwise_numpy(phi: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """Σᵢⱼ φ(xᵢ − xⱼ) as NumPy code writes it: the diagonal holds xᵢ − xᵢ."""
     return lambda x: np.sum(phi(x[:, None] - x[None, :])) + np.sum(x * x[::-1])

@@ -19,8 +19,11 @@ import pytest
 
 import subgraph_ad as sad
 from subgraph_ad import Tape, Term
-from subgraph_ad.core import scopes as scopes_module
+from subgraph_ad.core import ownership, scopes, values
 from subgraph_ad.core import tape as tape_module
+
+#: The modules of the tape and its scopes, after whose every line an interrupt may land.
+TRACED = {module.__file__ for module in (tape_module, scopes, ownership, values)}
 
 Context = tuple[Tape, Term, Term, Term]
 
@@ -154,7 +157,7 @@ def at_line(k: int, seen: list[tuple[str, int]] | None = None) -> Iterator[None]
         return local
 
     def tracer(frame: Any, event: str, arg: Any) -> Any:
-        return local if frame.f_code.co_filename in (tape_module.__file__, scopes_module.__file__) else None
+        return local if frame.f_code.co_filename in TRACED else None
 
     previous = sys.gettrace()
     sys.settrace(tracer)

@@ -10,45 +10,12 @@ and derivative memo entries beyond one per node.
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-#: Run first in each subprocess: the package, the cap, and a snapshot of every table of a tape.
-PRELUDE = """
-import json, math, resource, sys
-import subgraph_ad as sad
-
-def vm_bytes():
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
-
-def cap(headroom_mb):
-    limit = vm_bytes() + headroom_mb * 2**20
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-def snapshot(tape):
-    return (len(tape.nodes), hash(tuple(tape.nodes)), hash(tuple(tape.orders)), len(tape._intern),
-            hash(tuple(tape.deriv_cache.items())), dict(tape._vars))
-
-def report(**fields):
-    print(json.dumps(fields))
-"""
-
-
-def run(code: str) -> dict:
-    """Run ``code`` after the prelude in a fresh interpreter; its last line of output, as JSON."""
-    done = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], cwd=ROOT,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+from capped import run
 
 
 def test_exact_scalars_of_a_very_high_order_stop_at_the_budget():

@@ -152,9 +152,8 @@ def test_conventions_at_ties_and_kinks():
     assert sad.heaviside(x - 1.0, h).derive(h) == 1.0 and sad.heaviside(x, h).derive(h) == 0.0
 
 
-def test_the_conventions_are_jaxs():
+def test_the_conventions_are_jaxs(x64):
     jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
     jnp = jax.numpy
     cases = [
         (sad.maximum, jnp.maximum, (1.0, 1.0)), (sad.minimum, jnp.minimum, (1.0, 1.0)),

@@ -5,7 +5,6 @@ expm1 + 1 is 0 below u ≈ −37 where e^u is not. The oracle is mpmath at 50 di
 """
 
 
-import jax
 import mpmath
 import numpy as np
 import pytest
@@ -77,7 +76,7 @@ def test_tanh_and_sigmoid_derivatives_in_the_tails_keep_their_digits(name, fn, r
 
 
 @pytest.mark.parametrize("name, fn, reference, u", CASES, ids=[f"{c[0]}({c[3]:g})" for c in CASES])
-def test_tail_derivatives_lower_to_c_and_jax(name, fn, reference, u):
+def test_tail_derivatives_lower_to_c_and_jax(name, fn, reference, u, x64):
     """sech² and σ′ are not registered names, yet any derivative graph holding them compiles: C
     (built by cc on the CPU, as the CUDA backend's body) and JAX."""
     tape = Tape()
@@ -85,13 +84,7 @@ def test_tail_derivatives_lower_to_c_and_jax(name, fn, reference, u):
     ds = [fn(x).diff(x, n) for n in (1, 2)]
     points = np.array([u, u])
     program = build_program(tape, [x], ds)
-    previous = jax.config.read("jax_enable_x64")
-    jax.config.update("jax_enable_x64", True)  # float64 in JAX for this test only (the flag is global)
-    try:
-        compiled = {"c": c.cpu_function(program)(points),
-                    "jax": sad.lambdify([x], ds, backend="jax")(points)}
-    finally:
-        jax.config.update("jax_enable_x64", previous)
+    compiled = {"c": c.cpu_function(program)(points), "jax": sad.lambdify([x], ds, backend="jax")(points)}
     for n, k in enumerate((1, 2)):
         expected = _mp_derivative(reference, u, k)
         for backend, values in compiled.items():

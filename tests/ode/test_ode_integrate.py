@@ -8,7 +8,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import subgraph_ad as sad
-from subgraph_ad.ode.stepper import advance
+from subgraph_ad.ode.pairs import advance
 
 
 def oscillator(t, y):

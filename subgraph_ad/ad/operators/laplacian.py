@@ -7,7 +7,7 @@ import itertools
 from typing import Any, Callable, Optional
 
 from ...core import Callback, LimitError, Tape, Term, checks, dependencies
-from ...functions.base import Dual
+from ...functions.dual import Dual
 from ...functions.view import view
 from ..forward import derivative_order
 from . import array_laplacian as arrays

@@ -35,7 +35,7 @@ import numpy as np
 
 from ...tables import rule_table
 from ...functions.elementary import steps
-from ..program import Lowering, Operand, Program, Step
+from ..program import INFIX, Lowering, Operand, Program, Step
 
 NAME = "C"
 
@@ -129,12 +129,8 @@ def _function(dtype: str, a: list[str], step: Step) -> str:
 #: Each op's C expression, in the C type named by the context. A power is ``pow()``: the
 #: powers NumPy computes otherwise are other ops by now (``program.POWERS``).
 LOWERING: dict[str, Lowering[str]] = {
-    "add": lambda dtype, a, step: f"{a[0]} + {a[1]}",
-    "sub": lambda dtype, a, step: f"{a[0]} - {a[1]}",
-    "mul": lambda dtype, a, step: f"{a[0]} * {a[1]}",
-    "div": lambda dtype, a, step: f"{a[0]} / {a[1]}",
+    **INFIX,
     "pow": lambda dtype, a, step: f"{_math('pow', dtype)}({a[0]}, {a[1]})",
-    "neg": lambda dtype, a, step: f"-{a[0]}",
     "fn": _function,
 }
 rule_table("C LOWERING", LOWERING)

@@ -33,7 +33,7 @@ from ...tables import rule_table
 from ...functions.elementary import Elementary, steps
 from ...functions.gamma import Polygamma
 from ..devices import DeviceCompiled
-from ..program import Lowering, Operand, Program, Step, define, literal
+from ..program import INFIX, Lowering, Operand, Program, Step, define, literal
 from .c import NotLowerable
 
 NAME = "JAX"
@@ -215,12 +215,8 @@ def _call(names: dict[str, Any], a: list[str], step: Step) -> str:
 #: (on the CPU, XLA calls the C library's ``pow``, as the other backends do; real powers: nan, not
 #: complex): the powers NumPy computes otherwise are other ops by now (``program.POWERS``).
 LOWERING: dict[str, Lowering[dict[str, Any]]] = {
-    "add": lambda names, a, step: f"{a[0]} + {a[1]}",
-    "sub": lambda names, a, step: f"{a[0]} - {a[1]}",
-    "mul": lambda names, a, step: f"{a[0]} * {a[1]}",
-    "div": lambda names, a, step: f"{a[0]} / {a[1]}",
+    **INFIX,
     "pow": lambda names, a, step: f"_jnp.power({a[0]}, {a[1]})",
-    "neg": lambda names, a, step: f"-{a[0]}",
     "fn": _call,
 }
 rule_table("JAX LOWERING", LOWERING)
