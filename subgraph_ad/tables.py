@@ -12,6 +12,7 @@ alike everywhere. Depends on nothing else in the package.
 from __future__ import annotations
 
 import html
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -19,13 +20,13 @@ Rows = TypeVar("Rows", bound=dict[str, Any])
 
 
 class RuleTable:
-    """A registered table: its rows, and which keys it must have — every op of ``OPS`` and
-    ``fn`` but ``without`` (ops it need not see, with the reason in its module), or ``keys``
-    when it is keyed by something else (a Taylor kind)."""
+    """A registered table: its rows, which keys it must have — every op of ``OPS`` and ``fn``
+    but ``without`` (ops it need not see, with the reason in its module), or ``keys`` when it is
+    keyed by something else (a Taylor kind) — and the module that keeps it."""
 
     def __init__(self, rows: dict[str, Any], without: tuple[str, ...],
-                 keys: Callable[[], Iterable[str]] | None) -> None:
-        self.rows, self.without, self.keys = rows, without, keys
+                 keys: Callable[[], Iterable[str]] | None, module: str) -> None:
+        self.rows, self.without, self.keys, self.module = rows, without, keys, module
 
 
 #: Every op-keyed rule table, by name ("forward RULES"), in the order the modules register them.
@@ -34,9 +35,9 @@ RULE_TABLES: dict[str, RuleTable] = {}
 
 def rule_table(name: str, rows: Rows, *, without: tuple[str, ...] = (),
                keys: Callable[[], Iterable[str]] | None = None) -> Rows:
-    """Register ``rows`` as the rule table ``name``; returns it, so a module writes
-    ``RULES = rule_table("forward RULES", {...})``."""
-    RULE_TABLES[name] = RuleTable(rows, without, keys)
+    """Register ``rows`` as the rule table ``name`` of the calling module; returns it, so a module
+    writes ``RULES = rule_table("forward RULES", {...})``."""
+    RULE_TABLES[name] = RuleTable(rows, without, keys, sys._getframe(1).f_globals.get("__name__", "?"))
     return rows
 
 
