@@ -110,6 +110,9 @@ def index(tape: Tape, a: int, key: Any) -> int:
     normal, out = index_key(key, shape)
     if out == shape and all(item == (0, n, 1) for item, n in zip(normal, shape)):
         return a
+    stacked = tape.nodes[a]
+    if stacked.op == "stack" and len(normal) == 1 and isinstance(normal[0], int):
+        return stacked.args[normal[0]]  # item k of a stack is what was stacked there
     return node(tape, "index", (a,), (out, normal))
 
 

@@ -304,6 +304,8 @@ class Term:
     def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Term:
         """The sum over ``axis`` (None: all): a scalar Term when every axis is summed. ``dtype``,
         ``out`` and ``keepdims`` are NumPy's (``np.sum(h)`` calls this), out must be None."""
+        if not self.shape and axis is None and out is None:
+            return self  # NumPy's sum of a number is that number (np.sum(x) of a scalar Term)
         shape = self._array("sum()")
         if out is not None:
             raise TypeError("sum(out=...): an array node is not a buffer; use the returned Term")
@@ -314,6 +316,8 @@ class Term:
         return total
 
     def mean(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Term:
+        if not self.shape and axis is None and out is None:
+            return self
         shape = self._array("mean()")
         count = math.prod(shape[k] for k in axes_of(axis, len(shape), "mean"))
         return self.sum(axis, dtype, out, keepdims) * Fraction(1, count)

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core import array_build
 from ..core.term import Term
 
 
@@ -57,19 +58,25 @@ def _shown(index: Any) -> str:
     return f"an array of shape {shape}" if shape is not None else f"{type(index).__name__} {index!r:.60}"
 
 
-def stack(items: Any, axis: int = 0) -> TermArray:
+def stack(items: Any, axis: int = 0) -> Any:
     """Terms (and numbers, and arrays of them) joined into one array along a new ``axis``: how a
     traced function builds an array of results, where writing a Term into a float array
-    (``np.zeros(3)``) cannot work.
+    (``np.zeros(3)``) cannot work. Terms of one shape (numbers among them) along the first axis
+    become ONE array node (its element k is item k again); anything else, an object array.
 
     >>> import subgraph_ad as sad
     >>> tape = sad.Tape(); x = tape.var("x", 2.0)
-    >>> sad.stack([x**2, 1.0, sad.sin(x)]).eval()
-    array([4.        , 1.        , 0.90929743])
+    >>> v = sad.stack([x**2, 1.0, sad.sin(x)])
+    >>> v.shape, v.eval(), v[0] is not None and v[0].index == (x**2).index
+    ((3,), array([4.        , 1.        , 0.90929743]), True)
     """
     if isinstance(items, (str, bytes)) or not hasattr(items, "__len__") or len(items) == 0:
         raise TypeError(f"stack() takes a non-empty sequence of Terms, numbers or arrays of them, got "
                         f"{type(items).__name__} {items!r:.80}")
+    terms = [item for item in items if isinstance(item, Term)]
+    if axis == 0 and terms and not any(isinstance(item, np.ndarray) for item in items):
+        lifted = [terms[0]._lift(item).index for item in items]
+        return Term(terms[0].tape, array_build.stack(terms[0].tape, lifted))
     parts = []
     for item in items:
         part = np.empty((), dtype=object)
