@@ -2,9 +2,10 @@
 (``str``, terminals, doctests) and HTML (Jupyter).
 
 Every transformation and backend keeps one table keyed by op (forward ``RULES``, reverse
-``VJPS``, Taylor ``FORMS``, each backend's ``LOWERING``, ...), and each is made through
-``rule_table``, so one test (tests/core/test_ops.py) checks every table against the op list:
-a new op missing from any table fails with that table's name. Gradients, derivative tables
+``VJPS``, Taylor ``FORMS``, each backend's ``LOWERING``, the ODE kernel's ``VALUE_OPS``, ...),
+and each is made through ``rule_table``, so one test (tests/core/test_ops.py) checks every
+table against the op list: a new op missing from any table fails with that table's name, and
+an op-keyed dict made any other way fails too. Gradients, derivative tables
 and verification reports are rows of cells; one renderer for each medium keeps them looking
 alike everywhere. Depends on nothing else in the package.
 """

@@ -13,7 +13,9 @@ select(c, z̄), and every row is linear in z̄, so a row applied to select(c, w)
 of w): the sweep keeps the selection outermost all the way down the branch (``_masks``,
 ``_masked``), and contributions that meet stay one while they all are (``_join``). So the
 untaken branch's partials (1/x at x = 0 under ``where(x > 0, log(x), …)``) never multiply a
-zero adjoint into nan, at any order: the gradient is itself made of selections.
+zero adjoint into nan, at any order: the gradient is itself made of selections. On arrays the
+same holds down elementwise nodes of one shape; an op that mixes elements (a sum, a product of
+matrices, a broadcast) takes its adjoint with the selection applied.
 
 >>> from subgraph_ad import Tape, sin
 >>> tape = Tape(); x = tape.var("x", 0.5); y = tape.var("y", 4.2)
@@ -208,7 +210,10 @@ def _backward(tape: Tape, root: int, wrts: list[int]) -> list[int]:
         operands = [Term(tape, a) for a in node.args]
         need = tuple(a in reach for a in node.args)
         if node.op in REVERSE:
-            parts = REVERSE[node.op](node, operands, Term(tape, i), bar, need)
+            out = Term(tape, i)
+            if conditions and (node.op != "map" or any(t.shape != out.shape for t in operands)):
+                bar, conditions = _masked(conditions, bar), []  # an array's mask reaches only its own elements
+            parts = REVERSE[node.op](node, operands, out, bar, need)
         else:
             extra = (node.payload,) if node.op == "fn" else ()
             parts = VJPS[node.op](*extra, *operands, Term(tape, i), bar, need)

@@ -37,8 +37,20 @@ def chain(local: Any, derived: Any) -> Any:
     return local * derived
 
 
+def node_function(node: Any) -> Function | None:
+    """The function a node applies: a function node's, or an elementwise array node's (a ``map``
+    of a function), so that a condition, a gate and a selection read alike on arrays."""
+    from .base import Function
+
+    if node.op == "fn":
+        return node.payload  # type: ignore[no-any-return]
+    if node.op == "map" and isinstance(node.payload[1], Function):
+        return node.payload[1]
+    return None
+
+
 def _is_condition(node: Any) -> bool:
-    return node.op == "fn" and bool(getattr(node.payload, "condition", False))
+    return bool(getattr(node_function(node), "condition", False))
 
 
 def is_gate(partial: Any) -> bool:

@@ -10,12 +10,13 @@ import numpy as np
 
 from ..core.term import Term
 from .base import BinaryFn, Function, UnaryFn, register
+from .chain_rule import node_function
 from .kink_elementaries import KINKS, Kinded
 
 
 def is_condition(t: Any) -> bool:
     """Whether ``t`` is a condition Term: a comparison or test node, valued 1.0 or 0.0."""
-    return isinstance(t, Term) and t.node.op == "fn" and getattr(t.node.payload, "condition", False)
+    return isinstance(t, Term) and bool(getattr(node_function(t.node), "condition", False))
 
 
 @dataclass(frozen=True, repr=False)
@@ -117,7 +118,7 @@ def selection(t: Term) -> tuple[Term, Term] | None:
     """(c, a) of a selection node select(c, a), else None: the reverse sweep keeps an adjoint
     that is one outermost, so that no partial multiplies its zero."""
     node = t.node
-    if node.op == "fn" and isinstance(node.payload, Select):
+    if isinstance(node_function(node), Select):
         c, a = node.args
         return Term(t.tape, c), Term(t.tape, a)
     return None

@@ -30,6 +30,7 @@ from ..core import Tape, Term
 from ..core.ops import LEAVES
 from ..functions.elementary import ELEMENTARY, steps
 from ..functions.view import view
+from ..tables import rule_table
 
 #: The kernel's instruction codes (``kernel.py``): how row i gets its coefficient k.
 #: CHAIN0 is a row's first CHAIN (it assigns, the rest add), SCALE a product with a constant.
@@ -42,7 +43,9 @@ VCONST, VADD, VSUB, VMUL, VDIV, VNEG, VPOW, VCALL, VNATIVE = range(9)
 NATIVE = ("exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin", "cos", "tan", "sec", "csc", "cot",
           "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "fabs", "sign",
           "neg", "recip", "sigmoid", "sech2", "dsigmoid", "atan2", "hypot", "pow", "xlogy", "cbrt")
-_VALUE_OPS = {"add": VADD, "sub": VSUB, "mul": VMUL, "div": VDIV, "neg": VNEG, "pow": VPOW}
+#: Each op's value instruction; a function's are its spelling's (``_values``).
+_VALUE_OPS = rule_table("ODE VALUE_OPS", {"add": VADD, "sub": VSUB, "mul": VMUL, "div": VDIV, "neg": VNEG, "pow": VPOW},
+                        without=("fn",))
 #: The operands whose coefficient k a form's coefficient k reads (computed first at each order);
 #: a chain's g is read at orders below k only.
 _SAME_ORDER = {"add": (1, 2), "sub": (1, 2), "mul": (1, 2), "div": (1, 2), "neg": (1,), "root": (1,),

@@ -1,33 +1,40 @@
 """The op registry: every op has a row in every transformation's and backend's table, and its
 value and symbolic form agree with plain arithmetic and SymPy."""
 
+import importlib
 import math
+import pkgutil
 from fractions import Fraction
 
 import numpy as np
 import pytest
 import sympy
 
-import importlib
-
+import subgraph_ad
 from subgraph_ad.core import OPS, Node, Tape
 from subgraph_ad.core.ops import exact_field, intern_key, plain_fraction
 from subgraph_ad.tables import RULE_TABLES
 
-#: The modules that keep an op-keyed table: importing them registers every table.
-TABLE_MODULES = ("subgraph_ad.ad.forward", "subgraph_ad.ad.reverse", "subgraph_ad.numeric.modes",
-                 "subgraph_ad.ad.taylor.recurrences", "subgraph_ad.ad.taylor.plan", "subgraph_ad.ad.closed_form",
-                 "subgraph_ad.ad.operators.laplacian", "subgraph_ad.ad.operators.passes",
-                 "subgraph_ad.compile.backends.numpy", "subgraph_ad.compile.backends.numba",
-                 "subgraph_ad.compile.backends.c", "subgraph_ad.compile.backends.jax", "subgraph_ad.ad.arrays", "subgraph_ad.ad.operators.array_laplacian")
-for _module in TABLE_MODULES:
-    importlib.import_module(_module)
+#: Every module of the package, imported, so every table it makes is registered whatever the tests
+#: imported before (the command line's __main__ aside: it runs the CLI).
+MODULES = [importlib.import_module(m.name) for m in pkgutil.walk_packages(subgraph_ad.__path__, "subgraph_ad.")
+           if not m.name.endswith("__main__")]
 
 #: Every table the package keeps, by name: a table made without the register fails here.
 EXPECTED = {"forward RULES", "reverse VJPS", "numeric PARTIALS", "Taylor FORMS", "Taylor PRODUCTS", "Taylor COMPUTE",
             "Taylor DEGREES", "closed-form EXPAND", "Laplacian LAPLACIAN", "operator PARTIALS",
             "operator ADJOINTS", "NumPy LOWERING", "Numba LOWERING", "C LOWERING", "JAX LOWERING",
-            "array forward", "array reverse", "array LAPLACIAN"}
+            "ODE VALUE_OPS", "array forward", "array reverse", "array LAPLACIAN"}
+#: The tables keyed by the array ops.
+ARRAY_TABLES = {"array forward", "array reverse", "array LAPLACIAN"}
+#: The module-level dicts keyed by ops that are no rule table, each with the reason.
+NOT_RULE_TABLES = {
+    "subgraph_ad.interop.printing.SEPARATORS": "made from OPS itself, so it has every binary op",
+    "subgraph_ad.interop.sympy_bridge.CHAINS": "the ops SymPy flattens into one Add or Mul: the others are not chains",
+    "subgraph_ad.interop.sympy_bridge.FAMILY": "the same ops, by the SymPy class they flatten into",
+    "subgraph_ad.ad.taylor.plan.LINEAR": "keyed by Taylor kind (Taylor PRODUCTS' keys): the kinds it names",
+    "subgraph_ad.ode.system._SAME_ORDER": "keyed by Taylor kind: the kinds _reads does not read its own way",
+}
 
 
 def _missing(name: str) -> set[str]:
@@ -40,6 +47,22 @@ def test_every_rule_table_is_made_through_the_register():
     assert set(RULE_TABLES) == EXPECTED
 
 
+def test_every_op_keyed_dict_of_the_package_is_a_registered_table():
+    """A module-level dict with three or more of the ops as keys is a rule table, made through
+    the register, or one of ``NOT_RULE_TABLES``: an op-keyed table made any other way fails."""
+    from subgraph_ad.core.arrays import ARRAY_OPS
+
+    registered = {id(table.rows) for table in RULE_TABLES.values()} | {id(OPS), id(ARRAY_OPS)}
+    found: dict[int, set[str]] = {}  # each dict by every name a module gives it
+    for module in MODULES:
+        for name, value in vars(module).items():
+            if isinstance(value, dict) and id(value) not in registered and len(set(OPS) & set(value)) >= 3:
+                found.setdefault(id(value), set()).add(f"{module.__name__}.{name}")
+    unexplained = [sorted(names) for names in found.values() if not names & set(NOT_RULE_TABLES)]
+    assert not unexplained, f"op-keyed tables made without tables.rule_table: {unexplained}"
+    assert set(NOT_RULE_TABLES) <= set().union(*found.values())
+
+
 @pytest.mark.parametrize("table", sorted(EXPECTED))
 def test_every_table_has_a_row_for_every_op(table):
     assert not _missing(table), f"{table} has no row for {sorted(_missing(table))}"
@@ -47,15 +70,14 @@ def test_every_table_has_a_row_for_every_op(table):
 
 def test_a_new_op_missing_from_a_table_fails_with_the_tables_name(monkeypatch):
     monkeypatch.setitem(OPS, "fma", OPS["add"])
-    assert {name for name in EXPECTED if _missing(name)} == EXPECTED - {"Taylor PRODUCTS", "Taylor COMPUTE",
-                                                                        "array forward", "array reverse", "array LAPLACIAN"}
+    assert {name for name in EXPECTED if _missing(name)} == EXPECTED - {"Taylor PRODUCTS", "Taylor COMPUTE"} - ARRAY_TABLES
 
 
 def test_a_new_array_op_missing_from_a_table_fails_with_the_tables_name(monkeypatch):
     from subgraph_ad.core.arrays import ARRAY_OPS
 
     monkeypatch.setitem(ARRAY_OPS, "cumsum", ARRAY_OPS["sum"])
-    assert {name for name in EXPECTED if _missing(name)} == {"array forward", "array reverse", "array LAPLACIAN"}
+    assert {name for name in EXPECTED if _missing(name)} == ARRAY_TABLES
 
 
 def test_every_taylor_kind_has_its_products_and_its_coefficient():

@@ -7,8 +7,9 @@ differentiates our derivative graph once more. Each elementary is called by its 
 NumPy writes them into a float buffer), the special functions from ``jax.scipy.special``, the
 sigmoid as ``jax.nn.sigmoid``; where JAX's own derivative differs from ours at a point, a
 ``custom_jvp`` states ours (``|x|′`` is sign(x), 0 at 0; xlogy's strong zero), so ``jax.grad`` of
-a program agrees with the next derivative we build. A function with no spelling runs its ``f``
-when that works on JAX tracers (the polygamma family, whose ``f`` is SciPy's, is
+a program agrees with the next derivative we build. A function with no spelling runs its ``f``,
+and an elementary whose array form is one plain function (not NumPy's) runs that function, when
+it works on JAX tracers (the polygamma family, whose ``f`` is SciPy's, is
 ``jax.scipy.special``'s), and otherwise raises ``NotLowerable``.
 
 >>> import jax.numpy as jnp
@@ -155,16 +156,35 @@ def _indicator(ufunc: Any) -> Callable[..., Any]:
     return as_float
 
 
+def _traceable(f: Callable[..., Any], arity: int, what: str, remedy: str) -> None:
+    """NotLowerable, saying ``what`` and the ``remedy``, unless ``f`` of ``arity`` numbers runs
+    on JAX tracers (checked on abstract values: nothing is computed)."""
+    jax, jnp = _jax()
+    try:
+        jax.eval_shape(f, *[jax.ShapeDtypeStruct((), jnp.float32)] * arity)
+    except Exception as error:  # whatever f does with a tracer that it cannot do
+        first = str(error).splitlines()[0] if str(error) else ""
+        raise NotLowerable(f"{what} does not work on JAX arrays ({type(error).__name__}: {first}); {remedy}") from error
+
+
 def _callees(step: Elementary, names: dict[str, Any]) -> list[str]:
     """How to open the calls of one elementary in JAX, applied in turn: our own ``custom_jvp``,
-    a special function, or each of its NumPy functions by name in ``jax.numpy`` (a ``partial``
-    with its constants written out). NotLowerable where none applies."""
+    a special function, its one plain array function where that traces, or each of its NumPy
+    functions by name in ``jax.numpy`` (a ``partial`` with its constants written out).
+    NotLowerable where none applies."""
     if step.name in _own():
         names[f"_own_{step.name}"] = _own()[step.name]
         return [f"_own_{step.name}("]
     if step.name in SPECIAL:
         return [f"_jsp.{SPECIAL[step.name]}("]
     _, jnp = _jax()
+    plain = step.numpy[0]
+    numpy_named = isinstance(plain, (np.ufunc, functools.partial)) or vars(np).get(getattr(plain, "__name__", "")) is plain
+    if len(step.numpy) == 1 and not numpy_named:
+        _traceable(plain, step.arity, f"the elementary {step.name!r}'s array function",
+                   "spell it with NumPy functions, write it with jax.numpy or plain operators")
+        names[f"_plain_{step.name}"] = plain
+        return [f"_plain_{step.name}("]
     out = []
     for u in step.numpy:
         prefix = ""
@@ -194,14 +214,8 @@ def _call(names: dict[str, Any], a: list[str], step: Step) -> str:
         names["_polygamma"] = _polygamma()
         return f"_polygamma({fn.n}, {a[0]})"
     if not chain:
-        jax, jnp = _jax()
-        try:
-            jax.eval_shape(fn.f, *[jax.ShapeDtypeStruct((), jnp.float32)] * fn.arity)
-        except Exception as error:  # whatever f does with a tracer that it cannot do
-            first = str(error).splitlines()[0] if str(error) else ""
-            raise NotLowerable(f"{fn.kind} {fn.name!r} has no spelling, and its f does not work on JAX arrays "
-                               f"({type(error).__name__}: {first}); give it a spelling, or write f with "
-                               "jax.numpy") from error
+        _traceable(fn.f, fn.arity, f"{fn.kind} {fn.name!r} has no spelling, and its f",
+                   "give it a spelling, or write f with jax.numpy")
         names[key] = fn.f
         return f"{key}({', '.join(a)})"
     text = ", ".join(a)
