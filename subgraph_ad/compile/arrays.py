@@ -30,10 +30,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..core import OPS, Tape, Term, dependencies
-from ..core.arrays import ARRAY_OPS, Shape, has_arrays, shape_of
+from ..core import Tape, Term, dependencies
+from ..core.arrays import Shape, has_arrays
 from ..core.expand import element_vars, expand_many
 from ..numeric.modes import floating
+from . import blas
+from .array_code import source
 from .program import define
 
 
@@ -44,63 +46,14 @@ def needs_arrays(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) ->
     return has_arrays(tape, dependencies(tape, [t.index for t in outputs]))
 
 
-def _elements(tape: Tape) -> dict[int, tuple[int, tuple[int, ...]]]:
-    """Element var (node) -> its array var (node) and its position in that array."""
-    out: dict[int, tuple[int, tuple[int, ...]]] = {}
-    for name, names in tape.elements.items():
-        shape = tape.var_shapes[name]
-        for flat, element in enumerate(names):
-            out[tape._vars[element]] = (tape._vars[name], tuple(int(k) for k in np.unravel_index(flat, shape)))
-    return out
-
-
-def _source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) -> tuple[str, dict[str, Any]]:
-    """Straight-line Python, one NumPy call per node (in tape order), and its globals."""
-    names: dict[str, Any] = {"_np": np}
-    given = {v.index: f"i{k}" for k, v in enumerate(inputs)}
-    elements = _elements(tape) if tape.elements else {}
-    ref: dict[int, str] = {}
-    lines = [f"def _f({', '.join(given[v.index] for v in inputs)}):"]
-    nodes = tape.nodes
-    for i in dependencies(tape, [t.index for t in outputs]):
-        node = nodes[i]
-        if node.op == "var":
-            if i in given:
-                ref[i] = given[i]
-            elif i in elements and elements[i][0] in given:
-                parent, where = elements[i]
-                ref[i] = f"{given[parent]}[..., {', '.join(map(str, where))}]"
-            else:
-                raise ValueError(f"an output depends on var {node.payload!r}, which is not among the inputs "
-                                 f"{[v.name for v in inputs]}")
-            continue
-        if node.op == "const":
-            names[f"_k{i}"] = np.float64(node.payload)  # a NumPy number: 1/0 is inf, not an exception
-            ref[i] = f"_k{i}"
-            continue
-        operands = [ref[a] for a in node.args]
-        if node.op in ARRAY_OPS:
-            names[f"_n{i}"] = node
-            names[f"_s{i}"] = [shape_of(tape, a) for a in node.args]
-            call = f"_a_{node.op}(_n{i}, [{', '.join(operands)}], _s{i})"
-            names[f"_a_{node.op}"] = ARRAY_OPS[node.op].value
-        elif node.op == "fn":
-            names[f"_f{i}"] = node.payload.f
-            call = f"_f{i}({', '.join(operands)})"
-        else:
-            names[f"_o_{node.op}"] = OPS[node.op].value
-            call = f"_o_{node.op}({', '.join(operands)})"
-        lines.append(f"    t{i} = {call}")
-        ref[i] = f"t{i}"
-    lines.append(f"    return ({''.join(ref[t.index] + ', ' for t in outputs)})")
-    return "\n".join(lines) + "\n", names
-
-
 class ArrayCompiled:
-    """A graph with array nodes compiled for NumPy: one call per node over whole arrays (see the
-    module). Called with one value per input (an array var's: its shape, with batch axes in
-    front or not; a scalar var's: a number or an array of points), it returns each output
-    broadcast to the batch in front of its shape: a float for a scalar at one point."""
+    """A graph with array nodes compiled for NumPy: one expression per node over whole arrays
+    (see the module and ``array_code``). Called with one value per input (an array var's: its
+    shape, with batch axes in front or not; a scalar var's: a number or an array of points), it
+    returns each output broadcast to the batch in front of its shape: a float for a scalar at
+    one point. A call on one point runs the code written for one point (plain ``@`` and
+    broadcasting); a call on a batch the code that folds the batch into each matrix product.
+    A program whose matrix products are all small runs with BLAS on one thread (``blas``)."""
 
     def __init__(self, tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], single: bool,
                  warn: bool = False) -> None:
@@ -108,12 +61,19 @@ class ArrayCompiled:
         self.shapes: list[Shape] = [v.shape for v in inputs]
         self.out_shapes: list[Shape] = [t.shape for t in outputs]
         self.single, self.warn, self.backend = single, warn, "numpy"
-        source, namespace = _source(tape, inputs, outputs)
-        self.block_source = source
-        self._run: Callable[..., tuple[Any, ...]] = define(source, namespace, "arrays")
+        self._point = self._define(tape, inputs, outputs, "point")
+        self._batch = self._define(tape, inputs, outputs, "batch")
+        self.block_source = self._batch[2]
+
+    def _define(self, tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour: str
+                ) -> tuple[Callable[..., tuple[Any, ...]], int, str]:
+        """The program of one flavour: its function, its largest product's multiply-adds per
+        point, and its source."""
+        text, namespace, work = source(tape, inputs, outputs, flavour)
+        return define(text, namespace, f"arrays {flavour}"), work, text
 
     def __repr__(self) -> str:
-        return f"<compiled array program of ({', '.join(self.names)}), {len(self.out_shapes)} output(s), numpy>"
+        return f"<compiled array program of ({', '.join(self.names)}), {len(self.out_shapes)} output(s), {self.backend}>"
 
     def batch(self, args: Sequence[Any]) -> tuple[list[np.ndarray], Shape]:
         """The arguments as float arrays, and their common batch (the axes in front of each
@@ -139,8 +99,13 @@ class ArrayCompiled:
 
     def __call__(self, *args: Any) -> Any:
         arrays, batch = self.batch(args)
+        run, work, _ = self._batch if batch else self._point
         with floating(self.warn):
-            found = self._run(*arrays)
+            if work * math.prod(batch) < blas.SMALL:
+                with blas.one_thread:
+                    found = run(*arrays)
+            else:
+                found = run(*arrays)
         results = tuple(_full(v, batch + s) for v, s in zip(found, self.out_shapes))
         return results[0] if self.single else results
 
