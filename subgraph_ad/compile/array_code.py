@@ -59,12 +59,20 @@ def reshaped(value: Any, own: int, shape: Shape) -> Any:
     return value.reshape(value.shape[:value.ndim - own] + shape)
 
 
+def placed(value: Any, own: int, shape: Shape, where: tuple[Any, ...]) -> Any:
+    """Zeros of ``shape`` (behind the value's batch axes) with the value at ``where``."""
+    out = np.zeros(np.shape(value)[:np.ndim(value) - own] + shape)
+    out[where] = value
+    return out
+
+
 def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour: str
            ) -> tuple[str, dict[str, Any], int]:
     """``_f(i0, …)`` returning the outputs' tuple, its globals, and the multiply-adds per point
     of its largest matrix product (what decides how many threads BLAS may use)."""
     xp = "_jnp" if flavour == "jax" else "_np"
-    names: dict[str, Any] = {"_np": np, "_al": aligned, "_rs": reshaped, "_bt": batched_times, "_tb": times_batched}
+    names: dict[str, Any] = {"_np": np, "_al": aligned, "_rs": reshaped, "_bt": batched_times, "_tb": times_batched,
+                             "_pl": placed}
     if flavour == "jax":
         import jax.numpy as jnp
 
@@ -144,8 +152,15 @@ def _expression(node: Any, i: int, a: list[str], shapes: list[Shape], batched: l
     if op == "sum":
         return f"{xp}.sum({a[0]}, axis={tuple(axis - len(shapes[0]) for axis in node.payload[1])!r})"
     if op == "transpose":
-        n = len(shapes[0])
-        return f"{xp}.moveaxis({a[0]}, {[p - n for p in node.payload[1]]!r}, {list(range(-n, 0))!r})"
+        n, perm = len(shapes[0]), tuple(node.payload[1])
+        if flavour == "point":
+            return f"{a[0]}.transpose({perm!r})"
+        if perm == tuple(range(n - 2)) + (n - 1, n - 2):  # a matrix transposed: the last two axes swapped
+            return f"{xp}.swapaxes({a[0]}, -1, -2)"
+        return f"{xp}.moveaxis({a[0]}, {[p - n for p in perm]!r}, {list(range(-n, 0))!r})"
+    if op == "place" and flavour != "jax":
+        names[f"_ix{i}"] = (Ellipsis,) + as_index(node.payload[1], len(shape))
+        return f"_pl({a[0]}, {len(shapes[0])}, {shape!r}, _ix{i})"
     if op == "index":
         names[f"_ix{i}"] = (Ellipsis,) + as_index(node.payload[1], len(shapes[0]))
         return f"{a[0]}[_ix{i}]"
@@ -185,4 +200,4 @@ def _function(fn: Any, a: list[str], names: dict[str, Any], key: str, flavour: s
     return text
 
 
-__all__ = ["aligned", "elements", "reshaped", "source"]
+__all__ = ["aligned", "elements", "placed", "reshaped", "source"]

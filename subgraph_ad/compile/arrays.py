@@ -6,8 +6,8 @@ the batch, because every value carries its batch axes IN FRONT of its node's sha
 ``Term.eval`` computes them, ``core.arrays``). So a per-point matrix-vector product over a
 batch of points is one GEMM, and a program is O(array nodes) statements, not O(elements).
 
-The backends that know only scalars (Numba, C, CUDA, JAX for now) get the graph expanded to
-scalar nodes first (``Expanded``: ``core.expand.expand_many``) and the array arguments split
+The JAX backend runs the same code in ``jax.numpy`` under ``jax.jit`` (``JaxArrayCompiled``).
+The backends that know only scalars (Numba, C, CUDA) get the graph expanded to scalar nodes first (``Expanded``: ``core.expand.expand_many``) and the array arguments split
 into one column per element: the same values, in the scalar program's time.
 
 An array var is fed whole: an array of its shape, or with batch axes in front. A scalar var
@@ -119,6 +119,55 @@ def _full(value: Any, shape: Shape) -> Any:
     return np.array(np.broadcast_to(value, shape), dtype=float)
 
 
+class JaxArrayCompiled:
+    """A graph with array nodes compiled for JAX: the same code as ``ArrayCompiled``'s batch
+    flavour in ``jax.numpy`` (a matrix product is one ``einsum``, which XLA makes one
+    ``dot_general``), under ``jax.jit``; each output broadcast to the batch inside. It returns
+    JAX arrays, so it composes with ``jax.jit``/``vmap``/``grad``; ``on_host`` makes it return
+    NumPy (``host``). Float64 arguments run with JAX's 64-bit types on for the call."""
+
+    def __init__(self, tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], single: bool) -> None:
+        from .backends.jax import _jax
+
+        jax, _ = _jax()
+        self.names = [str(v.name) for v in inputs]
+        self.shapes: list[Shape] = [v.shape for v in inputs]
+        self.out_shapes: list[Shape] = [t.shape for t in outputs]
+        self.single, self.backend, self.host = single, "jax", False
+        text, namespace, _ = source(tape, inputs, outputs, "jax")
+        self.block_source = text
+        self._run = jax.jit(define(text, namespace, "arrays jax"))
+
+    def __repr__(self) -> str:
+        return f"<compiled array program of ({', '.join(self.names)}), {len(self.out_shapes)} output(s), jax>"
+
+    def __call__(self, *args: Any) -> Any:
+        from .backends.jax import _jax, wide
+
+        if len(args) != len(self.names):
+            raise TypeError(f"expected {len(self.names)} arguments ({', '.join(self.names)}), got {len(args)}")
+        ready = []
+        for value, name, shape in zip(args, self.names, self.shapes):
+            if not hasattr(value, "dtype") or np.dtype(value.dtype).kind in "biu":
+                value = np.asarray(value, dtype=float) if np.asarray(value).dtype.kind in "biuf" else value
+            if np.dtype(getattr(value, "dtype", object)).kind not in "f":
+                raise TypeError(f"argument {name} must be a number or an array of numbers, got "
+                                f"{type(value).__name__} {value!r:.80}")
+            if shape and tuple(np.shape(value)[np.ndim(value) - len(shape):]) != shape:
+                raise ValueError(f"argument {name} is an array of shape {shape} (with any batch axes in front), "
+                                 f"got shape {np.shape(value)}")
+            ready.append(value)
+        jax, _ = _jax()
+        if wide(ready):
+            with jax.enable_x64(True):
+                found = self._run(*ready)
+        else:
+            found = self._run(*ready)
+        if self.host:
+            found = tuple(float(v) if not np.ndim(v) else np.asarray(v) for v in found)
+        return found[0] if self.single else found
+
+
 class Expanded:
     """A graph with array nodes for a backend that knows only scalars: the outputs expanded to
     scalar nodes once, compiled by that backend over one input per element; a call splits the
@@ -174,4 +223,4 @@ def _stacked(parts: list[Any], shape: Shape) -> Any:
     return xp.reshape(stacked, tuple(batch) + shape)
 
 
-__all__ = ["ArrayCompiled", "Expanded", "needs_arrays"]
+__all__ = ["ArrayCompiled", "Expanded", "JaxArrayCompiled", "needs_arrays"]
