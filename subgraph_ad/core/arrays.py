@@ -223,6 +223,8 @@ def batched_times(a: Any, sa: Shape, b: Any) -> Any:
     """A batch of vectors or matrices ``a`` (of shape ``sa`` behind the batch) times one matrix
     or vector ``b``: ONE matrix product, the batch folded into the rows (``np.matmul`` would loop
     over the batch, one small product per point)."""
+    if a.ndim == 2:  # already one matrix: BLAS reads it in either memory order, no copy
+        return a @ b
     batch = a.shape[:a.ndim - len(sa)]
     found = np.reshape(a, (-1, sa[-1])) @ b
     return np.reshape(found, batch + sa[:-1] + b.shape[1:])
@@ -231,7 +233,8 @@ def batched_times(a: Any, sa: Shape, b: Any) -> Any:
 def times_batched(a: Any, b: Any, sb: Shape) -> Any:
     """One matrix or vector ``a`` times a batch of vectors or matrices ``b`` (of shape ``sb``
     behind the batch): ONE matrix product, the contracted axis moved in front and the batch
-    folded into the columns."""
+    folded into the columns. The result is a view in the product's memory order (the batch
+    behind the rows), which the next such product reads back without a copy."""
     nb = b.ndim - len(sb)
     if len(sb) == 1:  # a · b_p = b_p · aᵀ for every point p: the batch is the rows
         return batched_times(b, sb, np.transpose(a))
