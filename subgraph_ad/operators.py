@@ -184,7 +184,7 @@ class _Operator(Transformed):
                 raise ValueError(f"{what}: argument {k} is the point, an array of shape (d,), got the shape "
                                  f"{trace.trees[k].meta}")
             out, xs = trace.scalar_output(what), trace.vars_of(k)
-            if not (arrays and dense(out)):
+            if any(x.shape for x in xs) and not (arrays and dense(out)):  # (nested: scalar vars already)
                 (out,), xs = trace.scalars([out]), trace.scalar_vars(k)
             _, terms, shaped = build(trace.tape, xs, out)
 
