@@ -177,6 +177,7 @@ class _Operator(Transformed):
         if isinstance(argnums, bool) or not isinstance(argnums, int):
             raise TypeError(f"{what}: argnums must be an int (the argument the operator acts on), got {argnums!r}")
         self.argnums = argnums
+        self.ARRAYS = arrays  # otherwise the point is traced as scalar vars, as the other passes take them
 
         def traced(trace: Traced) -> tuple[list[Term], Any]:
             (k,) = positions(argnums, len(trace.trees), what, one=True)
