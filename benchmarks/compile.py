@@ -114,9 +114,11 @@ def measure_mlp(repeats: int) -> dict[str, Any]:
     first = grad(p, x, y)
     row = {"first": time.perf_counter() - start, "first_cpu": time.process_time() - cpu}
     row["repeat"], row["repeat_cpu"] = _medians(lambda: grad(p, x, y), repeats)
-    compiled = next(iter(grad.cache.values()))[0]
+    compiled = next(iter(grad.cache.entries.values()))[0]
     row["package"] = sad.__file__
-    row["steps"] = len(compiled.program.steps)
+    # a scalar program's steps, or an array program's statements (one per array node)
+    program = getattr(compiled, "program", None)
+    row["steps"] = len(program.steps) if program is not None else compiled.block_source.count("\n    t")
     row["built"] = list(getattr(compiled, "built", ["point", "point IEEE", "numpy (array)"]))
     row["check"] = float(np.linalg.norm(first))
     return row

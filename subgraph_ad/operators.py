@@ -36,7 +36,7 @@ import numpy as np
 
 from .ad import operators as ops
 from .ad.taylor import taylor_graph as ad_taylor_graph
-from .core import Tape, Term
+from .core import Tape, Term, dependencies
 from .interop.dask_arrays import lazy, per_point  # Dask
 from .interop.numpy_dispatch import TermArray
 from .pytrees import real_leaf
@@ -170,19 +170,24 @@ class _Operator(Transformed):
     batch of points (..., d) runs it under ``vmap``, the other arguments the same at every
     point (vmap it with in_axes to batch them too)."""
 
-    ARRAYS = False  # the operators' passes take scalar nodes
-
-    def __init__(self, f: Callable[..., Any], what: str, build: Build, argnums: int, backend: str | None) -> None:
+    def __init__(self, f: Callable[..., Any], what: str, build: Build, argnums: int, backend: str | None,
+                 arrays: bool = False) -> None:
+        """``arrays``: whether the operator's pass runs over array nodes, as the Laplacian's and
+        the biharmonic's do; it then takes them where u has a dense layer (``dense``)."""
         if isinstance(argnums, bool) or not isinstance(argnums, int):
             raise TypeError(f"{what}: argnums must be an int (the argument the operator acts on), got {argnums!r}")
         self.argnums = argnums
+        self.ARRAYS = arrays  # otherwise the point is traced as scalar vars, as the other passes take them
 
         def traced(trace: Traced) -> tuple[list[Term], Any]:
             (k,) = positions(argnums, len(trace.trees), what, one=True)
             if len(trace.array_argument(k, what)) != 1:
                 raise ValueError(f"{what}: argument {k} is the point, an array of shape (d,), got the shape "
                                  f"{trace.trees[k].meta}")
-            _, terms, shaped = build(trace.tape, trace.vars_of(k), trace.scalar_output(what))
+            out, xs = trace.scalar_output(what), trace.vars_of(k)
+            if any(x.shape for x in xs) and not (arrays and dense(out)):  # (nested: scalar vars already)
+                (out,), xs = trace.scalars([out]), trace.scalar_vars(k)
+            _, terms, shaped = build(trace.tape, xs, out)
 
             def assemble(values: list[Any], batch: tuple[int, ...]) -> Any:
                 if values and isinstance(values[0], Term):  # nested: Terms of the outer trace
@@ -213,6 +218,15 @@ class _Operator(Transformed):
         axes = tuple(0 if j == k else None for j in range(len(args)))
         out = vmap(self, in_axes=axes)(*args[:k], flat, *args[k + 1:], **kwargs)
         return out.reshape(shape[:-1] + out.shape[1:])
+
+
+def dense(u: Term) -> bool:
+    """Whether u has a matrix product (a dense layer): where the operators' array pass wins,
+    one product per layer over [value | J | Δ]. Code without one (elementwise functions of
+    slices, sums) keeps the scalar pass, whose per-element structural zeros the array pass
+    would fill in (a Jacobian block per element, dense in d)."""
+    nodes = u.tape.nodes
+    return any(nodes[i].op == "matmul" for i in dependencies(u.tape, [u.index]))
 
 
 def _scalar_values(values: np.ndarray) -> np.ndarray:
@@ -264,7 +278,7 @@ def laplacian(u: Any, xs: Any = None, weights: Any = None, *, samples: int | Non
         def build(tape: Tape, xs_: list[Term], out: Term) -> Any:
             return xs_, [ops.laplacian(out, xs_, weights)], _scalar_values
 
-        return _Operator(u, "laplacian", build, argnums, backend)
+        return _Operator(u, "laplacian", build, argnums, backend, arrays=True)
     if samples is None:
         if xs is None:
             raise TypeError("laplacian(u, xs) needs the vars xs of the Term u")
@@ -291,7 +305,7 @@ def biharmonic(u: Any, xs: Any = None, *, method: str = "auto", argnums: int = 0
         def build(tape: Tape, xs_: list[Term], out: Term) -> Any:
             return xs_, [ops.biharmonic(out, xs_, method=method)], _scalar_values
 
-        return _Operator(u, "biharmonic", build, argnums, backend)
+        return _Operator(u, "biharmonic", build, argnums, backend, arrays=True)
     if xs is None:
         raise TypeError("biharmonic(u, xs) needs the vars xs of the Term u")
     return ops.biharmonic(u, xs, method=method)

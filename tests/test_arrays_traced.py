@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import subgraph_ad as sad
-from subgraph_ad.compile.arrays import ArrayCompiled, Expanded
+from subgraph_ad.compile.arrays import ArrayCompiled, Expanded, JaxArrayCompiled
+from subgraph_ad.core.arrays import ARRAY_OPS
 
 jax.config.update("jax_enable_x64", True)
 TOL = {"rtol": 1e-12, "atol": 1e-12}
@@ -128,9 +129,72 @@ def test_lambdify_of_array_graphs_equals_eval(backend):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         f = sad.lambdify([W, x, s], outs, backend=backend)
-    assert isinstance(f, ArrayCompiled if backend == "numpy" else Expanded)
+    assert isinstance(f, {"numpy": ArrayCompiled, "jax": JaxArrayCompiled}.get(backend, Expanded))
     Wb, xb, sb = rng.normal(size=(5, 4, 3)), rng.normal(size=(5, 3)), rng.normal(size=5)
     for args in ((W.value, x.value, 0.7), (Wb, x.value, 0.7), (Wb, xb, sb)):
         found = f(*args)
         for value, t in zip(found, outs):
             np.testing.assert_allclose(np.asarray(value), t.eval({W: args[0], x: args[1], s: args[2]}), **TOL)
+
+
+def every_op_graph(rng):
+    """A graph with every array op (slices and their gradient's places, concat, stack, reshape,
+    transpose, broadcast, sums over an axis, products of every rank) and scalar nodes."""
+    tape = sad.Tape()
+    W = tape.array("W", rng.normal(size=(4, 3)))
+    x = tape.array("x", rng.normal(size=3))
+    s = tape.var("s", 0.7)
+    h = sad.tanh(W @ x + s)
+    both = np.concatenate([h[1:], x * s, sad.stack([h[0], s, h[1] * s])])
+    M = np.reshape(both, (3, 3)).T
+    loss = (M @ x).sum() + (x @ M @ x) * (W.sum(axis=0) ** 2).sum() + sad.exp(W[:, 1]).sum()
+    outs = [loss, loss.grad_graph(W), loss.grad_graph(x), M, sad.sigmoid(W.T) @ W]
+    return (W, x, s), outs
+
+
+def test_jax_array_programs_equal_eval_at_a_point_and_on_batches():
+    """backend="jax" compiles the array graph itself (jnp ops under jax.jit), not its scalar
+    expansion; every output equals Term.eval to 1e-12, with and without batch axes."""
+    rng = np.random.default_rng(11)
+    (W, x, s), outs = every_op_graph(rng)
+    assert {node.op for node in W.tape.nodes} >= set(ARRAY_OPS) - {"broadcast"}
+    f = sad.lambdify([W, x, s], outs, backend="jax")
+    assert isinstance(f, JaxArrayCompiled)
+    Wb, xb, sb = rng.normal(size=(5, 4, 3)), rng.normal(size=(5, 3)), rng.normal(size=5)
+    for args in ((W.value, x.value, 0.7), (Wb, x.value, 0.7), (W.value, xb, sb), (Wb, xb, sb)):
+        found = f(*args)
+        assert all(type(v).__module__.startswith("jax") for v in found)  # composes with JAX
+        batch = np.broadcast_shapes(np.shape(args[0])[:-2], np.shape(args[1])[:-1], np.shape(args[2]))
+        for value, t in zip(found, outs):  # every output broadcast to the call's batch
+            expected = np.broadcast_to(t.eval({W: args[0], x: args[1], s: args[2]}), batch + t.shape)
+            np.testing.assert_allclose(np.asarray(value), expected, **TOL)
+
+
+@pytest.mark.parametrize("array_f", [mlp, einsum_net])
+def test_traced_transforms_on_the_jax_backend_match_jax(array_f):
+    """sad.grad and sad.hvp with backend="jax" run the array program in JAX: values as JAX's."""
+    f = lambda x, W, v: array_f(np, x, W, v)  # noqa: E731
+    jf = lambda x, W, v: array_f(jnp, x, W, v)  # noqa: E731
+    for x, W, v in corpus(3, 2):
+        grads = sad.grad(f, argnums=(0, 1, 2), backend="jax")(x, W, v)
+        for g, jg in zip(grads, jax.grad(jf, argnums=(0, 1, 2))(x, W, v)):
+            assert isinstance(g, np.ndarray)
+            np.testing.assert_allclose(g, np.asarray(jg), **TOL)
+
+
+def test_a_table_times_a_batch_of_matrices_is_the_per_point_product():
+    """The batch folded into one matrix product gives each point's own product (to rounding)."""
+    rng = np.random.default_rng(2)
+    tape = sad.Tape()
+    A = tape.array("A", rng.normal(size=(3, 5)))
+    B = tape.array("B", rng.normal(size=(5, 4)))
+    b = tape.array("b", rng.normal(size=5))
+    Bs, bs = rng.normal(size=(7, 2, 5, 4)), rng.normal(size=(7, 2, 5))
+    As = rng.normal(size=(7, 2, 3, 5))
+    cases = [(A @ B, {B: Bs}, lambda k: A.value @ Bs[k]), (A @ b, {b: bs}, lambda k: A.value @ bs[k]),
+             (b @ B, {b: bs}, lambda k: bs[k] @ B.value), (b @ B, {B: Bs}, lambda k: b.value @ Bs[k]),
+             (A @ B, {A: As}, lambda k: As[k] @ B.value), (A @ b, {A: As}, lambda k: As[k] @ b.value)]
+    for term, values, point in cases:
+        found = term.eval(values)
+        for k in np.ndindex(7, 2):
+            np.testing.assert_allclose(found[k], point(k), rtol=1e-15, atol=1e-14)

@@ -6,8 +6,8 @@ the batch, because every value carries its batch axes IN FRONT of its node's sha
 ``Term.eval`` computes them, ``core.arrays``). So a per-point matrix-vector product over a
 batch of points is one GEMM, and a program is O(array nodes) statements, not O(elements).
 
-The backends that know only scalars (Numba, C, CUDA, JAX for now) get the graph expanded to
-scalar nodes first (``Expanded``: ``core.expand.expand_many``) and the array arguments split
+The JAX backend runs the same code in ``jax.numpy`` under ``jax.jit`` (``JaxArrayCompiled``).
+The backends that know only scalars (Numba, C, CUDA) get the graph expanded to scalar nodes first (``Expanded``: ``core.expand.expand_many``) and the array arguments split
 into one column per element: the same values, in the scalar program's time.
 
 An array var is fed whole: an array of its shape, or with batch axes in front. A scalar var
@@ -30,10 +30,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..core import OPS, Tape, Term, dependencies
-from ..core.arrays import ARRAY_OPS, Shape, has_arrays, shape_of
+from ..core import Tape, Term, dependencies
+from ..core.arrays import Shape, has_arrays
 from ..core.expand import element_vars, expand_many
 from ..numeric.modes import floating
+from . import blas
+from .array_code import source
 from .program import define
 
 
@@ -44,63 +46,14 @@ def needs_arrays(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) ->
     return has_arrays(tape, dependencies(tape, [t.index for t in outputs]))
 
 
-def _elements(tape: Tape) -> dict[int, tuple[int, tuple[int, ...]]]:
-    """Element var (node) -> its array var (node) and its position in that array."""
-    out: dict[int, tuple[int, tuple[int, ...]]] = {}
-    for name, names in tape.elements.items():
-        shape = tape.var_shapes[name]
-        for flat, element in enumerate(names):
-            out[tape._vars[element]] = (tape._vars[name], tuple(int(k) for k in np.unravel_index(flat, shape)))
-    return out
-
-
-def _source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) -> tuple[str, dict[str, Any]]:
-    """Straight-line Python, one NumPy call per node (in tape order), and its globals."""
-    names: dict[str, Any] = {"_np": np}
-    given = {v.index: f"i{k}" for k, v in enumerate(inputs)}
-    elements = _elements(tape) if tape.elements else {}
-    ref: dict[int, str] = {}
-    lines = [f"def _f({', '.join(given[v.index] for v in inputs)}):"]
-    nodes = tape.nodes
-    for i in dependencies(tape, [t.index for t in outputs]):
-        node = nodes[i]
-        if node.op == "var":
-            if i in given:
-                ref[i] = given[i]
-            elif i in elements and elements[i][0] in given:
-                parent, where = elements[i]
-                ref[i] = f"{given[parent]}[..., {', '.join(map(str, where))}]"
-            else:
-                raise ValueError(f"an output depends on var {node.payload!r}, which is not among the inputs "
-                                 f"{[v.name for v in inputs]}")
-            continue
-        if node.op == "const":
-            names[f"_k{i}"] = np.float64(node.payload)  # a NumPy number: 1/0 is inf, not an exception
-            ref[i] = f"_k{i}"
-            continue
-        operands = [ref[a] for a in node.args]
-        if node.op in ARRAY_OPS:
-            names[f"_n{i}"] = node
-            names[f"_s{i}"] = [shape_of(tape, a) for a in node.args]
-            call = f"_a_{node.op}(_n{i}, [{', '.join(operands)}], _s{i})"
-            names[f"_a_{node.op}"] = ARRAY_OPS[node.op].value
-        elif node.op == "fn":
-            names[f"_f{i}"] = node.payload.f
-            call = f"_f{i}({', '.join(operands)})"
-        else:
-            names[f"_o_{node.op}"] = OPS[node.op].value
-            call = f"_o_{node.op}({', '.join(operands)})"
-        lines.append(f"    t{i} = {call}")
-        ref[i] = f"t{i}"
-    lines.append(f"    return ({''.join(ref[t.index] + ', ' for t in outputs)})")
-    return "\n".join(lines) + "\n", names
-
-
 class ArrayCompiled:
-    """A graph with array nodes compiled for NumPy: one call per node over whole arrays (see the
-    module). Called with one value per input (an array var's: its shape, with batch axes in
-    front or not; a scalar var's: a number or an array of points), it returns each output
-    broadcast to the batch in front of its shape: a float for a scalar at one point."""
+    """A graph with array nodes compiled for NumPy: one expression per node over whole arrays
+    (see the module and ``array_code``). Called with one value per input (an array var's: its
+    shape, with batch axes in front or not; a scalar var's: a number or an array of points), it
+    returns each output broadcast to the batch in front of its shape: a float for a scalar at
+    one point. A call on one point runs the code written for one point (plain ``@`` and
+    broadcasting); a call on a batch the code that folds the batch into each matrix product.
+    A program whose matrix products are all small runs with BLAS on one thread (``blas``)."""
 
     def __init__(self, tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], single: bool,
                  warn: bool = False) -> None:
@@ -108,12 +61,19 @@ class ArrayCompiled:
         self.shapes: list[Shape] = [v.shape for v in inputs]
         self.out_shapes: list[Shape] = [t.shape for t in outputs]
         self.single, self.warn, self.backend = single, warn, "numpy"
-        source, namespace = _source(tape, inputs, outputs)
-        self.block_source = source
-        self._run: Callable[..., tuple[Any, ...]] = define(source, namespace, "arrays")
+        self._point = self._define(tape, inputs, outputs, "point")
+        self._batch = self._define(tape, inputs, outputs, "batch")
+        self.block_source = self._batch[2]
+
+    def _define(self, tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour: str
+                ) -> tuple[Callable[..., tuple[Any, ...]], int, str]:
+        """The program of one flavour: its function, its largest product's multiply-adds per
+        point, and its source."""
+        text, namespace, work = source(tape, inputs, outputs, flavour)
+        return define(text, namespace, f"arrays {flavour}"), work, text
 
     def __repr__(self) -> str:
-        return f"<compiled array program of ({', '.join(self.names)}), {len(self.out_shapes)} output(s), numpy>"
+        return f"<compiled array program of ({', '.join(self.names)}), {len(self.out_shapes)} output(s), {self.backend}>"
 
     def batch(self, args: Sequence[Any]) -> tuple[list[np.ndarray], Shape]:
         """The arguments as float arrays, and their common batch (the axes in front of each
@@ -139,8 +99,13 @@ class ArrayCompiled:
 
     def __call__(self, *args: Any) -> Any:
         arrays, batch = self.batch(args)
+        run, work, _ = self._batch if batch else self._point
         with floating(self.warn):
-            found = self._run(*arrays)
+            if work * math.prod(batch) < blas.SMALL:
+                with blas.one_thread:
+                    found = run(*arrays)
+            else:
+                found = run(*arrays)
         results = tuple(_full(v, batch + s) for v, s in zip(found, self.out_shapes))
         return results[0] if self.single else results
 
@@ -152,6 +117,55 @@ def _full(value: Any, shape: Shape) -> Any:
     if np.shape(value) == shape:
         return np.asarray(value, dtype=float)
     return np.array(np.broadcast_to(value, shape), dtype=float)
+
+
+class JaxArrayCompiled:
+    """A graph with array nodes compiled for JAX: the same code as ``ArrayCompiled``'s batch
+    flavour in ``jax.numpy`` (a matrix product is one ``einsum``, which XLA makes one
+    ``dot_general``), under ``jax.jit``; each output broadcast to the batch inside. It returns
+    JAX arrays, so it composes with ``jax.jit``/``vmap``/``grad``; ``on_host`` makes it return
+    NumPy (``host``). Float64 arguments run with JAX's 64-bit types on for the call."""
+
+    def __init__(self, tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], single: bool) -> None:
+        from .backends.jax import _jax
+
+        jax, _ = _jax()
+        self.names = [str(v.name) for v in inputs]
+        self.shapes: list[Shape] = [v.shape for v in inputs]
+        self.out_shapes: list[Shape] = [t.shape for t in outputs]
+        self.single, self.backend, self.host = single, "jax", False
+        text, namespace, _ = source(tape, inputs, outputs, "jax")
+        self.block_source = text
+        self._run = jax.jit(define(text, namespace, "arrays jax"))
+
+    def __repr__(self) -> str:
+        return f"<compiled array program of ({', '.join(self.names)}), {len(self.out_shapes)} output(s), jax>"
+
+    def __call__(self, *args: Any) -> Any:
+        from .backends.jax import _jax, wide
+
+        if len(args) != len(self.names):
+            raise TypeError(f"expected {len(self.names)} arguments ({', '.join(self.names)}), got {len(args)}")
+        ready = []
+        for value, name, shape in zip(args, self.names, self.shapes):
+            if not hasattr(value, "dtype") or np.dtype(value.dtype).kind in "biu":
+                value = np.asarray(value, dtype=float) if np.asarray(value).dtype.kind in "biuf" else value
+            if np.dtype(getattr(value, "dtype", object)).kind not in "f":
+                raise TypeError(f"argument {name} must be a number or an array of numbers, got "
+                                f"{type(value).__name__} {value!r:.80}")
+            if shape and tuple(np.shape(value)[np.ndim(value) - len(shape):]) != shape:
+                raise ValueError(f"argument {name} is an array of shape {shape} (with any batch axes in front), "
+                                 f"got shape {np.shape(value)}")
+            ready.append(value)
+        jax, _ = _jax()
+        if wide(ready):
+            with jax.enable_x64(True):
+                found = self._run(*ready)
+        else:
+            found = self._run(*ready)
+        if self.host:
+            found = tuple(float(v) if not np.ndim(v) else np.asarray(v) for v in found)
+        return found[0] if self.single else found
 
 
 class Expanded:
@@ -209,4 +223,4 @@ def _stacked(parts: list[Any], shape: Shape) -> Any:
     return xp.reshape(stacked, tuple(batch) + shape)
 
 
-__all__ = ["ArrayCompiled", "Expanded", "needs_arrays"]
+__all__ = ["ArrayCompiled", "Expanded", "JaxArrayCompiled", "needs_arrays"]

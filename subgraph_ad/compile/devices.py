@@ -79,8 +79,11 @@ def to_host(value: Any) -> Any:
 
 def on_host(compiled: Callable[..., Any]) -> Callable[..., Any]:
     """``compiled`` returning NumPy whatever its backend (each result through ``to_host``)."""
-    from .arrays import Expanded
+    from .arrays import Expanded, JaxArrayCompiled
 
+    if isinstance(compiled, JaxArrayCompiled):  # its outputs read back as NumPy, its shapes kept
+        compiled.host = True
+        return compiled
     if isinstance(compiled, Expanded):  # the scalar program inside runs on the device
         compiled.inner = on_host(compiled.inner)
         return compiled

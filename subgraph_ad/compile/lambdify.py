@@ -58,7 +58,7 @@ from ..core import Term
 from ..core.var_names import vars_of
 from ..numeric.modes import floating
 from . import config, registry
-from .arrays import ArrayCompiled, Expanded, needs_arrays
+from .arrays import ArrayCompiled, Expanded, JaxArrayCompiled, needs_arrays
 from .backends import numpy as numpy_backend
 from .cache import CACHE_MIN_STEPS
 from .devices import BackendWarning, DeviceCompiled, described
@@ -342,14 +342,15 @@ class Compiled:
 
 def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], backend: str | None = None,
              block: int = BLOCK, parallel: bool = True, *, warn: bool = False, chunk: int = CHUNK,
-             cache: bool = True, dtype: str | None = None) -> Compiled | DeviceCompiled | ArrayCompiled | Expanded:
+             cache: bool = True, dtype: str | None = None) -> Compiled | DeviceCompiled | ArrayCompiled | JaxArrayCompiled | Expanded:
     """Compile ``outputs`` as a function of the vars ``inputs``.
 
     Returns a value for one output and a tuple for a list; works elementwise on arrays, with
     every output broadcast to the inputs' common shape, and on Dask arrays blockwise. IEEE
     semantics: never raises on values, and no NumPy warnings unless ``warn=True``. A graph with
-    array nodes (or array var inputs, fed whole) is one NumPy call per node on the NumPy backend
-    and expanded to scalar nodes for the others (``compile.arrays``). ``backend``
+    array nodes (or array var inputs, fed whole) is one NumPy call per node on the NumPy backend,
+    one ``jax.numpy`` call per node under ``jax.jit`` on JAX, and expanded to scalar nodes for the
+    others (``compile.arrays``). ``backend``
     is a name of ``registry.BACKENDS``: ``"numpy"``, ``"numba"`` or ``"cuda"`` (each falls back
     to NumPy with a ``BackendWarning`` when unusable; CUDA returns CuPy arrays of ``dtype``,
     float64 by default, or float32), or ``"jax"`` (a function of JAX arrays for
@@ -393,10 +394,12 @@ def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], back
 
 
 def _arrays(tape: Any, ins: list[Term], outs: list[Term], single: bool, backend: str, block: int, parallel: bool,
-            warn: bool, chunk: int, cache: bool, dtype: str | None) -> ArrayCompiled | Expanded:
-    """A graph with array nodes: NumPy runs it whole; the other backends its scalar expansion."""
+            warn: bool, chunk: int, cache: bool, dtype: str | None) -> ArrayCompiled | JaxArrayCompiled | Expanded:
+    """A graph with array nodes: NumPy and JAX run it whole; the other backends its scalar expansion."""
     if backend == "numpy":
         return ArrayCompiled(tape, ins, outs, single, warn)
+    if backend == "jax":
+        return JaxArrayCompiled(tape, ins, outs, single)
 
     def scalar(inputs: list[Term], outputs: list[Term]) -> Any:
         return lambdify(inputs, outputs, backend, block, parallel, warn=warn, chunk=chunk, cache=cache, dtype=dtype)

@@ -208,15 +208,39 @@ def _map_value(node: Node, values: list[Any], shapes: list[Shape]) -> Any:
 def _matmul_value(node: Node, values: list[Any], shapes: list[Shape]) -> Any:
     (a, b), (sa, sb) = values, shapes
     batched_a, batched_b = np.ndim(a) > len(sa), np.ndim(b) > len(sb)
-    if not batched_a and not batched_b:
+    if batched_a and batched_b:
+        subscripts = {(1, 1): "...k,...k->...", (2, 1): "...ik,...k->...i", (1, 2): "...k,...kj->...j",
+                      (2, 2): "...ik,...kj->...ij"}[(len(sa), len(sb))]
+        return np.einsum(subscripts, a, b)
+    if batched_a:
+        return batched_times(a, sa, b)
+    if batched_b:
+        return times_batched(a, b, sb)
+    return a @ b
+
+
+def batched_times(a: Any, sa: Shape, b: Any) -> Any:
+    """A batch of vectors or matrices ``a`` (of shape ``sa`` behind the batch) times one matrix
+    or vector ``b``: ONE matrix product, the batch folded into the rows (``np.matmul`` would loop
+    over the batch, one small product per point)."""
+    if a.ndim == 2:  # already one matrix: BLAS reads it in either memory order, no copy
         return a @ b
-    if not batched_a and len(sa) == 2:  # a table times a batch of vectors or matrices: one GEMM
-        return b @ a.T if len(sb) == 1 else np.matmul(a, b)
-    if not batched_b and len(sb) == 2 and len(sa) == 1:
-        return a @ b
-    subscripts = {(1, 1): "...k,...k->...", (2, 1): "...ik,...k->...i", (1, 2): "...k,...kj->...j",
-                  (2, 2): "...ik,...kj->...ij"}[(len(sa), len(sb))]
-    return np.einsum(subscripts, a, b)
+    batch = a.shape[:a.ndim - len(sa)]
+    found = np.reshape(a, (-1, sa[-1])) @ b
+    return np.reshape(found, batch + sa[:-1] + b.shape[1:])
+
+
+def times_batched(a: Any, b: Any, sb: Shape) -> Any:
+    """One matrix or vector ``a`` times a batch of vectors or matrices ``b`` (of shape ``sb``
+    behind the batch): ONE matrix product, the contracted axis moved in front and the batch
+    folded into the columns. The result is a view in the product's memory order (the batch
+    behind the rows), which the next such product reads back without a copy."""
+    nb = b.ndim - len(sb)
+    if len(sb) == 1:  # a · b_p = b_p · aᵀ for every point p: the batch is the rows
+        return batched_times(b, sb, np.transpose(a))
+    columns = np.reshape(np.moveaxis(b, nb, 0), (sb[0], -1))  # (n, batch × k)
+    found = np.reshape(a @ columns, a.shape[:-1] + b.shape[:nb] + sb[1:])
+    return np.moveaxis(found, 0, nb) if a.ndim == 2 else found
 
 
 def _sum_value(node: Node, values: list[Any], shapes: list[Shape]) -> Any:

@@ -152,7 +152,7 @@ class Traced:
         """``out`` as one Term (a number becomes a constant); anything else is an error."""
         if isinstance(out, np.ndarray) and out.shape == ():
             out = out[()]
-        if isinstance(out, Term):
+        if isinstance(out, Term) and not out.shape:  # an array Term (an array var's node) is not one number
             return out
         if is_number(out):
             return self.tape.const(float(out))

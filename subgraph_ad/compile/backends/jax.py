@@ -204,11 +204,16 @@ def _callees(step: Elementary, names: dict[str, Any]) -> list[str]:
 
 
 def _call(names: dict[str, Any], a: list[str], step: Step) -> str:
-    """A function on its operands in JAX: its spelling, each elementary's calls nested in turn;
-    with no spelling, its ``f`` where that traces with JAX (checked here, on abstract values)."""
+    """A "fn" step in JAX (``fn_text``)."""
     dest, _, _, fn = step
     assert fn is not None  # a "fn" step carries its function
-    key = f"_fn{dest}"
+    return fn_text(names, fn, a, f"_fn{dest}")
+
+
+def fn_text(names: dict[str, Any], fn: Any, a: list[str], key: str) -> str:
+    """A function on its operands in JAX: its spelling, each elementary's calls nested in turn;
+    with no spelling, its ``f`` (stored in ``names`` under ``key``) where that traces with JAX
+    (checked here, on abstract values)."""
     chain = steps(fn.spelling)
     if isinstance(fn, Polygamma):
         names["_polygamma"] = _polygamma()

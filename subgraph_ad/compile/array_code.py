@@ -1,0 +1,203 @@
+"""The code of an array program: straight-line Python, one NumPy (or ``jax.numpy``) expression
+per node, written out as a user would write it (``a @ b``, ``_np.tanh(a)``, ``a + b``,
+``_np.sum(a, axis=(-1,))``) rather than as a call of the node's generic value function, which
+pays a Python call, a list and an alignment check per node: most of a small program's time.
+
+Every value carries its batch axes in front of its node's shape (``core.arrays``). The code is
+written in one of three flavours:
+
+- ``"point"``: every input without batch axes (one point), so every value has exactly its
+  node's shape and NumPy's own broadcasting and ``@`` are the node's meaning;
+- ``"batch"``: inputs may carry batch axes. A node that reads no input has none (a table, a
+  constant); a matrix product of a batch by such a node is ONE matrix product with the batch
+  folded in (``batched_times``/``times_batched``); an operand of fewer axes than an
+  elementwise node's gets size-1 axes behind its batch (``aligned``);
+- ``"jax"``: as ``"batch"``, in ``jax.numpy`` for ``jax.jit``, the outputs broadcast to the
+  batch inside the compiled function.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..core import OPS, Tape, Term, dependencies
+from ..core.arrays import ARRAY_OPS, Shape, as_index, batched_times, shape_of, times_batched
+from ..functions.base import Function
+from ..functions.elementary import steps
+from .program import callee
+
+#: The arithmetic ops as expressions over operand texts (both flavours: NumPy's and JAX's
+#: operators are the same; a power is the module's ``power``: real powers, nan not complex).
+ARITHMETIC = {"add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "div": "({0} / {1})",
+              "neg": "(-{0})", "pow": "{xp}.power({0}, {1})"}
+
+
+def elements(tape: Tape) -> dict[int, tuple[int, tuple[int, ...]]]:
+    """Element var (node) -> its array var (node) and its position in that array."""
+    out: dict[int, tuple[int, tuple[int, ...]]] = {}
+    for name, names in tape.elements.items():
+        shape = tape.var_shapes[name]
+        for flat, element in enumerate(names):
+            out[tape._vars[element]] = (tape._vars[name], tuple(int(k) for k in np.unravel_index(flat, shape)))
+    return out
+
+
+def aligned(value: Any, shape: Shape, ndim: int) -> Any:
+    """``core.arrays.aligned`` on NumPy or JAX values: size-1 axes between the batch and the
+    node's own axes, so that batch meets batch."""
+    nb = value.ndim - len(shape)
+    if not nb:
+        return value
+    return value.reshape(value.shape[:nb] + (1,) * (ndim - len(shape)) + shape)
+
+
+def reshaped(value: Any, own: int, shape: Shape) -> Any:
+    """A value of a node of ``own`` axes reshaped to ``shape``, its batch axes kept."""
+    return value.reshape(value.shape[:value.ndim - own] + shape)
+
+
+def placed(value: Any, own: int, shape: Shape, where: tuple[Any, ...]) -> Any:
+    """Zeros of ``shape`` (behind the value's batch axes) with the value at ``where``."""
+    out = np.zeros(np.shape(value)[:np.ndim(value) - own] + shape)
+    out[where] = value
+    return out
+
+
+def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour: str
+           ) -> tuple[str, dict[str, Any], int]:
+    """``_f(i0, …)`` returning the outputs' tuple, its globals, and the multiply-adds per point
+    of its largest matrix product (what decides how many threads BLAS may use)."""
+    xp = "_jnp" if flavour == "jax" else "_np"
+    names: dict[str, Any] = {"_np": np, "_al": aligned, "_rs": reshaped, "_bt": batched_times, "_tb": times_batched,
+                             "_pl": placed}
+    if flavour == "jax":
+        import jax.numpy as jnp
+
+        from . import array_jax
+
+        names.update({"_jnp": jnp, "_jx": array_jax})
+    given = {v.index: f"i{k}" for k, v in enumerate(inputs)}
+    parts = elements(tape) if tape.elements else {}
+    ref: dict[int, str] = {}
+    batched: dict[int, bool] = {}
+    lines = [f"def _f({', '.join(given[v.index] for v in inputs)}):"]
+    nodes = tape.nodes
+    work = 0
+    for i in dependencies(tape, [t.index for t in outputs]):
+        node = nodes[i]
+        if node.op == "var":
+            if i in given:
+                ref[i] = given[i]
+            elif i in parts and parts[i][0] in given:
+                parent, where = parts[i]
+                ref[i] = f"{given[parent]}[..., {', '.join(map(str, where))}]"
+            else:
+                raise ValueError(f"an output depends on var {node.payload!r}, which is not among the inputs "
+                                 f"{[v.name for v in inputs]}")
+            batched[i] = flavour != "point"
+            continue
+        batched[i] = flavour != "point" and any(batched[a] for a in node.args)
+        if node.op == "const":
+            names[f"_k{i}"] = np.float64(node.payload)  # a NumPy number: 1/0 is inf, not an exception
+            ref[i] = f"_k{i}"
+            continue
+        if node.op == "table":
+            names[f"_t{i}"] = node.payload[1].array
+            ref[i] = f"_t{i}"
+            continue
+        shapes = [shape_of(tape, a) for a in node.args]
+        operands = [ref[a] for a in node.args]
+        if node.op == "matmul":
+            work = max(work, math.prod(node.payload[0]) * shapes[0][-1])
+        lines.append(f"    t{i} = {_expression(node, i, operands, shapes, [batched[a] for a in node.args], names, xp, flavour)}")
+        ref[i] = f"t{i}"
+    results = [ref[t.index] for t in outputs]
+    if flavour == "jax":
+        points = [len(v.shape) for v in inputs]
+        names["_points"] = points
+        names["_out_shapes"] = [t.shape for t in outputs]
+        results = [f"_jx.full({r}, _batch + _out_shapes[{k}])" for k, r in enumerate(results)]
+        lines.append(f"    _batch = _jx.batch([{', '.join(given[v.index] for v in inputs)}], _points)")
+    lines.append(f"    return ({''.join(r + ', ' for r in results)})")
+    return "\n".join(lines) + "\n", names, work
+
+
+def _expression(node: Any, i: int, a: list[str], shapes: list[Shape], batched: list[bool], names: dict[str, Any],
+                xp: str, flavour: str) -> str:
+    """Node i as an expression over its operands' texts ``a``."""
+    op = node.op
+    if op in OPS:
+        return ARITHMETIC[op].format(*a, xp=xp)
+    if op == "fn":
+        return _function(node.payload, a, names, f"_f{i}", flavour)
+    shape: Shape = node.payload[0] if op in ARRAY_OPS else ()
+    if op == "map":
+        ready = [f"_al({t}, {s!r}, {len(shape)})" if b and len(s) < len(shape) else t
+                 for t, s, b in zip(a, shapes, batched)]
+        p = node.payload[1]
+        return ARITHMETIC[p].format(*ready, xp=xp) if isinstance(p, str) else _function(p, ready, names, f"_f{i}", flavour)
+    if op == "matmul":
+        (sa, sb), (ba, bb) = shapes, batched
+        if not ba and not bb:
+            return f"({a[0]} @ {a[1]})"
+        if flavour == "jax":
+            return f"{xp}.einsum({_subscripts(sa, sb, ba, bb)!r}, {a[0]}, {a[1]})"
+        if not bb:
+            return f"_bt({a[0]}, {sa!r}, {a[1]})"
+        if not ba:
+            return f"_tb({a[0]}, {a[1]}, {sb!r})"
+    if op == "sum":
+        return f"{xp}.sum({a[0]}, axis={tuple(axis - len(shapes[0]) for axis in node.payload[1])!r})"
+    if op == "transpose":
+        n, perm = len(shapes[0]), tuple(node.payload[1])
+        if flavour == "point":
+            return f"{a[0]}.transpose({perm!r})"
+        if perm == tuple(range(n - 2)) + (n - 1, n - 2):  # a matrix transposed: the last two axes swapped
+            return f"{xp}.swapaxes({a[0]}, -1, -2)"
+        return f"{xp}.moveaxis({a[0]}, {[p - n for p in perm]!r}, {list(range(-n, 0))!r})"
+    if op == "place" and flavour != "jax":
+        names[f"_ix{i}"] = (Ellipsis,) + as_index(node.payload[1], len(shape))
+        return f"_pl({a[0]}, {len(shapes[0])}, {shape!r}, _ix{i})"
+    if op == "index":
+        names[f"_ix{i}"] = (Ellipsis,) + as_index(node.payload[1], len(shapes[0]))
+        return f"{a[0]}[_ix{i}]"
+    if op == "reshape":
+        return f"_rs({a[0]}, {len(shapes[0])}, {shape!r})"
+    # the rest (and a product of two batches): the op's own value, in NumPy or JAX
+    names[f"_n{i}"], names[f"_s{i}"] = node, shapes
+    if flavour == "jax":
+        return f"_jx.value(_n{i}, [{', '.join(a)}], _s{i})"
+    names[f"_a_{op}"] = ARRAY_OPS[op].value
+    return f"_a_{op}(_n{i}, [{', '.join(a)}], _s{i})"
+
+
+def _subscripts(sa: Shape, sb: Shape, ba: bool, bb: bool) -> str:
+    """``einsum``'s subscripts of a matrix product of operands of these shapes, each with batch
+    axes in front where it may have them."""
+    left = {1: "k", 2: "ik"}[len(sa)]
+    right = {1: "k", 2: "kj"}[len(sb)]
+    out = left[:-1] + right[1:]
+    return f"{'...' * ba}{left},{'...' * bb}{right}->...{out}"
+
+
+def _function(fn: Any, a: list[str], names: dict[str, Any], key: str, flavour: str) -> str:
+    """A function of the operands: in JAX its JAX spelling; in NumPy its elementaries' NumPy
+    functions by name (``_np.tanh(``) where its ``f`` is that chain of ufuncs, else its ``f``."""
+    if flavour == "jax":
+        from .backends.jax import fn_text
+
+        return fn_text(names, fn, a, key)
+    chain = steps(fn.spelling)
+    if type(fn).f is not Function.f or not chain or any(len(e.numpy) != 1 or not isinstance(e.numpy[0], np.ufunc) for e in chain):
+        names[key] = fn.f
+        return f"{key}({', '.join(a)})"
+    text = ", ".join(a)
+    for k, elementary in enumerate(chain):
+        text = callee(elementary.numpy[0], names, f"{key}_{k}") + f"{text})"
+    return text
+
+
+__all__ = ["aligned", "elements", "placed", "reshaped", "source"]
