@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..core import Tape, Term, dependencies
-from ..core.arrays import Shape, has_arrays
+from ..core.arrays import ARRAY_OPS, Shape, has_arrays
 from ..core.expand import element_vars, expand_many
 from ..numeric.modes import floating
 from . import blas
@@ -44,6 +44,24 @@ def needs_arrays(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) ->
     if has_arrays(tape, [v.index for v in inputs]):
         return True
     return has_arrays(tape, dependencies(tape, [t.index for t in outputs]))
+
+
+def mostly_scalar(tape: Tape, outputs: Sequence[Term]) -> bool:
+    """The cost rule between a program of array statements and the scalar expansion: whether
+    the scalar nodes the outputs need outnumber the elements of their array nodes (a network
+    whose weights are a few dozen numbers under thousands of scalar nodes, as a Laplacian built
+    per point on a small layer). Then the expansion, compiled by the scalar backends, is the
+    smaller program; where the arrays carry the work (a dense layer over a batch), the array
+    program is."""
+    scalar = elements = 0
+    nodes = tape.nodes
+    for i in dependencies(tape, [t.index for t in outputs]):
+        node = nodes[i]
+        if node.op in ARRAY_OPS:
+            elements += max(1, math.prod(node.payload[0]))
+        elif node.args:
+            scalar += 1
+    return scalar > elements
 
 
 class ArrayCompiled:

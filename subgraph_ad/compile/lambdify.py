@@ -58,7 +58,7 @@ from ..core import Term
 from ..core.var_names import vars_of
 from ..numeric.modes import floating
 from . import config, registry
-from .arrays import ArrayCompiled, Expanded, JaxArrayCompiled, needs_arrays
+from .arrays import ArrayCompiled, Expanded, JaxArrayCompiled, mostly_scalar, needs_arrays
 from .backends import numpy as numpy_backend
 from .cache import CACHE_MIN_STEPS
 from .devices import BackendWarning, DeviceCompiled, described
@@ -395,10 +395,12 @@ def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], back
 
 def _arrays(tape: Any, ins: list[Term], outs: list[Term], single: bool, backend: str, block: int, parallel: bool,
             warn: bool, chunk: int, cache: bool, dtype: str | None) -> ArrayCompiled | JaxArrayCompiled | Expanded:
-    """A graph with array nodes: NumPy and JAX run it whole; the other backends its scalar expansion."""
-    if backend == "numpy":
+    """A graph with array nodes: NumPy and JAX run it whole; the other backends its scalar
+    expansion, and so does every backend where the arrays are small beside the scalar code
+    (``mostly_scalar``): there the scalar program is the smaller and the faster."""
+    if backend == "numpy" and not mostly_scalar(tape, outs):
         return ArrayCompiled(tape, ins, outs, single, warn)
-    if backend == "jax":
+    if backend == "jax" and not mostly_scalar(tape, outs):
         return JaxArrayCompiled(tape, ins, outs, single)
 
     def scalar(inputs: list[Term], outputs: list[Term]) -> Any:

@@ -6,6 +6,7 @@ everything a root needs: no recursion, no visited set, results in tape (topologi
 
 from __future__ import annotations
 
+import heapq
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -29,15 +30,26 @@ def dependencies(tape: Tape, roots: list[int], stop: Callable[[int], bool] | Non
     for r in roots:
         needed[r] = 1
     nodes = tape.nodes
-    out = []
-    for i in range(top, -1, -1):
+    out: list[int] = []
+    leaves: set[int] = set()  # operands with no operands of their own: output, never scanned for
+    pending = len(set(roots))  # marked nodes the downward scan has yet to reach: it stops at none
+    i = top
+    while pending:
         if needed[i]:
+            pending -= 1
             out.append(i)
             if stop is None or not stop(i):
                 for a in nodes[i].args:
-                    needed[a] = 1
+                    if needed[a] or a in leaves:
+                        continue
+                    if nodes[a].args:
+                        needed[a] = 1
+                        pending += 1
+                    else:
+                        leaves.add(a)
+        i -= 1
     out.reverse()
-    return out
+    return list(heapq.merge(out, sorted(leaves))) if leaves else out
 
 
 def appended(tape: Tape, root: int, mark: int) -> int:
