@@ -49,7 +49,7 @@ class Table:
 
     def __init__(self, value: Any) -> None:
         try:
-            array = np.array(value, dtype=float)
+            array = np.array(value, dtype=float, order="C")  # C order: what a product by it broadcasts into
         except (TypeError, ValueError) as error:
             raise TypeError(f"a constant array must be a rectangular array of real numbers, got "
                             f"{type(value).__name__} {value!r:.80} ({error})") from None

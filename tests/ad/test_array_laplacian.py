@@ -131,6 +131,9 @@ def test_weighted_laplacian_by_the_same_pass() -> None:
     _close(found.eval({x: points}), expected, 1e-10)
 
 
+MIX = np.array([[0.5, -1.0], [2.0, 0.25], [-0.75, 1.5], [1.0, 1.0]])
+
+
 def _ops_jax(v: Any) -> Any:
     X = v.reshape(2, 3)
     Z = jnp.tanh(X @ X.T)
@@ -139,8 +142,9 @@ def _ops_jax(v: Any) -> Any:
     stacked = jnp.stack([prod, jnp.sin(prod)])
     spread = jnp.broadcast_to(v[:3], (2, 3)) * X
     scalar = jnp.sin(v[0]) * Z.sum() + v[2] ** 3
+    mixed = jnp.asarray(MIX) @ jnp.sin(X) + jnp.arange(1.0, 3.0) @ X
     return (Z.sum(0) ** 2).sum() + (joined ** 2).sum() + jnp.cos(stacked).sum() + \
-        (spread.T @ jnp.arange(2.0)).sum() + scalar + jnp.exp(0.3 * v).sum()
+        (spread.T @ jnp.arange(2.0)).sum() + scalar + jnp.exp(0.3 * v).sum() + (mixed ** 2).sum()
 
 
 def _ops_ours(x: Term) -> Term:
@@ -152,8 +156,9 @@ def _ops_ours(x: Term) -> Term:
     stacked = Term(tape, build.stack(tape, [prod.index, sad.sin(prod).index]))
     spread = Term(tape, build.broadcast_to(tape, x[:3].index, (2, 3))) * X
     scalar = sad.sin(x[0]) * Z.sum() + x[2] ** 3
+    mixed = MIX @ sad.sin(X) + np.arange(1.0, 3.0) @ X  # a constant matrix and vector times a moving matrix
     return (Z.sum(0) ** 2).sum() + (joined ** 2).sum() + sad.cos(stacked).sum() + \
-        (spread.T @ np.arange(2.0)).sum() + scalar + sad.exp(0.3 * x).sum()
+        (spread.T @ np.arange(2.0)).sum() + scalar + sad.exp(0.3 * x).sum() + (mixed ** 2).sum()
 
 
 def test_every_array_op_against_jax() -> None:
@@ -169,6 +174,20 @@ def test_every_array_op_against_jax() -> None:
     lap = sad.laplacian(u, x)
     assert tape.find_var("x_0") is None
     _close(lap.eval({x: points}), _jax_laplacian(_ops_jax, points), 1e-10)
+
+
+def test_every_array_op_with_weights_against_jax() -> None:
+    """The weighted pairing Jₖᵀ A Jₗ in every rule that pairs: elementwise ops of moving arrays
+    and the product of two moving matrices."""
+    rng = np.random.default_rng(3)
+    points = rng.normal(size=(3, 6))
+    A = rng.normal(size=(6, 6))
+    A = A + A.T
+    tape = sad.Tape()
+    x = tape.array("x", points[0])
+    lap = sad.laplacian(_ops_ours(x), x, weights=A)
+    assert tape.find_var("x_0") is None
+    _close(lap.eval({x: points}), _jax_laplacian(_ops_jax, points, A), 1e-10)
 
 
 def test_the_laplacian_of_a_gradient_reads_place_nodes() -> None:

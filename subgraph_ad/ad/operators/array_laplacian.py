@@ -1,13 +1,19 @@
 """The forward Laplacian over array nodes: each node that moves carries its Jacobian block J
-(its shape + (d,), d the columns of the vars ``xs``) and its Laplacian Δ (its shape), as array
+((d,) + its shape, d the columns of the vars ``xs``) and its Laplacian Δ (its shape), as array
 nodes, so a dense layer costs a few nodes whatever its width.
 
-The rules, keyed by op (``RULES``): a matrix product by a constant is W @ J and W @ Δ; an
+The direction axis of J comes FIRST: a batch of points puts its axes in front of it, so a
+batch of J is one contiguous block (points·d, n) and a product by a constant matrix, J @ Wᵀ,
+is one matrix product with no copy; an elementwise factor f′ (the node's shape) broadcasts
+against J as it is, and Σ_d J² is a sum over that leading axis.
+
+The rules, keyed by op (``RULES``): a matrix product by a constant W is J @ Wᵀ and W @ Δ; an
 elementwise op or function f(a, b, …) is J = Σₖ fₖ·Jₖ and Δ = Σₖ fₖ·Δₖ + Σₖₗ fₖₗ·(Jₖ·Jₗ), the
 local partials fₖ, fₖₗ taken from the function's own ``fdiff`` (``Local``), so every built-in
 and user function works; sum, reshape, index, transpose, concatenate, stack and broadcast are
-linear and act on J (with its trailing axis) and on Δ alike. With weights A the pairing Jₖ·Jₗ
-becomes Jₖ A Jₗᵀ. A structural zero (a node no var of ``xs`` reaches) is absent: no J, no Δ.
+linear and act on J (on its axes behind the direction axis) and on Δ alike. With weights A the
+pairing Jₖ·Jₗ becomes Jₖᵀ A Jₗ over the direction axis. A structural zero (a node no var of
+``xs`` reaches) is absent: no J, no Δ.
 
 What the pass cannot do (a weight that is a Term, an op it has no rule for) raises
 ``Unsupported``; ``laplacian`` then expands u to scalar nodes and runs the scalar pass.
@@ -60,19 +66,24 @@ class _Pass:
         at = 0
         for x in xs:  # a var's J: the identity on its own columns
             n = max(1, x.size)
-            eye = np.zeros((n, self.d))
-            eye[:, at:at + n] = np.eye(n)
-            self.jac[x.index] = Term(tape, build.table(tape, eye.reshape(x.shape + (self.d,))))
+            eye = np.zeros((self.d, n))
+            eye[at:at + n] = np.eye(n)
+            self.jac[x.index] = Term(tape, build.table(tape, eye.reshape((self.d,) + x.shape)))
             at += n
 
     def term(self, i: int) -> Term:
         return Term(self.tape, i)
 
     def pair(self, a: Term, b: Term) -> Term:
-        """Σ over the columns of J_a·J_b (J_a A J_bᵀ with weights), of their broadcast shape."""
-        if self.metric is not None:
-            b = b @ self.metric if b.ndim == 1 else (b.reshape(-1, self.d) @ self.metric).reshape(b.shape)
-        return (a * b).sum(-1)
+        """Σ over the direction axis of J_a·J_b (J_aᵀ A J_b with weights), of their broadcast
+        shape (both given as many axes, ``lifted``)."""
+        return (a * self.weighed(b)).sum(0)
+
+    def weighed(self, b: Term) -> Term:
+        """Aᵀ J_b over the direction axis (J_b itself without weights)."""
+        if self.metric is None:
+            return b
+        return self.metric.T @ b if b.ndim == 1 else (self.metric.T @ b.reshape(self.d, -1)).reshape(b.shape)
 
     def local(self, i: int, scalar: Node, slots: tuple[int, ...]) -> D:
         """∂ᵏf/∂t_{slots…} of the elementwise node i (``scalar``: its op on scalar operands),
@@ -84,9 +95,11 @@ class _Pass:
         return found.copy(found.derivative(slots), self.tape, scalar, i)
 
 
-def _column(f: Term) -> Term:
-    """f ready to scale a Jacobian block: a trailing axis of 1 (a scalar broadcasts as it is)."""
-    return f.reshape(f.shape + (1,)) if f.shape else f
+def _lifted(jac: Term, ndim: int) -> Term:
+    """A Jacobian block of an operand of fewer than ``ndim`` axes given size-1 axes behind its
+    direction axis, so that it broadcasts as its operand does against the node's other operands."""
+    missing = ndim + 1 - jac.ndim
+    return jac.reshape(jac.shape[:1] + (1,) * missing + jac.shape[1:]) if missing else jac
 
 
 def _add(a: D, b: D) -> D:
@@ -105,20 +118,21 @@ def _elementwise(p: _Pass, i: int, scalar: Node, shape: tuple[int, ...]) -> tupl
         return None, None
     operands = Local.operands(p.tape, scalar)
     moving = [k for k, a in enumerate(operands) if a in p.jac]
+    jacs = {k: _lifted(p.jac[operands[k]], len(shape)) for k in moving}
     jac: D = None
     lap: D = None
     for k in moving:
         f = p.local(i, scalar, (k,))
         if f is not None:
-            jac = _add(jac, _column(f) * p.jac[operands[k]])
+            jac = _add(jac, f * jacs[k])
             lap = _add(lap, _times(f, p.lap.get(operands[k])))
     for n, k in enumerate(moving):
         for m in moving[n:]:
             f = p.local(i, scalar, (k, m))
             if f is not None:
-                paired = p.pair(p.jac[operands[k]], p.jac[operands[m]])
+                paired = p.pair(jacs[k], jacs[m])
                 lap = _add(lap, f * (paired if k == m else 2 * paired))
-    return (None if jac is None else fit(jac, shape + (p.d,)),
+    return (None if jac is None else fit(jac, (p.d,) + shape),
             None if lap is None else fit(lap, shape))
 
 
@@ -129,32 +143,33 @@ def _map(p: _Pass, i: int, node: Node) -> tuple[D, D]:
 
 
 def _matmul(p: _Pass, i: int, node: Node) -> tuple[D, D]:
-    """y = A @ B: J = J_A⋆B + A⋆J_B, Δ = Δ_A@B + A@Δ_B + 2·Σ J_A⋆J_B, each one product over the
-    blocks laid out as the operands (A's columns with the columns of J, say)."""
+    """y = A @ B: J = J_A⋆B + A⋆J_B, Δ = Δ_A@B + A@Δ_B + 2·Σ_d J_A⋆J_B, each one product. With
+    the direction axis in front, J_A @ B is J_A's rows times B and A @ J_B (B a vector) is
+    J_B @ Aᵀ: no axis moves; only a moving matrix B has its contracted axis moved in front."""
     a, b = node.args
     A, B = p.term(a), p.term(b)
     Ja, Jb = p.jac.get(a), p.jac.get(b)
     d, lead, k, tail = p.d, A.shape[:-1], A.shape[-1], B.shape[1:]
     jac: D = None
     if Jb is not None:
-        jac = (A @ Jb.reshape(k, -1)).reshape(lead + tail + (d,))
-    if Ja is not None:  # lead + (k, d) -> lead + (d, k), times B, the d axis moved last
-        swapped = Ja.transpose(tuple(range(len(lead))) + (len(lead) + 1, len(lead)))
-        part = (swapped.reshape(-1, k) @ B).reshape(lead + (d,) + tail)
-        if tail:
-            part = part.transpose(tuple(range(len(lead))) + (len(lead) + 1, len(lead)))
-        jac = _add(jac, part)
+        if not tail:
+            jac = Jb @ (A.T if lead else A)
+        else:  # (d, k) + tail -> (k, d) + tail: A's columns meet J_B's rows
+            part = (A @ Jb.transpose((1, 0, 2)).reshape(k, -1)).reshape(lead + (d,) + tail)
+            jac = part.transpose((1, 0, 2)) if lead else part
+    if Ja is not None:
+        rows = Ja.reshape(-1, k) if lead else Ja
+        jac = _add(jac, (rows @ B).reshape((d,) + lead + tail))
     lap = _add(None if a not in p.lap else p.lap[a] @ B, None if b not in p.lap else A @ p.lap[b])
-    if Ja is not None and Jb is not None:
-        right = Jb if p.metric is None else (Jb.reshape(-1, d) @ p.metric).reshape(Jb.shape)
-        if tail:
-            right = right.transpose((0, 2, 1))
-        lap = _add(lap, 2 * (Ja.reshape(lead + (k * d,)) @ right.reshape((k * d,) + tail)))
+    if Ja is not None and Jb is not None:  # Σ_d J_A[d] @ J_B[d]: one product over (d, k) pairs
+        left = Ja.transpose((1, 0, 2)).reshape(lead + (d * k,)) if lead else Ja.reshape(d * k)
+        lap = _add(lap, 2 * (left @ p.weighed(Jb).reshape((d * k,) + tail)))
     return jac, lap
 
 
 def _linear(make: Callable[[Term, Node, int], Term]) -> Callable[[_Pass, int, Node], tuple[D, D]]:
-    """An op linear in its one operand: the same op on J (given its trailing axis) and on Δ."""
+    """An op linear in its one operand: the same op on J (given its leading direction axis) and
+    on Δ."""
     def rule(p: _Pass, i: int, node: Node) -> tuple[D, D]:
         (a,) = node.args
         jac, lap = p.jac.get(a), p.lap.get(a)
@@ -164,22 +179,33 @@ def _linear(make: Callable[[Term, Node, int], Term]) -> Callable[[_Pass, int, No
 
 
 def _with(d: int) -> tuple[int, ...]:
-    """The trailing axis of a Jacobian block (d columns), none for a Laplacian (d = 0)."""
+    """The leading axis of a Jacobian block (d columns), none for a Laplacian (d = 0)."""
     return (d,) if d else ()
 
 
 def _index(x: Term, node: Node, d: int) -> Term:
-    return x[as_index(node.payload[1]) + ((slice(None),) if d else ())]
+    return x[((slice(None),) if d else ()) + as_index(node.payload[1])]
 
 
 def _place(x: Term, node: Node, d: int) -> Term:
     shape, normal = node.payload
-    return Term(x.tape, build.place(x.tape, x.index, shape + _with(d), normal + (((0, d, 1),) if d else ())))
+    return Term(x.tape, build.place(x.tape, x.index, _with(d) + shape, (((0, d, 1),) if d else ()) + normal))
 
 
 def _transpose(x: Term, node: Node, d: int) -> Term:
     perm = node.payload[1]
-    return x.transpose(perm + ((len(perm),) if d else ()))
+    return x.transpose(((0,) + tuple(k + 1 for k in perm)) if d else perm)
+
+
+def _sum(x: Term, node: Node, d: int) -> Term:
+    return x.sum(tuple(k + 1 if d else k for k in node.payload[1]))
+
+
+def _broadcast(x: Term, node: Node, d: int) -> Term:
+    target = node.payload[0]
+    if d:  # its own axes behind the direction axis, aligned to the target's last ones
+        x = _lifted(x, len(target))
+    return Term(x.tape, build.broadcast_to(x.tape, x.index, _with(d) + target))
 
 
 def _join(p: _Pass, i: int, node: Node) -> tuple[D, D]:
@@ -188,10 +214,15 @@ def _join(p: _Pass, i: int, node: Node) -> tuple[D, D]:
         if not any(a in parts for a in node.args):
             return None
         tape = p.tape
-        blocks = [parts[a].index if a in parts else build.table(tape, np.zeros(shape_of(tape, a) + _with(d)))
+        blocks = [parts[a].index if a in parts else build.table(tape, np.zeros(_with(d) + shape_of(tape, a)))
                   for a in node.args]
-        found = build.concat(tape, blocks, node.payload[1]) if node.op == "concat" else build.stack(tape, blocks)
-        return Term(tape, found)
+        if not d:
+            return Term(tape, build.concat(tape, blocks, node.payload[1]) if node.op == "concat"
+                        else build.stack(tape, blocks))
+        if node.op == "stack":  # stacked behind the direction axis: each block given an axis of 1 there
+            blocks = [build.reshape(tape, j, (d, 1) + shape_of(tape, j)[1:]) for j in blocks]
+            return Term(tape, build.concat(tape, blocks, 1))
+        return Term(tape, build.concat(tape, blocks, node.payload[1] + 1))
     return joined(p.jac, p.d), joined(p.lap, 0)
 
 
@@ -200,10 +231,9 @@ RULES: dict[str, Callable[[_Pass, int, Node], tuple[D, D]]] = rule_table("array 
     "table": lambda p, i, node: (None, None),
     "map": _map,
     "matmul": _matmul,
-    "sum": _linear(lambda x, node, d: x.sum(node.payload[1])),
-    "broadcast": _linear(lambda x, node, d: Term(x.tape, build.broadcast_to(x.tape, x.index,
-                                                                              node.payload[0] + _with(d)))),
-    "reshape": _linear(lambda x, node, d: x.reshape(node.payload[0] + _with(d))),
+    "sum": _linear(_sum),
+    "broadcast": _linear(_broadcast),
+    "reshape": _linear(lambda x, node, d: x.reshape(_with(d) + node.payload[0])),
     "transpose": _linear(_transpose),
     "index": _linear(_index),
     "place": _linear(_place),
