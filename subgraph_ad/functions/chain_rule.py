@@ -66,9 +66,10 @@ def is_gate(partial: Any) -> bool:
         node = nodes[stack.pop()]
         if _is_condition(node):
             continue
-        if node.op == "add":
+        op = node.payload[1] if node.op == "map" and isinstance(node.payload[1], str) else node.op  # elementwise
+        if op == "add":
             stack += node.args
-        elif node.op == "mul" and any(nodes[a].op == "const" for a in node.args):
+        elif op == "mul" and any(nodes[a].op == "const" for a in node.args):
             stack += [a for a in node.args if nodes[a].op != "const"]
         else:
             return False

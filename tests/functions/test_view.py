@@ -256,6 +256,8 @@ def test_a_gate_selects_so_a_flat_piece_stays_flat_in_every_engine(name, p):
     assert sad.laplacian(f, [x]).eval() == 0.0
     assert f.derive(x) == 0.0 and f.grad()[x] == 0.0
     assert sad.grad(build)(p) == 0.0
+    total = lambda v: np.sum(build(v))  # noqa: E731 - traced over an array: elementwise array nodes
+    assert np.all(sad.grad(total)(np.full(2, p)) == 0.0) and np.all(sad.hessian(total)(np.full(2, p)) == 0.0)
 
 
 def test_the_view_says_which_partials_are_gates():
