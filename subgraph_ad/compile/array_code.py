@@ -27,12 +27,14 @@ from ..core import OPS, Tape, Term, dependencies
 from ..core.arrays import ARRAY_OPS, Shape, as_index, batched_times, shape_of, times_batched
 from ..functions.base import Function
 from ..functions.elementary import steps
+from ..tables import rule_table
 from .program import callee
 
 #: The arithmetic ops as expressions over operand texts (both flavours: NumPy's and JAX's
 #: operators are the same; a power is the module's ``power``: real powers, nan not complex).
-ARITHMETIC = {"add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "div": "({0} / {1})",
-              "neg": "(-{0})", "pow": "{xp}.power({0}, {1})"}
+ARITHMETIC = rule_table("array code ARITHMETIC", {
+    "add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "div": "({0} / {1})", "neg": "(-{0})",
+    "pow": "{xp}.power({0}, {1})"}, without=("fn",))  # a function is written by its own spelling (fn_text)
 
 
 def elements(tape: Tape) -> dict[int, tuple[int, tuple[int, ...]]]:

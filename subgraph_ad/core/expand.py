@@ -11,7 +11,7 @@ would.
 >>> import numpy as np
 >>> tape = Tape(); W = tape.array("W", np.eye(2)); x = tape.var("x", 3.0)
 >>> [str(t) for t in (W @ np.array([1.0, x])).expand()]
-['W_0_0 + W_0_1*x', 'W_1_0 + W_1_1*x']
+['W_0_0 + x*W_0_1', 'W_1_0 + x*W_1_1']
 """
 
 from __future__ import annotations

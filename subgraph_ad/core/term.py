@@ -101,9 +101,11 @@ class Term:
             return self.tape.const(other)  # ints and Fractions are exact constants
         if isinstance(other, np.ndarray) and other.ndim == 0 and other.dtype.kind in "iuf":
             return self._lift(other[()])  # a 0-d array is its number
-        if isinstance(other, np.ndarray) and other.dtype.kind in "biuf":  # NumPy reads True as 1
+        # An array beside an array node joins it as one node (a table, a stack); beside a scalar
+        # Term it stays NumPy's to broadcast elementwise, so scalar code keeps its scalar graph.
+        if isinstance(other, np.ndarray) and other.dtype.kind in "biuf" and self.shape:  # NumPy reads True as 1
             return Term(self.tape, array_build.table(self.tape, other))  # a constant array: one node
-        if isinstance(other, np.ndarray) and other.dtype == object and other.ndim and other.size:  # Terms, numbers
+        if isinstance(other, np.ndarray) and other.dtype == object and other.ndim and other.size and self.shape:
             flat = array_build.stack(self.tape, [self._lift(item).index for item in other.ravel()])
             return Term(self.tape, array_build.reshape(self.tape, flat, other.shape + self.tape.nodes[flat].payload[0][1:]))
         if type(other).__module__.startswith("sympy"):  # SymPy is loaded, since one of its objects is here

@@ -25,9 +25,9 @@ numeric array is refused (a Term is not a number to store).
 ...     return np.exp(-v**2 / 2) * np.cos(v)
 >>> f(x) == sad.exp(-x**2 / 2) * sad.cos(x)
 True
->>> y = x + np.array([1.0, 2.0])       # broadcasting: one array node (docs/arrays.md)
+>>> y = x + np.array([1.0, 2.0])       # broadcasting: an array of Terms
 >>> type(y).__name__, y.shape, [t.eval() for t in y]
-('Term', (2,), [1.5, 2.5])
+('TermArray', (2,), [1.5, 2.5])
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..ad.matrices import jacobian
 from ..core import Tape, Term
+from ..core.expand import scalar_roots
 from ..interop.numpy_dispatch import TermArray
 from ..trace import Traced
 from .events import Event
@@ -102,6 +103,9 @@ def _from_terms(rhs: list[Term], n: int, events: Sequence[Event], args: tuple, v
 
 def _finish(tape: Tape, time: Optional[Term], states: list[Term], rhs: list[Term], gs: list[Term], variational: bool,
             order: int) -> System:
+    # the Taylor kernel is scalar: array nodes (a constant vector times a Term, sad.stack) are expanded
+    rhs, gs = ([Term(tape, i) for i in scalar_roots(tape, [t.index for t in terms], "taylor_integrate")]
+               for terms in (rhs, gs))
     if variational:
         states, rhs = _variational(tape, states, rhs)
     return build(tape, time, states, rhs, gs, order)

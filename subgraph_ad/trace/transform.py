@@ -157,11 +157,19 @@ class Transformed:
             return self.inline(tape, args, kwargs)
         leaves, trees, key = self._signature(args, kwargs, levels)
         dtype = result_dtype(leaves)
-        entry = self.cache.get(key)
+        cache = self._scalar_cache() if self.ARRAYS and dask_arrays.any_lazy(leaves) else self.cache  # Dask
+        entry = cache.get(key)
         if entry is not None:
             return cast(self._call(entry, leaves, levels), dtype)
         with collector_paused():  # the first call too: it writes and compiles the code
-            return cast(self._call(self.cache.make(key, trees, kwargs), leaves, levels), dtype)
+            return cast(self._call(cache.make(key, trees, kwargs), leaves, levels), dtype)
+
+    def _scalar_cache(self) -> Programs[Assemble]:
+        """Programs traced on scalar vars: what a cluster ships (Dask), one per transform."""
+        found: Programs[Assemble] | None = getattr(self, "_scalars", None)
+        if found is None:
+            found = self._scalars = Programs(self.f, self.what, self._program, self.cache.backend, arrays=False)
+        return found
 
     def inline(self, tape: Tape, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
         """The transform inside the trace of ``tape``: f traced on fresh vars of that tape, the

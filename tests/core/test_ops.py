@@ -24,7 +24,8 @@ MODULES = [importlib.import_module(m.name) for m in pkgutil.walk_packages(subgra
 EXPECTED = {"forward RULES", "reverse VJPS", "numeric PARTIALS", "Taylor FORMS", "Taylor PRODUCTS", "Taylor COMPUTE",
             "Taylor DEGREES", "closed-form EXPAND", "Laplacian LAPLACIAN", "operator PARTIALS",
             "operator ADJOINTS", "NumPy LOWERING", "Numba LOWERING", "C LOWERING", "JAX LOWERING",
-            "ODE VALUE_OPS", "array forward", "array reverse", "array LAPLACIAN"}
+            "ODE VALUE_OPS", "array forward", "array reverse", "array LAPLACIAN",
+            "array code ARITHMETIC"}
 #: The tables keyed by the array ops.
 ARRAY_TABLES = {"array forward", "array reverse", "array LAPLACIAN"}
 #: The module-level dicts keyed by ops that are no rule table, each with the reason.
@@ -34,6 +35,7 @@ NOT_RULE_TABLES = {
     "subgraph_ad.interop.sympy_bridge.FAMILY": "the same ops, by the SymPy class they flatten into",
     "subgraph_ad.ad.taylor.plan.LINEAR": "keyed by Taylor kind (Taylor PRODUCTS' keys): the kinds it names",
     "subgraph_ad.ode.system._SAME_ORDER": "keyed by Taylor kind: the kinds _reads does not read its own way",
+    "subgraph_ad.compile.program.INFIX": "the infix rows that C's and JAX's LOWERING (both registered) share",
 }
 
 
