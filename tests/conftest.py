@@ -1,11 +1,13 @@
 """Shared fixtures: a fresh tape with the seeds' vars, and a SymPy reference evaluator."""
 
+import contextlib
 import math
 import multiprocessing
 import os
 import queue
 import shutil
 import tempfile
+from typing import Iterator
 
 import numpy as np
 
@@ -32,14 +34,27 @@ def tape() -> sad.Tape:
     return sad.Tape()
 
 
-@pytest.fixture
-def x64():
-    """float64 in JAX for one test (its default is 32; the flag is global, so it is restored)."""
+@contextlib.contextmanager
+def jax_float64(enabled: bool = True) -> Iterator[None]:
+    """float64 in JAX inside the block (its default is 32; the flag is global, so it is
+    restored); nothing when not ``enabled`` (a backend other than JAX)."""
+    if not enabled:
+        yield
+        return
     jax = pytest.importorskip("jax")
     previous = jax.config.read("jax_enable_x64")
     jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", previous)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", previous)
+
+
+@pytest.fixture
+def x64():
+    """float64 in JAX for one test."""
+    with jax_float64():
+        yield
 
 
 def same_tree(ours, theirs, rtol=1e-12, atol=1e-12):

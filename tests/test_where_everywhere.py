@@ -14,11 +14,10 @@ untaken branch is at its worst; the oracle's inf is the double's overflow, met e
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import warnings
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import mpmath
 import numpy as np
@@ -26,6 +25,7 @@ import pytest
 import sympy as sp
 
 import subgraph_ad as sad
+from conftest import jax_float64
 from subgraph_ad.ad.operators import BIHARMONIC_METHODS
 from subgraph_ad.compile import registry
 from subgraph_ad.compile.backends import c
@@ -206,20 +206,9 @@ def test_laplacian_and_biharmonic() -> None:
 BACKENDS = [*(name for name in registry.names() if name != "cuda"), "C"]
 
 
-@contextlib.contextmanager
-def _float64(backend: str) -> Iterator[None]:
+def _float64(backend: str) -> Any:
     """JAX in 64 bits for the call (its default is 32), the flag restored after."""
-    if backend != "jax":
-        yield
-        return
-    import jax
-
-    previous = jax.config.read("jax_enable_x64")
-    jax.config.update("jax_enable_x64", True)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_enable_x64", previous)
+    return jax_float64(backend == "jax")
 
 
 def _compiled(backend: str, xs: list[Any], outputs: list[Any]) -> Callable[..., Any]:

@@ -4,13 +4,13 @@ against JAX's trace of ``jax.hessian`` in float64."""
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 import pytest
 
 import subgraph_ad as sad
+from conftest import jax_float64
 from subgraph_ad.core import Term
 from subgraph_ad.core import array_build as build
 
@@ -18,14 +18,7 @@ jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
 
-@contextlib.contextmanager
-def _float64() -> Iterator[None]:
-    previous = jax.config.read("jax_enable_x64")
-    jax.config.update("jax_enable_x64", True)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_enable_x64", previous)
+_float64 = jax_float64
 
 
 def _erf_jax(v: Any) -> Any:

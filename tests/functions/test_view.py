@@ -7,17 +7,17 @@ relu/maximum/clip of log x just above 0, where the function is constant.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import warnings
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 import pytest
 import sympy as sp
 
 import subgraph_ad as sad
+from conftest import jax_float64
 from subgraph_ad.ad.operators import BIHARMONIC_METHODS
 from subgraph_ad.compile import registry
 from subgraph_ad.compile.backends import c
@@ -163,20 +163,9 @@ def test_a_function_through_another_traced():
     assert hessian[0, 1] == hessian[1, 0] == 0.0
 
 
-@contextlib.contextmanager
-def _float64(backend: str) -> Iterator[None]:
+def _float64(backend: str) -> Any:
     """JAX in 64 bits for the call (its default is 32), the flag restored after."""
-    if backend != "jax":
-        yield
-        return
-    import jax
-
-    previous = jax.config.read("jax_enable_x64")
-    jax.config.update("jax_enable_x64", True)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_enable_x64", previous)
+    return jax_float64(backend == "jax")
 
 
 #: ``lambdify``'s backends that run here, and C: the CUDA backend's kernels are its body.
