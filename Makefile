@@ -36,8 +36,12 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 
 # the every-few-minutes run: the suite without the tests that start a browser, JupyterLab or
-# the documentation site build
-QUICK_SKIP := tests/viz/test_browser.py tests/viz/test_jupyterlab.py tests/test_docs_site.py
+# the documentation site build, or run whole programs (every example, the benchmarks' quick
+# runs, `make demo` in a fresh clone, the console blocks of the docs, the deep and wide graphs):
+# those run in `make test`
+QUICK_SKIP := tests/viz/test_browser.py tests/viz/test_jupyterlab.py tests/test_docs_site.py \
+	tests/test_examples.py tests/test_benchmarks.py tests/test_make_demo.py tests/test_docs_console.py \
+	tests/test_deep_wide.py
 quick: $(STAMP) graphviz
 	$(PY) -m pytest $(addprefix --ignore=,$(QUICK_SKIP))
 
