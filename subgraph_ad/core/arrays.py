@@ -22,7 +22,6 @@ scalar var's batch of points is its value's whole shape.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -332,9 +331,6 @@ def _stacked(parts: list[Any]) -> Any:
     return out
 
 
-def size(shape: Shape) -> int:
-    return math.prod(shape)
-
 
 __all__ = ["ARRAY_OPS", "ArrayOp", "Shape", "ShapeError", "Table", "aligned", "as_index", "axes_of",
-           "batch_of", "broadcast", "has_arrays", "index_key", "is_array", "matmul_shape", "shape_of", "size"]
+           "batch_of", "broadcast", "has_arrays", "index_key", "is_array", "matmul_shape", "shape_of"]
