@@ -52,6 +52,32 @@ def dependencies(tape: Tape, roots: list[int], stop: Callable[[int], bool] | Non
     return list(heapq.merge(out, sorted(leaves))) if leaves else out
 
 
+def below(tape: Tape, roots: list[int], stop: Callable[[int], bool]) -> list[int]:
+    """``dependencies`` of the roots, found by a search from them rather than a scan down the tape:
+    its cost is the size of the graph, not the distance to its lowest node. For a small graph
+    far above its leaves, such as Q(g) = 1 − g·g built long after g (``dependencies`` scans
+    every node between them, and a Laplacian's reverse sweep asks once per tanh).
+
+    >>> from subgraph_ad import Tape
+    >>> tape = Tape(); x = tape.var("x"); g = (x * 2).sin()
+    >>> q = (1 - g * g).index
+    >>> below(tape, [q], stop=lambda i: i == g.index) == dependencies(tape, [q], stop=lambda i: i == g.index)
+    True
+    """
+    nodes = tape.nodes
+    seen = set(roots)
+    stack = list(seen)
+    while stack:
+        i = stack.pop()
+        if stop(i):
+            continue
+        for a in nodes[i].args:
+            if a not in seen:
+                seen.add(a)
+                stack.append(a)
+    return sorted(seen)
+
+
 def appended(tape: Tape, root: int, mark: int) -> int:
     """How many of the nodes from ``mark`` on the root needs."""
     return sum(1 for i in dependencies(tape, [root], stop=lambda i: i < mark) if i >= mark)

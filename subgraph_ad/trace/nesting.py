@@ -32,7 +32,8 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from ..core import Tape, Term, dependencies
+from ..core import Tape, Term
+from ..core.graph import below
 
 _local = threading.local()
 _origins: weakref.WeakKeyDictionary[Tape, str] = weakref.WeakKeyDictionary()
@@ -113,7 +114,8 @@ def substitute(tape: Tape, terms: list[Term], mapping: dict[int, Term]) -> list[
         return terms
     first = min(mapping)
     built: dict[int, int] = {}
-    for i in dependencies(tape, [t.index for t in terms]):
+    # searched, not scanned: a template far above the params it reads is called once per point
+    for i in below(tape, [t.index for t in terms], stop=lambda i: i < first):
         if i < first:  # older than the replaced vars: cannot depend on them
             continue
         node = tape.nodes[i]
