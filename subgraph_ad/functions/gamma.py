@@ -30,12 +30,9 @@ import numpy as np
 from ..core.term import Term
 from .base import BinaryFn, UnaryFn, register
 from .elementary import Elementary, Step, _scipy, _special, _sympy
-from .exponential import exp, log, sigmoid
+from ..core.ops import PI
+from .exponential import exact, exp, log, sigmoid, sqrt
 from .kinks import maximum, reduce_extremum, stop_gradient
-
-#: √π/2, in erfinv′ = √π/2 · exp(erfinv²)
-HALF_SQRT_PI = math.sqrt(math.pi) / 2.0
-
 
 def _needs_scipy(name: str) -> Callable[..., Any]:
     """SciPy's ufunc ``name``; without SciPy, an ImportError that says how to get it."""
@@ -149,7 +146,7 @@ class LogAddExp(BinaryFn):
         return (SPECIAL[self.name],)
 
     def fdiff(self, lhs: Any, rhs: Any, output: Any) -> tuple[Any, Any]:
-        scale = math.log(2.0) if self.base == 2 else 1.0
+        scale = exact(lhs, lambda k: log(k(2))) if self.base == 2 else 1
         return sigmoid((lhs - rhs) * scale), sigmoid((rhs - lhs) * scale)
 
 
@@ -179,7 +176,7 @@ class Erfinv(UnaryFn):
     spelling = (SPECIAL["erfinv"],)
 
     def fdiff(self, input: Any, output: Any) -> Any:
-        return HALF_SQRT_PI * exp(output * output)
+        return exact(output, lambda k: sqrt(k(PI)) / 2) * exp(output * output)
 
 
 erfinv = register(Erfinv())

@@ -37,7 +37,7 @@ from ...core import Callback, Term
 from ...numeric.modes import values_of
 from .. import accuracy
 from ..closed_form import probe_values
-from .coefficients import EXACT_ABOVE
+from .coefficients import EXACT_ABOVE, exact_inputs
 from .series import Component, Series
 
 
@@ -112,17 +112,19 @@ def _build(term: Term, seeds: Mapping[int, Component], wanted: range) -> tuple[l
     tape = term.tape
     base = tape.orders[term.index]
     error: list[Optional[float]] = [None]
+    # exact inputs, exact derivatives: the scalars and the constants they become stay Fractions
+    keep = exact_inputs(tape, [term.index, *(v.index for v in seeds.values() if isinstance(v, Term))],
+                        [v for v in seeds.values() if not isinstance(v, Term)])
 
     def build() -> list[int]:
         mark = len(tape)
         exact = wanted[-1] > EXACT_ABOVE  # above it, exact scalars: k! and 1/k! leave the floats
-        series = Series(tape, seeds, exact)
+        series = Series(tape, seeds, exact, keep)
         series.run(term.index, wanted, base)
         out = []
         for k in wanted:
             tape.tag(base + k)
-            factorial = math.factorial(k)
-            d = series.arith.materialize(series.get(term.index, k), factorial if exact else float(factorial))
+            d = series.arith.materialize(series.get(term.index, k), math.factorial(k))
             out.append(-1 if d is None else d.index)
         if accuracy.checking():
             error[0] = _estimate(series, term.index, wanted, out)

@@ -6,6 +6,11 @@ or None for a structural zero (``FloatArithmetic``). Above ``EXACT_ABOVE`` order
 exact scalar k!·(1/k!) is 1; only the constants that become nodes are rounded (``to_float``). Signs, the 1/k, j and k! factors of the recurrences and the
 constant factors of nodes live in c, so they cost no nodes until a sum needs a constant it does
 not share with its other terms (``total``) or a result is written out (``materialize``).
+
+A build whose inputs are exact (``exact_inputs``: every constant it starts from has an exact
+value, as ``x / 3`` has 1/3) keeps its scalars as Fractions at every order, and each constant it
+makes records its exact value (``ExactArithmetic(keep=True)``): its derivatives are then exactly
+SymPy's, 1/3 and 9/40 rather than 0.333… and 0.22499…, while evaluation sees the same floats.
 All nodes are built through the tape's public builder (``append``, ``intern``, ``constant``).
 
 Memory. A build's plan (``planned``) and its exact scalars are held against the tape's node
@@ -21,7 +26,8 @@ from abc import ABC, abstractmethod
 from fractions import Fraction
 from typing import Callable, Generic, Optional, TypeVar, Union
 
-from ...core import Node, Tape, Term
+from ...core import Node, Tape, Term, dependencies
+from ...core.ops import exact_value
 
 #: The scalar c of a coefficient: a float, or a Fraction in exact builds.
 Scalar = TypeVar("Scalar", float, Fraction)
@@ -86,7 +92,7 @@ class Arithmetic(ABC, Generic[Scalar]):
         self.tape = tape
         self.negated = negated
         self.uses: dict[Key, int] = {}
-        self.constants: dict[float, int] = {}  # value (never 0) -> its node
+        self.constants: dict[float | Fraction, int] = {}  # value (never 0) -> its node
         self.inverses: dict[int, int] = {}  # node -> the node 1/node
         self.scaled: dict[tuple[Scalar, int], int] = {}  # (c, T) -> the node c·T
 
@@ -270,11 +276,32 @@ class FloatArithmetic(Arithmetic[float]):
         return Term(self.tape, self.scale(c, t))
 
 
+def exact_inputs(tape: Tape, roots: list[int], numbers: list[object]) -> bool:
+    """Whether a build from the nodes ``roots`` and the seed components ``numbers`` has exact
+    inputs: every constant under the roots has an exact value (a plain or recorded Fraction, or
+    an exact form such as pi), and every number is an int, a Fraction or a plain float."""
+    nodes = tape.nodes
+    for i in dependencies(tape, roots):
+        if nodes[i].op == "const" and exact_value(nodes[i]) is None:
+            return False
+    return all(isinstance(v, (int, Fraction)) or exact_value(Node("const", (), float(v))) is not None  # type: ignore[arg-type]
+               for v in numbers)
+
+
 class ExactArithmetic(Arithmetic[Fraction]):
-    """The same arithmetic with exact scalars (``Fraction``), for builds above ``EXACT_ABOVE``:
-    every float that enters a scalar (the payloads ``canon`` folds in, the factors of products)
-    is made a Fraction, since a Fraction times a float is a float; a scalar becomes a float only
-    as the value of a constant node (``to_float``), and constants are looked up by that float."""
+    """The same arithmetic with exact scalars (``Fraction``), for builds above ``EXACT_ABOVE``
+    and for builds from exact inputs (``keep``).
+
+    Without ``keep``, every float that enters a scalar (the payloads ``canon`` folds in, the
+    factors of products) is made a Fraction, since a Fraction times a float is a float; a scalar
+    becomes a float only as the value of a constant node (``to_float``), and constants are looked
+    up by that float. With ``keep``, only constants with a Fraction value fold into scalars (pi,
+    log(2) and floats known only as floats stay nodes), and each constant made records its
+    scalar as its exact value."""
+
+    def __init__(self, tape: Tape, negated: Callable[[int], Optional[int]], keep: bool = False) -> None:
+        super().__init__(tape, negated)
+        self.keep = keep
 
     def canon(self, value: Raw[Fraction]) -> Lazy[Fraction]:
         """``Arithmetic.canon`` with exact scalars, each held against the tape's budget: a series
@@ -294,25 +321,35 @@ class ExactArithmetic(Arithmetic[Fraction]):
         while t is not None:
             node = nodes[t]
             if node.op == "const":
-                if not math.isfinite(node.payload):  # ±inf, nan: stays a node (no Fraction)
+                number = self.number(node)
+                if number is None:  # ±inf, nan, pi: stays a node
                     break
-                c *= Fraction(node.payload)
+                c *= number
                 return (c, None) if c != 0 else None
             if node.op == "neg":
                 c, t = -c, node.args[0]
             elif node.op == "fn" and self.negated(t) is not None:
                 c, t = -c, self.negated(t)
-            elif node.op == "mul" and nodes[node.args[0]].op == "const" and math.isfinite(nodes[node.args[0]].payload):
-                c, t = c * Fraction(nodes[node.args[0]].payload), node.args[1]
+            elif node.op == "mul" and nodes[node.args[0]].op == "const" and self.number(nodes[node.args[0]]) is not None:
+                c, t = c * self.number(nodes[node.args[0]]), node.args[1]  # type: ignore[operator]
             else:
                 break
         return c, t
 
+    def number(self, node: Node) -> Optional[Fraction]:
+        """A constant node's value as a scalar, or None for one that stays a node: not finite,
+        or with ``keep`` not a Fraction (pi, or a float known only as a float)."""
+        if self.keep:
+            exact = exact_value(node)
+            return exact if isinstance(exact, Fraction) else None
+        return Fraction(node.payload) if math.isfinite(node.payload) else None
+
     def constant(self, c: float | Fraction) -> int:
         value = to_float(c)
-        node = self.constants.get(value)
+        key = c if self.keep else value
+        node = self.constants.get(key)
         if node is None:
-            node = self.constants[value] = self.tape.constant(value)
+            node = self.constants[key] = self.tape.constant(value, Fraction(c) if self.keep else ...)
         return node
 
     def scale(self, c: Fraction, t: int) -> int:
@@ -353,7 +390,7 @@ class ExactArithmetic(Arithmetic[Fraction]):
         c, t = value
         c = c * factor
         if t is None:
-            return self.tape.const(to_float(c))
+            return Term(self.tape, self.constant(c))
         if c == 1:
             return Term(self.tape, t)
         if c == -1:
