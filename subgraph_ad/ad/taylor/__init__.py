@@ -79,9 +79,14 @@ def _estimate(series: Series, root: int, wanted: range, out: list[int]) -> Optio
     (``accuracy.screen``), then, unless that is clearly below ``TOLERANCE``, at all of them,
     against the sizes of the derivatives ``out`` built (a derivative that comes out exactly 0
     there is a zero, whatever rounding its sums might have had). None where nothing could be
-    measured, or nothing can cancel (``Series.sums``)."""
+    measured, or nothing can cancel (``Series.sums``). A build from exact inputs has exact
+    scalars and constants (``Series.keep``): its graph rounds only where it is evaluated, as
+    gen_graph's does, and is measured as those are (``accuracy.shadow``)."""
     if not series.sums():
         return None
+    if series.keep:
+        roots = [i for i in out if i >= 0]
+        return accuracy.worst(accuracy.shadow(series.tape, roots, series.wrt)) if roots else None
     try:
         values = series.values()
     except Exception:  # a user function that refuses the probes

@@ -382,7 +382,12 @@ class ExactArithmetic(Arithmetic[Fraction]):
 
     def product(self, a: Lazy[Fraction], ka: Key, b: Lazy[Fraction], kb: Key,
                 factor: float | Fraction) -> Lazy[Fraction]:
-        return super().product(a, ka, b, kb, factor if isinstance(factor, Fraction) else Fraction(factor))
+        factor = factor if isinstance(factor, Fraction) else Fraction(factor)
+        if self.keep and a is not None and b is not None and a[1] is not None and b[1] is not None:
+            nodes = self.tape.nodes
+            if nodes[a[1]].op == "const" or nodes[b[1]].op == "const":  # log(2), pi: folded as Terms are
+                return a[0] * b[0] * factor, self.tape.append("mul", (a[1], b[1]))
+        return super().product(a, ka, b, kb, factor)
 
     def materialize(self, value: Lazy[Fraction], factor: int | Fraction) -> Optional[Term]:
         if value is None:

@@ -32,6 +32,7 @@ class Series:
 
     def __init__(self, tape: Tape, seeds: Mapping[int, Component], exact: bool = False, keep: bool = False) -> None:
         self.tape = tape
+        self.keep = keep
         # float or Fraction scalars, chosen per build (by its order, ``EXACT_ABOVE``, and its
         # inputs: ``keep`` records exact constants, see ``exact_inputs``)
         self.arith: Arithmetic[Any] = (ExactArithmetic(tape, self.negated, keep) if exact or keep
