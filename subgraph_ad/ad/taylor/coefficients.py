@@ -156,7 +156,7 @@ class Arithmetic(ABC, Generic[Scalar]):
         per coefficient.)"""
         if len(terms) == 1:  # a unary node of a linear u, a product by a constant, ...
             term = terms[0]
-            return term if term is None or term[0] != 0.0 else None
+            return term if term is None or term[0] != 0 else None
         merged: dict[Optional[int], Scalar] = {}
         for term in terms:
             if term is not None:
@@ -165,7 +165,7 @@ class Arithmetic(ABC, Generic[Scalar]):
         counts: dict[Scalar, int] = {}
         negative = True
         for t, c in merged.items():
-            if c != 0.0:
+            if c != 0:  # an int: compared fast with a float and with a Fraction
                 items.append((c, t))
                 negative = negative and c < 0
                 if t is not None:
@@ -184,11 +184,11 @@ class Arithmetic(ABC, Generic[Scalar]):
         neg: list[int] = []
         for c, t in items:
             r = c / factor
-            if abs(r) != 1.0:
+            if abs(r) != 1:
                 r = snap(r)
             if t is None:
                 node = self.constant(abs(r))
-            elif abs(r) == 1.0:
+            elif abs(r) == 1:
                 node = t
             else:
                 node = self.scale(abs(r), t)
@@ -370,15 +370,15 @@ class ExactArithmetic(Arithmetic[Fraction]):
         return self.scaled[key]
 
     def operand(self, c: Fraction, t: int, key: Key) -> tuple[Fraction, int]:
-        if abs(c) == 1:
+        if c.denominator == 1 and c.numerator in (1, -1):  # abs(c) == 1 without a new Fraction
             return c, t
         if self.uses.get(key, 0) >= 2 and _TINY <= abs(to_float(c)) < math.inf:  # the sign by comparison: copysign would round c first
             return Fraction(1 if c > 0 else -1), self.scale(abs(c), t)
         return self.reuse(c, t)
 
     def reuse(self, c: Fraction, t: int, times: Fraction = Fraction(1)) -> tuple[Fraction, int]:
-        shared = self.scaled.get((abs(c), t)) if abs(c) != 1 else None
-        return (times * c, t) if shared is None else (times if c > 0 else -times, shared)
+        shared = self.scaled.get((abs(c), t)) if c.denominator != 1 or c.numerator not in (1, -1) else None
+        return (times * c, t) if shared is None else (times if c.numerator > 0 else -times, shared)
 
     def product(self, a: Lazy[Fraction], ka: Key, b: Lazy[Fraction], kb: Key,
                 factor: float | Fraction) -> Lazy[Fraction]:
