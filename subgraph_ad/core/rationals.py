@@ -1,24 +1,27 @@
 """Exact scalars for the builds that keep rational factors exact (Taylor mode above order 150 or
 from exact inputs, closed forms).
 
-``fractions.Fraction`` normalises every result in Python and made exact Taylor builds three
-times slower than float ones; SymPy already picks the fastest rational type there is: gmpy2's
-``mpq`` where gmpy2 is installed (the ``exact`` extra; about ten times Fraction's speed), its own
-``PythonMPQ`` otherwise. Neither mixes silently with floats (``mpq * 1.0`` is an mpfr,
-``PythonMPQ * 1.0`` a TypeError), so every number enters through ``rational`` and leaves as a
-float or as a ``Fraction`` (``fraction``), the exact value a constant node records.
+``fractions.Fraction`` normalises every result in Python: with it an exact Taylor build took
+three times as long as a float one. gmpy2's ``mpq`` (the ``exact`` extra, what SymPy uses when it
+is installed) is about ten times faster; without gmpy2 the scalars are Fractions. The two do not
+mix with floats alike (``mpq * 1.0`` is an mpfr, ``Fraction * 1.0`` a float), so every number
+enters through ``rational`` and leaves as a float or as a ``Fraction`` (``fraction``), the
+exact value a constant node records.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
-from numbers import Rational as _Rational
+from numbers import Rational
 from typing import Any, Union
 
-from sympy.external.gmpy import MPQ
+try:
+    from gmpy2 import mpq as _mpq
+except ImportError:  # the exact extra is not installed: the same numbers, slower
+    _mpq = Fraction
 
-#: The exact scalar type of the builds: gmpy2's mpq or SymPy's PythonMPQ.
-Q: Any = MPQ
+#: The exact scalar type of the builds: gmpy2's mpq, else Fraction.
+Q: Any = _mpq
 #: An exact scalar, for annotations (the two types share no base class a checker knows).
 Exact = Any
 
@@ -32,14 +35,14 @@ def rational(x: Union[int, float, Fraction, Exact]) -> Exact:
     >>> rational(0.5) == Fraction(1, 2), rational(Fraction(9, 40)) * 2 == Fraction(9, 20)
     (True, True)
     """
-    if type(x) is MPQ:
+    if type(x) is Q:
         return x
-    if isinstance(x, _Rational):
-        return MPQ(int(x.numerator), int(x.denominator))
+    if isinstance(x, Rational):
+        return Q(int(x.numerator), int(x.denominator))
     num, den = float(x).as_integer_ratio()
-    return MPQ(num, den)
+    return Q(num, den)
 
 
 def fraction(q: Exact) -> Fraction:
-    """An exact scalar as the ``Fraction`` a constant node records."""
+    """An exact scalar (or an int) as the ``Fraction`` a constant node records."""
     return Fraction(int(q.numerator), int(q.denominator))

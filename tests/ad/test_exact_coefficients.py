@@ -298,18 +298,20 @@ def test_the_cli_prints_exact_coefficients(capsys):
     assert not LONG_DECIMAL.search(form), form[:2000]
 
 
-def test_without_gmpy2_the_exact_scalars_are_sympys_own(tmp_path):
-    # core.rationals takes SymPy's choice of rational: gmpy2's mpq in this suite (the dev extra),
-    # SymPy's PythonMPQ on a machine without gmpy2, which SYMPY_GROUND_TYPES=python stands for.
-    # The same builds must give exact forms with it (PythonMPQ raises on a float operand where
-    # mpq would quietly make an mpfr), checked as above: Float-free, and SymPy's to 45 digits.
+def test_without_gmpy2_the_exact_scalars_are_fractions(tmp_path):
+    # core.rationals uses gmpy2's mpq where it is installed (the dev extra: this suite) and
+    # Fraction where it is not, which a blocked import stands for here. The builds must give
+    # exact forms with either, checked as above: Float-free, and SymPy's to 45 digits.
     script = tmp_path / "fallback.py"
     script.write_text(textwrap.dedent("""
+        import sys
+        sys.modules["gmpy2"] = None  # import gmpy2 raises ImportError
+        from fractions import Fraction
         import sympy
         import subgraph_ad as sad
         from subgraph_ad.benchmark_functions import BENCHMARKS
         from subgraph_ad.core.rationals import Q
-        assert Q.__name__ == "PythonMPQ", Q
+        assert Q is Fraction, Q
         X, at = sympy.Symbol("x"), {sympy.Symbol("x"): sympy.Rational(3, 7)}
         for name in ("F1", "F2", "F3"):  # evalf walks F4's shared subexpressions for minutes
             for method in ("taylor", "auto"):
@@ -320,6 +322,6 @@ def test_without_gmpy2_the_exact_scalars_are_sympys_own(tmp_path):
                 assert abs(ours.xreplace(at).evalf(60) - want) <= 1e-45 * abs(want), (name, method)
         print("exact")
     """))
-    env = {**os.environ, "SYMPY_GROUND_TYPES": "python", "PYTHONPATH": os.path.dirname(os.path.dirname(sad.__file__))}
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(sad.__file__))}
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0 and done.stdout.strip() == "exact", done.stderr[-3000:]
