@@ -333,7 +333,7 @@ class ExactArithmetic(Arithmetic[Exact]):
             elif node.op == "fn" and self.negated(t) is not None:
                 c, t = -c, self.negated(t)
             elif node.op == "mul" and nodes[node.args[0]].op == "const" and self.number(nodes[node.args[0]]) is not None:
-                c, t = c * self.number(nodes[node.args[0]]), node.args[1]  # type: ignore[operator]
+                c, t = c * self.number(nodes[node.args[0]]), node.args[1]
             else:
                 break
         return c, t
