@@ -22,19 +22,24 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import numpy as np
 
 from ..numeric.modes import values_of
 from ..core import Tape, Term, appended, dependencies
+from ..core.ops import Node, exact_value
+from ..core.rationals import Exact, fraction, rational
 from .forward import gen_graph
 from ..tables import rule_table
 
 #: a monomial: (atom index, non-zero exponent) pairs, by atom index
 Monomial = tuple[tuple[int, int], ...]
+#: a coefficient: exact (an int or a ``core.rationals`` scalar) while every constant it comes
+#: from is, else a float
+Coefficient = Union[float, int, Exact]
 #: a sum of monomials with their coefficients (never 0)
-Poly = dict[Monomial, float]
+Poly = dict[Monomial, Coefficient]
 #: whole exponents up to this size are expanded (x**3 of a sum, 1/x**2); larger ones stay atoms
 MAX_EXPONENT = 64
 #: While expanding, a monomial is one int: the exponent of atom number s is its digit s in the
@@ -75,62 +80,86 @@ class _Expansion:
         self.work = 0
         self.over = False  # the expansion has outgrown the graph it would replace
         self.atoms: list[int] = []  # slot -> node index
+        self.exact = True  # every constant so far has an exact value: coefficients stay exact
 
-    def atom(self, i: int) -> dict[int, float]:
+    def atom(self, i: int) -> dict[int, Coefficient]:
         self.atoms.append(i)
         self.over = self.over or len(self.atoms) > MAX_ATOMS
-        return {1 << (WIDTH * (len(self.atoms) - 1)): 1.0}
+        return {1 << (WIDTH * (len(self.atoms) - 1)): 1}
 
-    def add(self, p: dict[int, float], q: dict[int, float], sign: float) -> dict[int, float]:
+    def add(self, p: dict[int, Coefficient], q: dict[int, Coefficient], sign: int) -> dict[int, Coefficient]:
         out = dict(p)
         for m, c in q.items():
-            out[m] = out.get(m, 0.0) + sign * c
+            out[m] = out.get(m, 0) + sign * c
         return self.checked(out)
 
-    def mul(self, p: dict[int, float], q: dict[int, float]) -> dict[int, float]:
+    def mul(self, p: dict[int, Coefficient], q: dict[int, Coefficient]) -> dict[int, Coefficient]:
         self.work += len(p) * len(q)
         if self.work > self.budget:
             self.over = True
             return {}
-        out: dict[int, float] = {}
+        out: dict[int, Coefficient] = {}
         get = out.get
         for m1, c1 in p.items():
             for m2, c2 in q.items():
-                out[m1 + m2] = get(m1 + m2, 0.0) + c1 * c2
+                out[m1 + m2] = get(m1 + m2, 0) + c1 * c2
         return self.checked(out)
 
-    def checked(self, p: dict[int, float]) -> dict[int, float]:
-        p = {m: c for m, c in p.items() if c != 0.0}
+    def checked(self, p: dict[int, Coefficient]) -> dict[int, Coefficient]:
+        p = {m: c for m, c in p.items() if c != 0}
         if len(p) > self.limit:
             self.over = True
             return {}
         return p
 
-    def power(self, p: dict[int, float], e: int) -> Optional[dict[int, float]]:
+    def power(self, p: dict[int, Coefficient], e: int) -> Optional[dict[int, Coefficient]]:
         """p ** e for a whole e: any e for a single term, e >= 0 for a sum, else None (an atom)."""
         if len(p) == 1:
             ((m, c),) = p.items()
-            return {m * e: _float_power(c, e)}
+            return {m * e: self.powered(c, e)}
         if e < 0:
             return None
-        out = {0: 1.0}
+        out: dict[int, Coefficient] = {0: 1}
         for _ in range(e):
             out = self.mul(out, p)
         return out
+
+    def number(self, node: Node) -> Optional[Coefficient]:
+        """A constant as a coefficient: exact in an exact expansion, else its float; None for an
+        atom (``_exact_number``)."""
+        found = _exact_number(node)
+        if found is None:
+            return None
+        return rational(found) if self.exact else float(node.payload)
+
+    def powered(self, c: Coefficient, e: int) -> Coefficient:
+        """c ** e for a non-zero coefficient: exact in an exact expansion (1 ** -1 would be the
+        float 1.0), else ±inf past the floats instead of Python's OverflowError (the form then
+        fails its accuracy check; building never raises for a value)."""
+        if self.exact:
+            return rational(c) ** e
+        try:
+            return float(c) ** e
+        except OverflowError:
+            return -math.inf if c < 0 and e % 2 else math.inf
 
     def expand(self, root: int) -> Optional[Poly]:
         """The polynomial of root over its atoms (iterative, in tape order), or None when it
         outgrows its budget."""
         nodes = self.tape.nodes
-        polys: dict[int, dict[int, float]] = {}
+        polys: dict[int, dict[int, Coefficient]] = {}
         degree: dict[int, int] = {}  # a bound on the largest |exponent| of each polynomial
-        for i in dependencies(self.tape, [root], stop=lambda i: nodes[i].op in ("var", "fn")):
+        order = list(dependencies(self.tape, [root], stop=lambda i: nodes[i].op in ("var", "fn")))
+        # exact scalars do not mix with floats: one constant known only as a float, and all are
+        self.exact = all(_exact_number(nodes[i]) is not INEXACT for i in order if nodes[i].op == "const")
+        for i in order:
             node = nodes[i]
             op, args = node.op, node.args
-            p: Optional[dict[int, float]] = None
+            p: Optional[dict[int, Coefficient]] = None
             d = 0
             if op == "const":
-                p = {0: node.payload} if node.payload != 0.0 else {}
+                c = self.number(node)  # None: an atom (pi stays pi)
+                p = None if c is None else {0: c} if c != 0 else {}
             elif op in EXPAND:
                 p, d = EXPAND[op](self, [polys[a] for a in args], [degree[a] for a in args], args)
             if p is None:
@@ -156,21 +185,26 @@ class _Expansion:
         return tuple(sorted(out))
 
 
-def _float_power(c: float, e: int) -> float:
-    """c ** e for a non-zero coefficient, ±inf past the floats instead of Python's OverflowError
-    (the form then fails its accuracy check; building never raises for a value)."""
-    try:
-        return c ** e
-    except OverflowError:
-        return -math.inf if c < 0 and e % 2 else math.inf
+#: ``_exact_number`` of a constant known only as a float
+INEXACT = object()
 
 
-def _div(e: _Expansion, p: list[dict[int, float]], d: list[int], args: tuple[int, ...]) -> tuple:
+def _exact_number(node: Node) -> Any:
+    """A constant's exact value as a coefficient (a Fraction), ``INEXACT`` where it is known
+    only as a float (or is a SymPy Float), None for an exact form that is not a number (pi,
+    log(2)): that stays a node, an atom."""
+    exact = exact_value(node)
+    if exact is None or (isinstance(exact, tuple) and exact[0] == "float"):
+        return INEXACT
+    return exact if isinstance(exact, Fraction) else None
+
+
+def _div(e: _Expansion, p: list[dict[int, Coefficient]], d: list[int], args: tuple[int, ...]) -> tuple:
     inverse = e.power(p[1], -1) if p[1] else None
     return (None, 0) if inverse is None else (e.mul(p[0], inverse), d[0] + d[1])
 
 
-def _pow(e: _Expansion, p: list[dict[int, float]], d: list[int], args: tuple[int, ...]) -> tuple:
+def _pow(e: _Expansion, p: list[dict[int, Coefficient]], d: list[int], args: tuple[int, ...]) -> tuple:
     exponent = e.tape.nodes[args[1]]
     if exponent.op == "const" and float(exponent.payload).is_integer() and abs(exponent.payload) <= MAX_EXPONENT:
         k = int(exponent.payload)
@@ -182,8 +216,8 @@ def _pow(e: _Expansion, p: list[dict[int, float]], d: list[int], args: tuple[int
 #: bounds, operand indices) -> (polynomial or None for an atom, degree bound). Vars and function
 #: nodes are atoms.
 EXPAND = rule_table("closed-form EXPAND", {
-    "add": lambda e, p, d, args: (e.add(p[0], p[1], 1.0), max(d)),
-    "sub": lambda e, p, d, args: (e.add(p[0], p[1], -1.0), max(d)),
+    "add": lambda e, p, d, args: (e.add(p[0], p[1], 1), max(d)),
+    "sub": lambda e, p, d, args: (e.add(p[0], p[1], -1), max(d)),
     "neg": lambda e, p, d, args: ({m: -c for m, c in p[0].items()}, d[0]),
     "mul": lambda e, p, d, args: (e.mul(p[0], p[1]), d[0] + d[1]),
     "div": _div,
@@ -255,7 +289,7 @@ def _emit(tape: Tape, poly: Poly) -> int:
         if common:
             todo.append(("times", common))
         if len(p) == 1 and () in p:
-            out.append(tape.const(p[()]).index)
+            out.append(_constant(tape, p[()]))
             continue
         if common:
             todo.append(("poly", p))
@@ -271,6 +305,13 @@ def _emit(tape: Tape, poly: Poly) -> int:
             (a if any(x == atom and (e > 0) == positive for x, e in m) else b)[m] = c
         todo += [("plus", None), ("poly", b), ("poly", a)]
     return out[0]
+
+
+def _constant(tape: Tape, c: Coefficient) -> int:
+    """The constant node of a coefficient: exact where the coefficient is."""
+    if isinstance(c, float):
+        return tape.const(c).index
+    return tape.constant(_rounded(fraction(c)), fraction(c))
 
 
 def _agrees(tape: Tape, root: int, new: int, wrt: int) -> bool:
@@ -320,18 +361,20 @@ def closed_form(tape: Tape, root: int, mark: int, wrt: int) -> int:
 DERIVATIVE_TERMS = 64
 
 
-def _exact(tape: Tape, root: int) -> Optional[dict[Monomial, Fraction]]:
+def _exact(tape: Tape, root: int) -> Optional[tuple[dict[Monomial, Fraction], bool]]:
     """root expanded over its atoms (``_Expansion``, within a ``DERIVATIVE_TERMS`` budget), its
-    coefficients as Fractions (exactly the floats they were); None if it outgrows that. An atom
-    f(u) with f = −g (−sin: ``negative_of``) is −g(u), so that sin(u) and −sin(u) are one atom
-    and their terms cancel exactly, not in the floats of a later rounding."""
-    poly = _Expansion(tape, 4 * DERIVATIVE_TERMS).expand(root)
-    if poly is None or not all(math.isfinite(c) for c in poly.values()):
+    coefficients as Fractions (exactly the floats they were), and whether none was a float;
+    None if it outgrows that. An atom f(u) with f = −g (−sin: ``negative_of``) is −g(u), so that
+    sin(u) and −sin(u) are one atom and their terms cancel exactly, not in the floats of a later
+    rounding."""
+    expansion = _Expansion(tape, 4 * DERIVATIVE_TERMS)
+    poly = expansion.expand(root)
+    if poly is None or not all(not isinstance(c, float) or math.isfinite(c) for c in poly.values()):
         return None
     out: dict[Monomial, Fraction] = {}
     for m, c in poly.items():
         key: Monomial = ()
-        exact = Fraction(c)
+        exact = fraction(c) if expansion.exact else Fraction(c)
         for atom, e in m:
             node = tape.nodes[atom]
             g = node.payload.negative_of if node.op == "fn" and node.payload.arity == 1 else None
@@ -339,7 +382,7 @@ def _exact(tape: Tape, root: int) -> Optional[dict[Monomial, Fraction]]:
                 atom, exact = g(Term(tape, node.args[0])).index, exact * (-1) ** (e % 2)
             key = _times(key, ((atom, e),))
         out[key] = out.get(key, Fraction(0)) + exact
-    return {m: c for m, c in out.items() if c}
+    return {m: c for m, c in out.items() if c}, expansion.exact
 
 
 def _rounded(c: Fraction) -> float:
@@ -359,9 +402,14 @@ def derivative(tape: Tape, root: int, wrt: int, n: int) -> Optional[int]:
     Why: the n-th derivative of e^{2x}·cos 3x is Re((2 + 3i)ⁿ·e^{(2+3i)x}), two terms whose
     integer coefficients Taylor mode's float recurrences (and repeated gen_graph's sums) reach
     only through binomial sums of far larger terms, losing n/2 bits; exactly, nothing is lost
-    but the final rounding. Appends the atoms' derivatives and the form; the caller prunes.
+    but the final rounding, and where every constant involved is exact the coefficients stay
+    exact constants. Appends the atoms' derivatives and the form; the caller prunes.
     """
-    poly = _exact(tape, root)
+    found = _exact(tape, root)
+    if found is None:
+        return None
+    poly: Optional[dict[Monomial, Fraction]] = found[0]
+    exact = found[1]
     slopes: dict[int, Optional[dict[Monomial, Fraction]]] = {}
     for _ in range(n):
         if poly is None:
@@ -370,7 +418,9 @@ def derivative(tape: Tape, root: int, wrt: int, n: int) -> Optional[int]:
         for m, c in poly.items():
             for atom, e in m:  # d(c·a^e·rest) = c·e·a^(e−1)·a′·rest
                 if atom not in slopes:
-                    slopes[atom] = _exact(tape, gen_graph(Term(tape, atom), Term(tape, wrt)).index)
+                    expanded = _exact(tape, gen_graph(Term(tape, atom), Term(tape, wrt)).index)
+                    slopes[atom] = None if expanded is None else expanded[0]
+                    exact = exact and (expanded is None or expanded[1])
                 slope = slopes[atom]
                 if slope is None:
                     return None
@@ -383,4 +433,4 @@ def derivative(tape: Tape, root: int, wrt: int, n: int) -> Optional[int]:
             return None
     if poly is None:
         return None
-    return _emit(tape, {m: _rounded(c) for m, c in poly.items()})
+    return _emit(tape, {m: c if exact else _rounded(c) for m, c in poly.items()})

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -125,12 +125,27 @@ class LogBase(UnaryFn):
         return super().f(v) if self.spelling else np.log(v) / math.log(self.base)
 
     def fdiff(self, input: Term, output: Term) -> Term:
-        return (1.0 / math.log(self.base)) / input
+        return cast(Term, exact(input, lambda k: 1 / log(k(self.base))) / input)
 
     def to_sympy(self, arg: Any) -> Any:
         import sympy
 
         return sympy.log(arg, int(self.base) if float(self.base).is_integer() else self.base)
+
+
+def exact(like: Any, number: Callable[[Callable[[Any], Any]], Any]) -> Any:
+    """A constant of a derivative rule (1/ln 10, 2/√π), ``number(k)`` of its exact ingredients
+    k(10), k(PI): on the tape of ``like`` where that is a Term (k makes them exact constants and
+    folding keeps the result exact, so SymPy sees 1/log(10), not 0.434…), in floats where the
+    rule runs on numbers.
+
+    >>> from subgraph_ad import Tape
+    >>> from subgraph_ad.core.ops import PI
+    >>> tape = Tape(); x = tape.var("x")
+    >>> exact(x, lambda k: 2 / sqrt(k(PI))).to_sympy(), round(exact(0.5, lambda k: 2 / sqrt(k(PI))), 6)
+    (2/sqrt(pi), 1.128379)
+    """
+    return number(like._lift if isinstance(like, Term) else float)
 
 
 @dataclass(frozen=True, repr=False)

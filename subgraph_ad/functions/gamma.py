@@ -27,15 +27,13 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..core.ops import PI
 from ..core.term import Term
 from .base import BinaryFn, UnaryFn, register
 from .elementary import Elementary, Step, _scipy, _special, _sympy
-from .exponential import exp, log, sigmoid
+from .exponential import exact, exp, log, sigmoid, sqrt
 from .extrema import maximum, reduce_extremum
 from .stop_gradient import stop_gradient
-
-#: √π/2, in erfinv′ = √π/2 · exp(erfinv²)
-HALF_SQRT_PI = math.sqrt(math.pi) / 2.0
 
 
 def _needs_scipy(name: str) -> Callable[..., Any]:
@@ -150,7 +148,7 @@ class LogAddExp(BinaryFn):
         return (SPECIAL[self.name],)
 
     def fdiff(self, lhs: Any, rhs: Any, output: Any) -> tuple[Any, Any]:
-        scale = math.log(2.0) if self.base == 2 else 1.0
+        scale = exact(lhs, lambda k: log(k(2))) if self.base == 2 else 1
         return sigmoid((lhs - rhs) * scale), sigmoid((rhs - lhs) * scale)
 
 
@@ -180,7 +178,7 @@ class Erfinv(UnaryFn):
     spelling = (SPECIAL["erfinv"],)
 
     def fdiff(self, input: Any, output: Any) -> Any:
-        return HALF_SQRT_PI * exp(output * output)
+        return exact(output, lambda k: sqrt(k(PI)) / 2) * exp(output * output)
 
 
 erfinv = register(Erfinv())

@@ -7,16 +7,14 @@ else from ``math.erf`` point by point (the ``erf`` elementary); compiled code us
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from typing import cast
 
+from ..core.ops import PI
 from ..core.term import Term
 from .base import UnaryFn, register
 from .elementary import Step
-from .exponential import exp
-
-#: 2/√π, the derivative of erf at 0
-TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+from .exponential import exact, exp, sqrt
 
 
 @dataclass(frozen=True, repr=False)
@@ -35,7 +33,7 @@ class Erf(UnaryFn):
         return (self.name,)
 
     def fdiff(self, input: Term, output: Term) -> Term:
-        return (-TWO_OVER_SQRT_PI if self.complement else TWO_OVER_SQRT_PI) * exp(-(input * input))
+        return cast(Term, exact(input, lambda k: (-2 if self.complement else 2) / sqrt(k(PI))) * exp(-(input * input)))
 
 
 erf = register(Erf())

@@ -10,6 +10,7 @@ import numpy as np
 
 from ...core import Term
 from ...core.expand import element_vars, scalar_roots
+from ...core.ops import plain_fraction
 from .algebra import Algebra, Lin, Scalar
 
 
@@ -106,12 +107,14 @@ def check_weights(u: Term, weights: Any, d: int) -> dict[tuple[int, int], Any]:
 
 
 def _scalar(value: Any) -> Scalar:
-    """A weight as a coefficient: exact where it is a whole number or a Fraction."""
+    """A weight as a coefficient: exact where it is an int, a Fraction or a float that says its
+    value exactly (0.25, 3.0: ``plain_fraction``), so that it keeps an exact derivative exact."""
     if isinstance(value, Fraction):
         return value
-    if isinstance(value, (int, np.integer)) or (float(value).is_integer() and abs(value) < 2 ** 53):
+    if isinstance(value, (int, np.integer)):
         return Fraction(int(value))
-    return float(value)
+    plain = plain_fraction(float(value))
+    return float(value) if plain is None else plain
 
 
 def metric(alg: Algebra, entries: dict[tuple[int, int], Any], d: int) -> list[dict[int, Lin]]:

@@ -38,7 +38,7 @@ from ...core.expand import scalar_roots
 from ...numeric.modes import values_of
 from .. import accuracy
 from ..closed_form import probe_values
-from .coefficients import EXACT_ABOVE
+from .coefficients import EXACT_ABOVE, exact_inputs
 from .series import Component, Series
 
 
@@ -80,7 +80,10 @@ def _estimate(series: Series, root: int, wanted: range, out: list[int]) -> Optio
     (``accuracy.screen``), then, unless that is clearly below ``TOLERANCE``, at all of them,
     against the sizes of the derivatives ``out`` built (a derivative that comes out exactly 0
     there is a zero, whatever rounding its sums might have had). None where nothing could be
-    measured, or nothing can cancel (``Series.sums``)."""
+    measured, or nothing can cancel (``Series.sums``). A build from exact inputs has exact
+    scalars and constants (``Series.keep``): the screen, which rounds the scalars' sums as well,
+    overstates its error; past the screen its graph, which rounds only where it is evaluated as
+    gen_graph's does, is measured as those are (``accuracy.shadow``)."""
     if not series.sums():
         return None
     try:
@@ -93,6 +96,9 @@ def _estimate(series: Series, root: int, wanted: range, out: list[int]) -> Optio
                      for z in series.rounding(root, wanted, values, at) if z is not None), default=0.0)
         if accuracy.SPREAD * worst <= accuracy.SCREEN_BELOW:
             return accuracy.SPREAD * worst
+    if series.keep:
+        roots = [i for i in out if i >= 0]
+        return accuracy.worst(accuracy.shadow(series.tape, roots, series.wrt)) if roots else None
     found = [(z, i) for z, i in zip(series.rounding(root, wanted, values, None), out) if z is not None and i >= 0]
     if not found:
         return None
@@ -113,17 +119,19 @@ def _build(term: Term, seeds: Mapping[int, Component], wanted: range) -> tuple[l
     tape = term.tape
     base = tape.orders[term.index]
     error: list[Optional[float]] = [None]
+    # exact inputs, exact derivatives: the scalars and the constants they become stay Fractions
+    keep = exact_inputs(tape, [term.index, *(v.index for v in seeds.values() if isinstance(v, Term))],
+                        [v for v in seeds.values() if not isinstance(v, Term)])
 
     def build() -> list[int]:
         mark = len(tape)
         exact = wanted[-1] > EXACT_ABOVE  # above it, exact scalars: k! and 1/k! leave the floats
-        series = Series(tape, seeds, exact)
+        series = Series(tape, seeds, exact, keep)
         series.run(term.index, wanted, base)
         out = []
         for k in wanted:
             tape.tag(base + k)
-            factorial = math.factorial(k)
-            d = series.arith.materialize(series.get(term.index, k), factorial if exact else float(factorial))
+            d = series.arith.materialize(series.get(term.index, k), math.factorial(k))
             out.append(-1 if d is None else d.index)
         if accuracy.checking():
             error[0] = _estimate(series, term.index, wanted, out)

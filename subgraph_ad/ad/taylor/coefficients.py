@@ -2,10 +2,15 @@
 
 A coefficient is ``(c, t)``: a Python float c times the node t (t None: the plain number c),
 or None for a structural zero (``FloatArithmetic``). Above ``EXACT_ABOVE`` orders c is a
-``Fraction`` instead (``ExactArithmetic``): 1/k! underflows a float near k = 180 and k! overflows at 171, while the
+exact rational instead (``ExactArithmetic``, ``core.rationals``): 1/k! underflows a float near k = 180 and k! overflows at 171, while the
 exact scalar k!·(1/k!) is 1; only the constants that become nodes are rounded (``to_float``). Signs, the 1/k, j and k! factors of the recurrences and the
 constant factors of nodes live in c, so they cost no nodes until a sum needs a constant it does
 not share with its other terms (``total``) or a result is written out (``materialize``).
+
+A build whose inputs are exact (``exact_inputs``: every constant it starts from has an exact
+value, as ``x / 3`` has 1/3) keeps its scalars exact at every order, and each constant it
+makes records its exact value (``ExactArithmetic(keep=True)``): its derivatives are then exactly
+SymPy's, 1/3 and 9/40 rather than 0.333… and 0.22499…, while evaluation sees the same floats.
 All nodes are built through the tape's public builder (``append``, ``intern``, ``constant``).
 
 Memory. A build's plan (``planned``) and its exact scalars are held against the tape's node
@@ -21,10 +26,13 @@ from abc import ABC, abstractmethod
 from fractions import Fraction
 from typing import Callable, Generic, Optional, TypeVar, Union
 
-from ...core import Node, Tape, Term
 
-#: The scalar c of a coefficient: a float, or a Fraction in exact builds.
-Scalar = TypeVar("Scalar", float, Fraction)
+from ...core import Node, Tape, Term, dependencies
+from ...core.ops import exact_value
+from ...core.rationals import Q, Exact, fraction, rational
+
+#: The scalar c of a coefficient: a float, or an exact rational (``core.rationals``) in exact builds.
+Scalar = TypeVar("Scalar", float, Exact)
 #: A coefficient value c·T held as (c, index of T); index None means the plain number c.
 Lazy = Optional[tuple[Scalar, Optional[int]]]
 #: A value before ``canon``: its scalar may still be a float (a sign, 1.0) in an exact build.
@@ -52,7 +60,7 @@ BITS_PER_BYTE = 6
 Planned = TypeVar("Planned", bound=list)
 
 
-def to_float(c: float | Fraction) -> float:
+def to_float(c: float | Exact) -> float:
     """A scalar as the float of a constant node: a Fraction too large is ±inf (not an
     OverflowError), one too small is ±0.0."""
     if type(c) is float:
@@ -86,7 +94,7 @@ class Arithmetic(ABC, Generic[Scalar]):
         self.tape = tape
         self.negated = negated
         self.uses: dict[Key, int] = {}
-        self.constants: dict[float, int] = {}  # value (never 0) -> its node
+        self.constants: dict[float | Exact, int] = {}  # value (never 0) -> its node
         self.inverses: dict[int, int] = {}  # node -> the node 1/node
         self.scaled: dict[tuple[Scalar, int], int] = {}  # (c, T) -> the node c·T
 
@@ -150,7 +158,7 @@ class Arithmetic(ABC, Generic[Scalar]):
         per coefficient.)"""
         if len(terms) == 1:  # a unary node of a linear u, a product by a constant, ...
             term = terms[0]
-            return term if term is None or term[0] != 0.0 else None
+            return term if term is None or term[0] != 0 else None
         merged: dict[Optional[int], Scalar] = {}
         for term in terms:
             if term is not None:
@@ -159,7 +167,7 @@ class Arithmetic(ABC, Generic[Scalar]):
         counts: dict[Scalar, int] = {}
         negative = True
         for t, c in merged.items():
-            if c != 0.0:
+            if c != 0:  # an int: compared fast with a float and with a Fraction
                 items.append((c, t))
                 negative = negative and c < 0
                 if t is not None:
@@ -178,11 +186,11 @@ class Arithmetic(ABC, Generic[Scalar]):
         neg: list[int] = []
         for c, t in items:
             r = c / factor
-            if abs(r) != 1.0:
+            if abs(r) != 1:
                 r = snap(r)
             if t is None:
                 node = self.constant(abs(r))
-            elif abs(r) == 1.0:
+            elif abs(r) == 1:
                 node = t
             else:
                 node = self.scale(abs(r), t)
@@ -270,55 +278,89 @@ class FloatArithmetic(Arithmetic[float]):
         return Term(self.tape, self.scale(c, t))
 
 
-class ExactArithmetic(Arithmetic[Fraction]):
-    """The same arithmetic with exact scalars (``Fraction``), for builds above ``EXACT_ABOVE``:
-    every float that enters a scalar (the payloads ``canon`` folds in, the factors of products)
-    is made a Fraction, since a Fraction times a float is a float; a scalar becomes a float only
-    as the value of a constant node (``to_float``), and constants are looked up by that float."""
+def exact_inputs(tape: Tape, roots: list[int], numbers: list[object]) -> bool:
+    """Whether a build from the nodes ``roots`` and the seed components ``numbers`` has exact
+    inputs: every constant under the roots has an exact value (a plain or recorded Fraction, or
+    an exact form such as pi), and every number is an int, a Fraction or a plain float."""
+    nodes = tape.nodes
+    for i in dependencies(tape, roots):
+        if nodes[i].op == "const" and exact_value(nodes[i]) is None:
+            return False
+    return all(isinstance(v, (int, Fraction)) or exact_value(Node("const", (), float(v))) is not None  # type: ignore[arg-type]
+               for v in numbers)
 
-    def canon(self, value: Raw[Fraction]) -> Lazy[Fraction]:
+
+class ExactArithmetic(Arithmetic[Exact]):
+    """The same arithmetic with exact scalars (``core.rationals``), for builds above
+    ``EXACT_ABOVE`` and for builds from exact inputs (``keep``).
+
+    Without ``keep``, every float that enters a scalar (the payloads ``canon`` folds in, the
+    factors of products) is made exact first (``rational``: the types do not mix with floats); a
+    scalar becomes a float only as the value of a constant node (``to_float``), and constants are
+    looked up by that float. With ``keep``, only constants with a Fraction value fold into scalars (pi,
+    log(2) and floats known only as floats stay nodes), and each constant made records its
+    scalar as its exact value."""
+
+    def __init__(self, tape: Tape, negated: Callable[[int], Optional[int]], keep: bool = False) -> None:
+        super().__init__(tape, negated)
+        self.keep = keep
+
+    def canon(self, value: Raw[Exact]) -> Lazy[Exact]:
         """``Arithmetic.canon`` with exact scalars, each held against the tape's budget: a series
         keeps the canonical value of every coefficient until its build ends."""
         found = self._canon(value)
         if found is not None:
-            num, den = found[0].as_integer_ratio()
+            num, den = found[0].numerator, found[0].denominator
             self.tape.hold(FRACTION_BYTES + (num.bit_length() + den.bit_length()) // BITS_PER_BYTE, "an exact scalar")
         return found
 
-    def _canon(self, value: Raw[Fraction]) -> Lazy[Fraction]:
+    def _canon(self, value: Raw[Exact]) -> Lazy[Exact]:
         if value is None:
             return None
-        c = value[0] if isinstance(value[0], Fraction) else Fraction(value[0])
+        c = rational(value[0])
         t = value[1]
         nodes = self.tape.nodes
         while t is not None:
             node = nodes[t]
             if node.op == "const":
-                if not math.isfinite(node.payload):  # ±inf, nan: stays a node (no Fraction)
+                number = self.number(node)
+                if number is None:  # ±inf, nan, pi: stays a node
                     break
-                c *= Fraction(node.payload)
+                c *= number
                 return (c, None) if c != 0 else None
             if node.op == "neg":
                 c, t = -c, node.args[0]
             elif node.op == "fn" and self.negated(t) is not None:
                 c, t = -c, self.negated(t)
-            elif node.op == "mul" and nodes[node.args[0]].op == "const" and math.isfinite(nodes[node.args[0]].payload):
-                c, t = c * Fraction(nodes[node.args[0]].payload), node.args[1]
+            elif node.op == "mul" and nodes[node.args[0]].op == "const" and self.number(nodes[node.args[0]]) is not None:
+                c, t = c * self.number(nodes[node.args[0]]), node.args[1]
             else:
                 break
         return c, t
 
-    def constant(self, c: float | Fraction) -> int:
+    def number(self, node: Node) -> Optional[Exact]:
+        """A constant node's value as a scalar, or None for one that stays a node: not finite,
+        or with ``keep`` not a Exact (pi, or a float known only as a float)."""
+        if self.keep:
+            exact = exact_value(node)
+            return rational(exact) if isinstance(exact, Fraction) else None
+        return rational(node.payload) if math.isfinite(node.payload) else None
+
+    def constant(self, c: float | Exact) -> int:
         value = to_float(c)
-        node = self.constants.get(value)
+        key = c if self.keep else value
+        node = self.constants.get(key)
         if node is None:
-            node = self.constants[value] = self.tape.constant(value)
+            node = self.constants[key] = self.tape.constant(value, fraction(rational(c)) if self.keep else ...)
         return node
 
-    def scale(self, c: Fraction, t: int) -> int:
+    def scale(self, c: Exact, t: int) -> int:
         """c·T; a c beyond the normal floats (k!, 1/k!, …) as a chain of factors all above 1 or
         all below 1 in magnitude: each partial product lies between T and c·T, so none
         overflows or underflows unless T or c·T does."""
+        found = self.scaled.get((c, t))
+        if found is not None:
+            return found
         value = to_float(c)
         if _TINY <= abs(value) < math.inf:
             return super().scale(c, t)
@@ -326,34 +368,39 @@ class ExactArithmetic(Arithmetic[Fraction]):
         if key not in self.scaled:
             node, sign = t, 1 if c > 0 else -1
             c = abs(c)
-            step = Fraction(2) ** (_STEP if c > 1 else -_STEP)
+            step = Q(2) ** (_STEP if c > 1 else -_STEP)
             while not _TINY <= to_float(c) < math.inf:
                 node, c = self.tape.intern(Node("mul", (self.constant(step), node))), c / step
             self.scaled[key] = self.tape.intern(Node("mul", (self.constant(sign * c), node)))  # unfolded
         return self.scaled[key]
 
-    def operand(self, c: Fraction, t: int, key: Key) -> tuple[Fraction, int]:
-        if abs(c) == 1:
+    def operand(self, c: Exact, t: int, key: Key) -> tuple[Exact, int]:
+        if c.denominator == 1 and c.numerator in (1, -1):  # abs(c) == 1 without a new Fraction
             return c, t
         if self.uses.get(key, 0) >= 2 and _TINY <= abs(to_float(c)) < math.inf:  # the sign by comparison: copysign would round c first
-            return Fraction(1 if c > 0 else -1), self.scale(abs(c), t)
+            return Q(1 if c > 0 else -1), self.scale(abs(c), t)
         return self.reuse(c, t)
 
-    def reuse(self, c: Fraction, t: int, times: Fraction = Fraction(1)) -> tuple[Fraction, int]:
-        shared = self.scaled.get((abs(c), t)) if abs(c) != 1 else None
-        return (times * c, t) if shared is None else (times if c > 0 else -times, shared)
+    def reuse(self, c: Exact, t: int, times: Exact = Q(1)) -> tuple[Exact, int]:
+        shared = self.scaled.get((abs(c), t)) if c.denominator != 1 or c.numerator not in (1, -1) else None
+        return (times * c, t) if shared is None else (times if c.numerator > 0 else -times, shared)
 
-    def product(self, a: Lazy[Fraction], ka: Key, b: Lazy[Fraction], kb: Key,
-                factor: float | Fraction) -> Lazy[Fraction]:
-        return super().product(a, ka, b, kb, factor if isinstance(factor, Fraction) else Fraction(factor))
+    def product(self, a: Lazy[Exact], ka: Key, b: Lazy[Exact], kb: Key,
+                factor: float | Exact) -> Lazy[Exact]:
+        factor = rational(factor)
+        if self.keep and a is not None and b is not None and a[1] is not None and b[1] is not None:
+            nodes = self.tape.nodes
+            if nodes[a[1]].op == "const" or nodes[b[1]].op == "const":  # log(2), pi: folded as Terms are
+                return a[0] * b[0] * factor, self.tape.append("mul", (a[1], b[1]))
+        return super().product(a, ka, b, kb, factor)
 
-    def materialize(self, value: Lazy[Fraction], factor: int | Fraction) -> Optional[Term]:
+    def materialize(self, value: Lazy[Exact], factor: int | Exact) -> Optional[Term]:
         if value is None:
             return None
         c, t = value
         c = c * factor
         if t is None:
-            return self.tape.const(to_float(c))
+            return Term(self.tape, self.constant(c))
         if c == 1:
             return Term(self.tape, t)
         if c == -1:

@@ -134,7 +134,7 @@ def _pow_form(s: Series, i: int, node: Node) -> Form:
     # at p = 0. For a fractional p it starts a chain a**(p−k), one power per order, cheap only
     # when a is linear in wrt (u_j = 0 for j >= 2); otherwise g = p·y/a closes on y itself.
     if whole(p) or s.degree(a.index) == 1:
-        return _unary(s, lambda: (a.index, b * a ** (p.payload - 1.0 if p.op == "const" else b - 1.0)))
+        return _unary(s, lambda: (a.index, b * a ** (b - 1.0)))  # folded: p − 1 exact where p is
     return _unary(s, lambda: (a.index, b * y / a))
 
 

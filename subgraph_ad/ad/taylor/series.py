@@ -14,6 +14,7 @@ from typing import Any, Mapping, Optional, Union
 import numpy as np
 
 from ...core import Tape, Term
+from ...core.rationals import rational
 from ...numeric.modes import values_of
 from ..accuracy import PROBES, Noise, probe_values
 from .coefficients import Arithmetic, ExactArithmetic, FloatArithmetic, Key, Lazy, to_float
@@ -30,15 +31,18 @@ class Series:
     computed so far, ``coef[(node, k)]`` (canonical lazy values; absent: zero or above the
     degree bound). ``wrt`` is the var whose values the accuracy estimate probes (``PROBES``)."""
 
-    def __init__(self, tape: Tape, seeds: Mapping[int, Component], exact: bool = False) -> None:
+    def __init__(self, tape: Tape, seeds: Mapping[int, Component], exact: bool = False, keep: bool = False) -> None:
         self.tape = tape
-        # float or Fraction scalars, chosen per build (by its order: ``EXACT_ABOVE``)
-        self.arith: Arithmetic[Any] = (ExactArithmetic(tape, self.negated) if exact
+        self.keep = keep
+        # float or Fraction scalars, chosen per build (by its order, ``EXACT_ABOVE``, and its
+        # inputs: ``keep`` records exact constants, see ``exact_inputs``)
+        self.arith: Arithmetic[Any] = (ExactArithmetic(tape, self.negated, keep) if exact or keep
                                        else FloatArithmetic(tape, self.negated))
         self.aliases: dict[int, Optional[int]] = {}
         self.seeds: dict[int, tuple[Any, Optional[int]]] = {}
         for var, v in seeds.items():
-            number: Any = v if isinstance(v, Fraction) and exact else float(v) if not isinstance(v, Term) else 1.0
+            number: Any = (1.0 if isinstance(v, Term) else
+                           rational(v) if (exact or keep) and isinstance(v, (int, Fraction)) else float(v))
             found = self.arith.canon((number, v.index if isinstance(v, Term) else None))
             if found is not None and found[0] != 0:  # a zero component: the var does not move
                 self.seeds[var] = found
