@@ -37,13 +37,14 @@ lint: $(STAMP)
 
 # the every-few-minutes run: the suite without the tests that start a browser, JupyterLab or
 # the documentation site build, or run whole programs (every example, the benchmarks' quick
-# runs, `make demo` in a fresh clone, the console blocks of the docs, the deep and wide graphs):
-# those run in `make test`
+# runs, `make demo` in a fresh clone, the console blocks of the docs, the deep and wide graphs),
+# and without the tests marked slow (mypy, the order-200 and every-backend sweeps): those run
+# in `make test`
 QUICK_SKIP := tests/viz/test_browser.py tests/viz/test_jupyterlab.py tests/test_docs_site.py \
 	tests/test_examples.py tests/test_benchmarks.py tests/test_make_demo.py tests/test_docs_console.py \
 	tests/test_deep_wide.py
 quick: $(STAMP) graphviz
-	$(PY) -m pytest $(addprefix --ignore=,$(QUICK_SKIP))
+	$(PY) -m pytest -m 'not slow' $(addprefix --ignore=,$(QUICK_SKIP))
 
 # the documentation site (mkdocs.yml) into site/, warnings as errors; the API reference is
 # rendered from the docstrings (tests/test_docs_site.py builds it in `make test` too)

@@ -63,6 +63,7 @@ def scalar_twin(loops):
     return lambda x, W, v: loops(list(x), [list(row) for row in W], list(v))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("array_f, loops", CASES)
 def test_array_code_equals_its_loop_twin_and_jax(array_f, loops):
     f = lambda x, W, v: array_f(np, x, W, v)  # noqa: E731

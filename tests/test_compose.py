@@ -74,6 +74,7 @@ def test_jacobian_of_grad_is_the_hessian_and_jacfwd_of_jacrev_too():
     np.testing.assert_allclose(sad.jacrev(sad.jacfwd(sad.grad(f)))(X), jax.jacrev(jax.jacfwd(jax.grad(jf)))(X), **TOL)
 
 
+@pytest.mark.slow
 def test_hessian_blocks_of_pytrees_and_argnums_tuples_with_kwargs():
     ours = sad.hessian(lambda p, x, scale: mlp(np, p, x, scale), argnums=(0, 1))(PARAMS, X, scale=2.0)
     theirs = jax.hessian(lambda p, x, scale: mlp(jnp, p, x, scale), argnums=(0, 1))(PARAMS, X, 2.0)
@@ -134,6 +135,7 @@ def test_operators_of_several_arguments_batched_or_not():
     np.testing.assert_allclose(heat(PTS, ts, P0), jheat(PTS, ts, P0), **TOL)
 
 
+@pytest.mark.slow
 def test_grad_through_laplacian_biharmonic_and_derivative_tensor():
     lap = sad.laplacian(lambda x, p: u(np, x, 0.2, p), argnums=0)
     bih = sad.biharmonic(lambda x, p: u(np, x, 0.2, p), argnums=0)
@@ -211,6 +213,7 @@ def _example():
     return module
 
 
+@pytest.mark.slow
 def test_pinn_training_gradient_matches_jax():
     pinn = _example()
     inside, boundary = pinn.points()

@@ -380,6 +380,7 @@ orders = st.lists(st.sampled_from(NAMES), min_size=1, max_size=4)
 
 
 # -- against SymPy -----------------------------------------------------------------------------------
+@pytest.mark.slow
 @settings(max_examples=examples(300))
 @given(tree=trees, wrts=orders, point=points)
 def test_derivatives_match_sympy(tree: tuple, wrts: list[str], point: dict[str, float]) -> None:

@@ -50,6 +50,7 @@ def random_pair(rng: np.random.Generator, tape: sad.Tape, size: int):
     return a * b + a, sa * sb + sa
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(40))
 def test_random_expression_derivatives_match_sympy(seed):
     rng = np.random.default_rng(seed)

@@ -4,11 +4,13 @@ code whose ``assert_type`` lines pin what the public API returns (a Term stays a
 
 from pathlib import Path
 
+import pytest
 from mypy import api
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_mypy_finds_no_error_in_the_package_and_in_typed_user_code(tmp_path):
     out, err, status = api.run(["--config-file", str(ROOT / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache"),
                                 str(ROOT / "subgraph_ad"), str(ROOT / "tests" / "typing" / "user_code.py")])

@@ -124,6 +124,7 @@ def test_diff_every_method_and_taylor_graph() -> None:
                     _check(by_term[n - 1].eval(), want, f"{name} taylor_graph by {{x: const(1)}} n={n} at {p}")
 
 
+@pytest.mark.slow
 def test_reverse_and_mixed_sweeps() -> None:
     """grad_graph n times over, gen_graph over grad_graph, and grad_graph over a Taylor derivative:
     the gradient of a selection is made of selections, so every later pass stays exact."""
@@ -253,6 +254,7 @@ def _every_engine(f: Any, x: Any, reverse_orders: int) -> tuple[list[int], list[
     return orders, outputs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_lambdify_every_backend(backend: str) -> None:
     """Every engine's derivatives, built at the switch and on one side of it (two vars of one

@@ -146,6 +146,7 @@ ORDERS = [(name, n) for name in sorted(CORPUS) for n in (40, 70, 100)
           if n < 100 or "/" not in name or name.startswith("e^x·sin x")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,n", ORDERS)
 def test_every_method_is_accurate_or_warns(name: str, n: int) -> None:
     """Each method's values at the points: ``eval`` of the n-th derivative (and of order n/2

@@ -14,7 +14,8 @@ The references are independent of the tape. Up to ``SYMPY_UP_TO`` orders it is `
 order 10, 80 s at 13, each order twice the last), so the reference is mpmath's Taylor
 coefficients of the same SymPy expression at 80 digits (``mpmath.taylor``: finite differences
 at raised precision, which agree with ``sympy.diff`` to ~1e-59 where both run). Orders to 20 on
-F1–F5, to 8 on the random corpus; the whole file runs in about 40 s.
+F1–F5 and the random corpus (orders 1–8 by every method, all 20 by Taylor mode and the 20th by
+``diff``); the whole file runs in about a minute.
 """
 
 from __future__ import annotations
@@ -213,6 +214,7 @@ def random_expression(rng: np.random.Generator, x: sad.Term, y: sad.Term, size: 
     return pool[-1] * pool[-2] + pool[-1] / 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(12))
 def test_random_exact_expressions_differentiate_exactly(seed):
     expected = None
@@ -225,6 +227,19 @@ def test_random_exact_expressions_differentiate_exactly(seed):
             expected = references(f.to_sympy(), X, 8)
         for n in (1, 2, 3, 5, 8):
             assert_exact(f.diff(x, n, method=method).to_sympy(), expected[n - 1], f"seed {seed} {method} n={n}: {f}")
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::subgraph_ad.AccuracyWarning")  # about float64 evaluation, not the form
+@pytest.mark.parametrize("seed", range(12))
+def test_random_exact_expressions_are_exact_to_order_20(seed):
+    # every order to 20 in one Taylor build, and the 20th alone by diff's default
+    tape = sad.Tape()
+    x, y = tape.var("x", 0.4), tape.var("y", 0.3)
+    f = random_expression(np.random.default_rng(seed), x, y, 4)
+    expected = references(f.to_sympy(), X, 20)
+    assert_exact_terms(sad.taylor_graph(f, x, 20), expected, f"seed {seed} taylor_graph: {f}")
+    assert_exact_terms([f.diff(x, 20)], expected[19:], f"seed {seed} diff n=20: {f}")
 
 
 @pytest.mark.parametrize("k", range(len(UNARY) + len(BINARY)))

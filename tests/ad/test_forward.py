@@ -237,6 +237,7 @@ def test_keyboard_interrupt_during_gen_graph_restores_the_tape():
     assert close(f.diff(x, 3).eval(), sympy_value(expected, x=0.5))
 
 
+@pytest.mark.slow
 def test_a_100000_node_chain_differentiates_evaluates_and_grads():
     tape = Tape()
     x = tape.var("x", 0.1)

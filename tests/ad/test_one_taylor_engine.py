@@ -97,6 +97,7 @@ def cauchy(f, at: float, orders, radius: float, points: int = 512) -> dict:
                 for n in orders}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_unit_direction_reaches_order_200_with_no_more_nodes_than_its_var(name):
     """Both builds to order 200 (past the exact mode's threshold, and past a double's range for

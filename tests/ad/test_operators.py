@@ -230,6 +230,7 @@ class DifferencesOf:
                    for a, b in itertools.product(self.names, repeat=2))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
 def test_every_builtin_in_random_expressions_matches_sympy(name):
     """For each registered function, a random expression in 2–5 vars that applies it to a mix of

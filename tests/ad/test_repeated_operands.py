@@ -276,6 +276,7 @@ def _check(failures: list, label: str, ours: float, reference: float, rtol: floa
         failures.append((label, ours, reference))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", range(10))
 def test_operators_on_repeated_operands_match_sympy_and_gen_graph(block):
     """``CORPUS`` recipes in ten blocks: every operator at a seeded point against the SymPy twin's

@@ -224,6 +224,7 @@ def _repeated(fn, n):
     return tape, d
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [3, 10])
 def test_repeated_grad_graph_of_nested_tanh_is_no_larger_than_with_one_minus_tanh_squared(n):
     """tanh′ is sech² (exact in the tails); its adjoint joins tanh's, so repeated reverse passes

@@ -44,6 +44,7 @@ def test_benchmark_functions_agree_with_repeated_gen_graph_to_order_12(name):
 SYMPY_ORDER = {"F1": 12, "F2": 12, "F3": 12, "F4": 8, "F5": 12}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BENCHMARKS))
 def test_benchmark_functions_match_sympy(name):
     tape, f, x = BENCHMARKS[name]()

@@ -324,6 +324,7 @@ def test_numbers_alone_give_zero_dimensional_arrays_and_bad_arguments_are_refuse
 
 
 # -- the GPU benchmark's CPU side ------------------------------------------------------------------
+@pytest.mark.slow
 def test_the_gpu_benchmark_runs_its_cpu_side_with_dry_run(tmp_path):
     """``benchmarks/gpu.py --dry-run``: every case built, run (the NumPy backend standing in for
     ours) and checked on the CPU, with JAX's jet, nested grad, jvp∘grad, Hessian trace and grad

@@ -229,6 +229,7 @@ def seen_lines(name: str) -> list[tuple[str, int]]:
     return seen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", OPERATIONS)
 def test_an_interrupt_at_every_append_leaves_the_tape_as_it_was(name):
     total = append_points(name)
@@ -237,6 +238,7 @@ def test_an_interrupt_at_every_append_leaves_the_tape_as_it_was(name):
     assert not failures, f"{len(failures)} of {total} append points failed: {dict(list(failures.items())[:5])}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", OPERATIONS)
 def test_an_interrupt_at_any_line_of_the_tape_module_leaves_the_tape_as_it_was(name):
     points = line_points(seen_lines(name))

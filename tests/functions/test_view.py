@@ -97,6 +97,7 @@ def _close(got: Any, want: float, what: str) -> None:
     assert math.isfinite(float(got)) and abs(float(got) - want) <= 1e-9 * abs(want) + 1e-12, (what, got, want)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("at", [POINT, NEGATIVE])
 def test_a_function_through_another_differentiates_in_every_engine(at):
     """diff by every method with and without its closed form, mixed partials, and taylor_graph by
@@ -119,6 +120,7 @@ def test_a_function_through_another_differentiates_in_every_engine(at):
         _close(by_direction[n - 1].eval(), want, f"taylor_graph along (0.5, -1) {n}")
 
 
+@pytest.mark.slow
 def test_a_function_through_another_in_reverse_the_operators_and_the_numeric_modes():
     tape, (x, y), f, truth = _softsign_case()
     g, mixed = f, f.grad_graph(x)
