@@ -259,3 +259,11 @@ def test_vmap_refusals():
         sad.vmap(lambda a, b: a * b, in_axes=(0,))(np.ones(3), np.ones(3))
     with pytest.raises(TypeError, match="sparse=True.* is one point's"):
         sad.vmap(sad.hessian(lambda v: np.sum(v ** 3), sparse=True))(np.ones((2, 3)))
+
+
+def test_an_array_argument_the_function_does_not_read_has_a_zero_gradient_of_its_shape():
+    # a structural zero in an array var is zeros of its shape, as JAX gives (it raised instead)
+    p, r = np.array([0.3, -0.7, 1.1]), np.ones((2, 2))
+    value, (gp, gr) = sad.value_and_grad(lambda q, s: q[0] * 2.0 + np.sum(np.sin(np.arange(3.0))), argnums=(0, 1))(p, r)
+    assert value == 0.6 + np.sum(np.sin(np.arange(3.0)))
+    assert np.array_equal(gp, [2.0, 0.0, 0.0]) and np.array_equal(gr, np.zeros((2, 2)))

@@ -16,7 +16,7 @@ would.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -55,18 +55,27 @@ def element_vars(tape: Tape, name: str | None) -> Any:
     return out
 
 
-def expand_many(tape: Tape, roots: Sequence[int]) -> list[Any]:
+def expand_many(tape: Tape, roots: Sequence[int], leaves: Mapping[int, Term] | None = None,
+                indexed: bool = False) -> list[Any]:
     """Each root as scalar nodes: a Term for a scalar, an object array of Terms for an array.
+    ``leaves`` puts a Term in place of a node (an array Term there makes every node above it an
+    elementwise array node: ``trace.batched``); ``indexed`` reads an array var's elements as
+    index nodes W[i, j] instead of element vars, so that a gradient in W still reaches them.
     Transactional: if it fails, the tape is as it was."""
     from .term import Term
 
+    leaves = leaves or {}
     with tape.transaction():
         parts: dict[int, Any] = {}
         nodes = tape.nodes
-        for i in dependencies(tape, list(roots)):
+        for i in dependencies(tape, list(roots), stop=leaves.__contains__):
             node = nodes[i]
-            if node.op == "var":
-                parts[i] = element_vars(tape, node.payload) if node.payload in tape.var_shapes else Term(tape, i)
+            if i in leaves:
+                parts[i] = leaves[i]
+            elif node.op == "var" and node.payload in tape.var_shapes:
+                parts[i] = _elements(Term(tape, i)) if indexed else element_vars(tape, node.payload)
+            elif node.op == "var":
+                parts[i] = Term(tape, i)
             elif node.op in ARRAY_OPS:
                 parts[i] = ARRAY_OPS[node.op].expand(tape, node, [parts[a] for a in node.args])
             elif not node.args or all(parts[a].index == a for a in node.args):
@@ -76,6 +85,14 @@ def expand_many(tape: Tape, roots: Sequence[int]) -> list[Any]:
             else:
                 parts[i] = OPS[node.op].apply(*(parts[a] for a in node.args))
         return [_scalar(tape, parts[r]) for r in roots]
+
+
+def _elements(array: Term) -> Any:
+    """An array Term's elements as index nodes, in an object array of its shape."""
+    out = np.empty(array.shape, dtype=object)
+    for at in np.ndindex(*array.shape):
+        out[at] = array[at]
+    return out
 
 
 def _scalar(tape: Tape, part: Any) -> Any:

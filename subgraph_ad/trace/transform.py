@@ -196,7 +196,9 @@ class Transformed:
             return dask_arrays.over_batch(compiled, assemble, leaves, levels, columns)
         inputs: list[Any] = []
         points: list[tuple[int, ...]] = []
-        fed_whole = hasattr(compiled, "out_shapes")  # an array program: array vars take whole arrays
+        # an array program over array vars takes whole arrays; over scalar vars (a build that went
+        # to the scalar engines: ``Traced.inputs``), one column per number as any program
+        fed_whole = hasattr(compiled, "out_shapes") and any(compiled.shapes)
         for k, found in enumerate(leaves):
             batched = tuple(levels[k]) if levels is not None else ()
             for leaf in found:

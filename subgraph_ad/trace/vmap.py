@@ -1,7 +1,8 @@
 """``vmap``: a function over a leading batch axis by ONE call of its compiled program on the
 columns of the batch (each var gets the array of its values across the batch), no Python loop
 over points; nested vmaps add a batch level each. Inside another trace, the function is traced
-once on one point's fresh vars and each point substituted for them (``nesting``).
+once on one point's fresh vars, then lowered to array nodes over the batch where the batch is
+data (``batched``), else each point substituted for them (``nesting``).
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..core import Tape
+from ..core import Tape, Term
 from ..interop import dask_arrays  # Dask: the hooks marked "Dask" below
 from ..interop.numpy_dispatch import TermArray
 from ..pytrees import flatten, real_leaf, shown, unflatten
+from .batched import assembled, batched
 from .nesting import fresh_prefix, lifted, substitute, tracing
 from .results import term_array
 from .transform import Transformed, elements, outer_of, traced_leaf
@@ -60,6 +62,9 @@ class _Vmapped:
             leaves, tree = flatten(arg, f"argument {k}", real_leaf("vmap") if tape is None else traced_leaf("vmap"))
             shifted = []
             for leaf in leaves:
+                if tape is not None and isinstance(leaf, Term) and leaf.ndim and axis in (0, -leaf.ndim):
+                    shifted.append(leaf)  # an array node batched along its first axis: kept one node
+                    continue
                 array = leaf.view(np.ndarray) if isinstance(leaf, TermArray) else (
                     leaf if dask_arrays.lazy(leaf) else np.asarray(leaf))  # Dask: kept lazy
                 if not -(array.ndim - nb) <= axis < array.ndim - nb:
@@ -115,7 +120,16 @@ class _Vmapped:
             out = self.fn(*point_args, **kwargs)
         leaves, tree = flatten(out, "result", lambda value, path: (value, np.shape(value)))
         flat = [lifted(tape, v) for leaf in leaves for v in elements(leaf)]
+        found = batched(tape, flat, fresh, [c[:, j] for c in columns for j in range(c.shape[1])]) if self.out_axes == 0 else None
+        if found is not None:  # data, not traced values: one array node per template node
+            made, at = [], 0
+            for leaf in leaves:
+                shape = np.shape(leaf)
+                made.append(assembled(found[at:at + math.prod(shape)], shape))
+                at += math.prod(shape)
+            return unflatten(tree, made)
         points = []
+        columns = [np.asarray(c) if isinstance(c, Term) else c for c in columns]  # an array node's elements
         for i in range(sizes.pop()):
             values = [lifted(tape, v) for column in columns for v in column[i]]
             points.append(substitute(tape, flat, {v.index: t for v, t in zip(fresh, values)}))
