@@ -26,16 +26,20 @@ def batched(tape: Tape, flat: Sequence[Term], fresh: Sequence[Term], columns: Se
     """The templates ``flat`` (Terms of one point's ``fresh`` vars) at every point of the batch:
     one Term of shape (points,) each. ``columns`` holds, per fresh var, its values at the points
     (``_column``). None where they are traced values (the caller unrolls)."""
-    data = [_column(tape, c) for c in columns]
-    if not data or any(c is None for c in data):
-        return None
-    size = data[0].shape[0]
-    leaves = {v.index: c for v, c in zip(fresh, data) if c is not None}
-    out = []
-    for found in expand_many(tape, [t.index for t in flat], leaves, indexed=True):
-        if isinstance(found, np.ndarray):  # an array template cannot come from scalar Terms
+    leaves: dict[int, Term] = {}
+    for v, c in zip(fresh, columns):
+        found = _column(tape, c)
+        if found is None:
             return None
-        out.append(found if found.shape == (size,) else Term(tape, build.broadcast_to(tape, found.index, (size,))))
+        leaves[v.index] = found
+    if not leaves:
+        return None
+    size = next(iter(leaves.values())).shape[0]
+    out = []
+    for part in expand_many(tape, [t.index for t in flat], leaves, indexed=True):
+        if isinstance(part, np.ndarray):  # an array template cannot come from scalar Terms
+            return None
+        out.append(part if part.shape == (size,) else Term(tape, build.broadcast_to(tape, part.index, (size,))))
     return out
 
 

@@ -60,7 +60,7 @@ class _Vmapped:
                 continue
             nb = sum(before)
             leaves, tree = flatten(arg, f"argument {k}", real_leaf("vmap") if tape is None else traced_leaf("vmap"))
-            shifted = []
+            shifted: list[Any] = []
             for leaf in leaves:
                 if tape is not None and isinstance(leaf, Term) and leaf.ndim and axis in (0, -leaf.ndim):
                     shifted.append(leaf)  # an array node batched along its first axis: kept one node
