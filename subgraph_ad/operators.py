@@ -36,7 +36,8 @@ import numpy as np
 
 from .ad import operators as ops
 from .ad.taylor import taylor_graph as ad_taylor_graph
-from .core import Tape, Term, dependencies
+from .ad.operators.array_laplacian import dense
+from .core import Tape, Term
 from .interop.dask_arrays import lazy, per_point  # Dask
 from .interop.numpy_dispatch import TermArray
 from .pytrees import real_leaf
@@ -218,15 +219,6 @@ class _Operator(Transformed):
         axes = tuple(0 if j == k else None for j in range(len(args)))
         out = vmap(self, in_axes=axes)(*args[:k], flat, *args[k + 1:], **kwargs)
         return out.reshape(shape[:-1] + out.shape[1:])
-
-
-def dense(u: Term) -> bool:
-    """Whether u has a matrix product (a dense layer): where the operators' array pass wins,
-    one product per layer over [value | J | Δ]. Code without one (elementwise functions of
-    slices, sums) keeps the scalar pass, whose per-element structural zeros the array pass
-    would fill in (a Jacobian block per element, dense in d)."""
-    nodes = u.tape.nodes
-    return any(nodes[i].op == "matmul" for i in dependencies(u.tape, [u.index]))
 
 
 def _scalar_values(values: np.ndarray) -> np.ndarray:

@@ -289,6 +289,27 @@ def laplacian(u: Term, xs: list[Term], entries: Optional[dict[tuple[int, int], A
     return tape.zero if found is None else found
 
 
+def jacobian_block(g: Term, xs: list[Term]) -> Term:
+    """The Jacobian of g in ``xs`` as one array node of shape (d,) + g's shape, by the same
+    sweep's blocks: a Hessian is the block of a gradient (jacfwd∘jacrev over array nodes), one
+    product per layer where d² scalar entries would each be a sum over the layer's width.
+    ``Unsupported`` where the pass has no rule."""
+    tape = g.tape
+    p = _Pass(tape, xs, None)
+    _pass(p, g.index)
+    found = p.jac.get(g.index)
+    return Term(tape, build.table(tape, np.zeros((p.d,) + g.shape))) if found is None else found
+
+
+def dense(u: Term) -> bool:
+    """Whether u has a matrix product (a dense layer): where the array pass wins, one product
+    per layer over [value | J | Δ]. Code without one (elementwise functions of slices, sums)
+    keeps the scalar pass, whose per-element structural zeros the array pass would fill in (a
+    Jacobian block per element, dense in d)."""
+    nodes = u.tape.nodes
+    return any(nodes[i].op == "matmul" for i in dependencies(u.tape, [u.index]))
+
+
 def scalar_twin(u: Term, xs: list[Term]) -> tuple[Term, list[Term]]:
     """u expanded to scalar nodes and xs to the scalar vars of their elements, for the scalar
     pass where the array pass has no rule."""
@@ -298,4 +319,4 @@ def scalar_twin(u: Term, xs: list[Term]) -> tuple[Term, list[Term]]:
     return Term(tape, root), flat
 
 
-__all__ = ["RULES", "Unsupported", "columns", "holds_arrays", "laplacian", "scalar_twin"]
+__all__ = ["RULES", "Unsupported", "columns", "dense", "holds_arrays", "jacobian_block", "laplacian", "scalar_twin"]
