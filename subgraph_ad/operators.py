@@ -36,7 +36,8 @@ import numpy as np
 
 from .ad import operators as ops
 from .ad.taylor import taylor_graph as ad_taylor_graph
-from .ad.operators.array_laplacian import dense
+from .ad.operators.array_laplacian import Unsupported, dense, jacobian_block, scalar_twin
+from .ad.reverse import grad_graph
 from .core import Tape, Term
 from .interop.dask_arrays import lazy, per_point  # Dask
 from .interop.numpy_dispatch import TermArray
@@ -303,6 +304,19 @@ def biharmonic(u: Any, xs: Any = None, *, method: str = "auto", argnums: int = 0
     return ops.biharmonic(u, xs, method=method)
 
 
+def _hessian_block(xs: list[Term], out: Term) -> Any:
+    """The second-derivative tensor of u at one array point x as the array pass's Jacobian block
+    of u's gradient, one array node of d² numbers (d = 300: a few nodes where the scalar tensor
+    has 45,150 distinct entries), and how its values (d², points) become (points, d, d)."""
+    (x,) = xs
+    try:
+        block = jacobian_block(grad_graph(out, x), [x])  # type: ignore[arg-type]
+    except Unsupported:
+        return None
+    d = x.size
+    return xs, [block.reshape((d * d,))], lambda values: values.T.reshape((values.shape[1], d, d))
+
+
 def derivative_tensor(u: Any, xs: Any = None, k: Any = None, *, argnums: int = 0, backend: str | None = None) -> Any:
     """The tensor of k-th partial derivatives (1 <= k <= 4). For a Term u: a
     ``DerivativeTensor`` over xs, T[i, j, …] in any order of indices (``ad.operators``).
@@ -318,6 +332,11 @@ def derivative_tensor(u: Any, xs: Any = None, k: Any = None, *, argnums: int = 0
         order = int(k)
 
         def build(tape: Tape, xs_: list[Term], out: Term) -> Any:
+            if any(x.shape for x in xs_):  # order 2 of a dense u over its array point: the Hessian block
+                found = _hessian_block(xs_, out)
+                if found is not None:
+                    return found
+                out, xs_ = scalar_twin(out, xs_)  # an op the array pass has no rule for
             tensor = ops.derivative_tensor(out, xs_, order)
             d = len(xs_)
             keys = list(tensor.entries)
@@ -333,7 +352,7 @@ def derivative_tensor(u: Any, xs: Any = None, k: Any = None, *, argnums: int = 0
 
             return xs_, terms, shape
 
-        return _Operator(u, "derivative_tensor", build, argnums, backend)
+        return _Operator(u, "derivative_tensor", build, argnums, backend, arrays=order == 2)
     if xs is None or k is None:
         raise TypeError("derivative_tensor(u, xs, k) needs the vars xs and the order k for a Term u")
     return ops.derivative_tensor(u, xs, k)

@@ -1,6 +1,7 @@
 """The Hessian of an array-written function in one array argument, where it holds a dense layer,
-is the array pass's Jacobian block of the gradient (``trace.transforms._array_hessian``): one
-array node, not d² scalar entries. Oracle: JAX's ``hessian`` of the same function written with
+is the array pass's Jacobian block of the gradient (``trace.transforms._array_hessian``; for
+``derivative_tensor(fn, 2)`` on points, ``operators._hessian_block``): one array node, not d²
+scalar entries. Oracle: JAX's ``hessian`` of the same function written with
 ``jax.numpy``, on random tanh-family networks (widths 1–16, depths 1–3, every smooth elementwise
 built-in JAX has, repeated operands, a ``where``), plain, batched by ``vmap`` and nested in
 ``grad``; and the size of the graph, which must not grow with d²."""
@@ -56,6 +57,16 @@ def test_array_hessians_match_jax(seed, x64):
     batch = np.random.default_rng(200 + seed).uniform(-1.0, 1.0, (5, d))
     want = np.asarray(jax.vmap(jax.hessian(theirs))(jnp.asarray(batch)))
     assert np.allclose(sad.vmap(sad.hessian(ours))(batch), want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_second_derivative_tensors_on_points_match_jax(seed, x64):
+    # sad.derivative_tensor(fn, 2) of a dense fn takes the same block, on a batch of points
+    d, ours, theirs = network(seed)
+    batch = np.random.default_rng(300 + seed).uniform(-1.0, 1.0, (4, 3, d))
+    want = np.asarray(jax.vmap(jax.vmap(jax.hessian(theirs)))(jnp.asarray(batch)))
+    assert np.allclose(sad.derivative_tensor(ours, 2)(batch), want, rtol=1e-10, atol=1e-12)
+    assert np.allclose(sad.derivative_tensor(ours, 2)(batch[0, 0]), want[0, 0], rtol=1e-10, atol=1e-12)
 
 
 def test_nested_in_grad_matches_jax(x64):
