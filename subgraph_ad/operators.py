@@ -36,8 +36,7 @@ import numpy as np
 
 from .ad import operators as ops
 from .ad.taylor import taylor_graph as ad_taylor_graph
-from .ad.operators.array_laplacian import Unsupported, dense, jacobian_block, scalar_twin
-from .ad.reverse import grad_graph
+from .ad.operators.array_laplacian import dense, hessian_block, scalar_twin
 from .core import Tape, Term
 from .interop.dask_arrays import lazy, per_point  # Dask
 from .interop.numpy_dispatch import TermArray
@@ -309,9 +308,8 @@ def _hessian_block(xs: list[Term], out: Term) -> Any:
     of u's gradient, one array node of d² numbers (d = 300: a few nodes where the scalar tensor
     has 45,150 distinct entries), and how its values (d², points) become (points, d, d)."""
     (x,) = xs
-    try:
-        block = jacobian_block(grad_graph(out, x), [x])  # type: ignore[arg-type]
-    except Unsupported:
+    block = hessian_block(out, x)
+    if block is None:
         return None
     d = x.size
     return xs, [block.reshape((d * d,))], lambda values: values.T.reshape((values.shape[1], d, d))

@@ -129,3 +129,27 @@ def test_a_vmapped_loss_over_traced_values_still_unrolls():
     want = [(plain(q + h * e) - plain(q - h * e)) / (2 * h) for e in np.eye(3)]
     assert np.isclose(value, plain(q), rtol=1e-12)
     assert np.allclose(grad, want, rtol=1e-7, atol=1e-9)
+
+
+def test_a_switch_at_the_points_and_pairwise_differences():
+    # a where whose switch falls exactly on some points (x₀ = 0.5: the else branch is taken) and
+    # beside it, and the pairwise kernel Σᵢⱼ exp(−(xᵢ − xⱼ)²) with its zero diagonal (x − x)
+    pts = np.array([[0.5, 0.2], [0.5, -0.7], [0.5 + 1e-9, 0.3], [0.5 - 1e-9, 0.9], [-0.3, 0.4], [0.8, 0.1]])
+
+    def f(x, p):
+        kernel = np.sum(np.exp(-p[2] * (x[:, None] - x[None, :]) ** 2))
+        return np.where(x[0] > 0.5, p[0] * np.sin(x[1]), p[1] * x[0] ** 2) + kernel
+
+    p = np.array([1.3, -0.6, 0.9])
+    value, grad = sad.value_and_grad(lambda q, s: np.sum(sad.vmap(lambda x: f(x, q))(s)))(p, pts)
+
+    def plain(q):
+        total = 0.0
+        for x0, x1 in pts:
+            branch = q[0] * np.sin(x1) if x0 > 0.5 else q[1] * x0**2
+            total += branch + sum(np.exp(-q[2] * (a - b) ** 2) for a in (x0, x1) for b in (x0, x1))
+        return total
+
+    want = [(plain(p + 1e-6 * e) - plain(p - 1e-6 * e)) / 2e-6 for e in np.eye(3)]  # smooth in q
+    assert np.isclose(value, plain(p), rtol=1e-13)
+    assert np.allclose(grad, want, rtol=1e-7, atol=1e-8)

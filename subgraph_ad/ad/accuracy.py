@@ -41,7 +41,8 @@ import numpy as np
 
 from ..core import OPS, LimitError, Tape, Term
 from ..numeric.modes import values_of
-from .closed_form import MIN_FINITE, PROBES, derivative, probe_values
+from .closed_form import MIN_FINITE, PROBES, probe_values
+from .exact_derivative import derivative
 from .forward import gen_graph
 
 #: A derivative whose estimated relative error (``typical``) is above this is returned with an
@@ -217,7 +218,7 @@ class GraphRun:
             return worst(shadow(tape, found if self.every else found[-1:], self.wrt.index)) or 0.0
 
     def exact_error(self) -> float:
-        """The measured error (``shadow``) of the last order as ``closed_form.derivative`` builds
+        """The measured error (``shadow``) of the last order as ``exact_derivative.derivative`` builds
         it, exactly but for its coefficients' one rounding each, on trial and rolled back;
         infinite where it has no such form, or where every order counts."""
         tape = self.term.tape
@@ -231,7 +232,7 @@ class GraphRun:
             return math.inf if found is None else worst(shadow(tape, [found], self.wrt.index)) or 0.0
 
     def build_exact(self, callback: Any) -> Term:
-        """The last order by ``closed_form.derivative`` (``exact_error`` found it), kept: only
+        """The last order by ``exact_derivative.derivative`` (``exact_error`` found it), kept: only
         the nodes it needs stay, tagged with its order."""
         tape, term = self.term.tape, self.term
         with tape.transaction(callback, order=tape.orders[term.index] + self.count):

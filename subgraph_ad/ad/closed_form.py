@@ -9,7 +9,8 @@ writes that sum back in nested Horner form, factoring out what its terms share. 
 it needs fewer nodes and agrees with the recurrence to 1e-13 of the value at every probe point
 (an expanded sum can cancel where the recurrence does not). The expansion stops as soon as it
 has far more terms than the graph it would replace has nodes, so where nothing can be gained
-(nested tanh) it costs a fraction of the build.
+(nested tanh) it costs a fraction of the build. The same expansion, with exact coefficients,
+differentiates an expression n times as a polynomial in ``exact_derivative``.
 
 >>> from subgraph_ad import Tape, exp
 >>> tape = Tape(); x = tape.var("x", 0.5)
@@ -30,7 +31,6 @@ from ..numeric.modes import values_of
 from ..core import Tape, Term, appended, dependencies
 from ..core.ops import Node, exact_value
 from ..core.rationals import Exact, fraction, rational
-from .forward import gen_graph
 from ..tables import rule_table
 
 #: a monomial: (atom index, non-zero exponent) pairs, by atom index
@@ -68,7 +68,7 @@ MIN_FINITE = 8
 OTHERS = (0.7, 1.3, 0.45, 1.9, 0.85)
 
 
-class _Expansion:
+class Expansion:
     """The polynomials (int monomial -> coefficient) of the nodes a root needs, within a budget:
     at most about a quarter as many terms as the graph has nodes (a sum of T terms costs at least
     T − 1 additions), and a few term products per node."""
@@ -199,12 +199,12 @@ def _exact_number(node: Node) -> Any:
     return exact if isinstance(exact, Fraction) else None
 
 
-def _div(e: _Expansion, p: list[dict[int, Coefficient]], d: list[int], args: tuple[int, ...]) -> tuple:
+def _div(e: Expansion, p: list[dict[int, Coefficient]], d: list[int], args: tuple[int, ...]) -> tuple:
     inverse = e.power(p[1], -1) if p[1] else None
     return (None, 0) if inverse is None else (e.mul(p[0], inverse), d[0] + d[1])
 
 
-def _pow(e: _Expansion, p: list[dict[int, Coefficient]], d: list[int], args: tuple[int, ...]) -> tuple:
+def _pow(e: Expansion, p: list[dict[int, Coefficient]], d: list[int], args: tuple[int, ...]) -> tuple:
     exponent = e.tape.nodes[args[1]]
     if exponent.op == "const" and float(exponent.payload).is_integer() and abs(exponent.payload) <= MAX_EXPONENT:
         k = int(exponent.payload)
@@ -225,7 +225,7 @@ EXPAND = rule_table("closed-form EXPAND", {
 }, without=("fn",))
 
 
-def _times(a: Monomial, b: Monomial) -> Monomial:
+def times(a: Monomial, b: Monomial) -> Monomial:
     powers = dict(a)
     for atom, e in b:
         powers[atom] = powers.get(atom, 0) + e
@@ -245,7 +245,7 @@ def _split(poly: Poly) -> tuple[Monomial, Poly]:
     if not common:
         return common, poly
     inverse = tuple((a, -e) for a, e in common)
-    return common, {_times(m, inverse): c for m, c in poly.items()}
+    return common, {times(m, inverse): c for m, c in poly.items()}
 
 
 def _monomial(tape: Tape, m: Monomial) -> int:
@@ -265,7 +265,7 @@ def _monomial(tape: Tape, m: Monomial) -> int:
     return acc
 
 
-def _emit(tape: Tape, poly: Poly) -> int:
+def emit(tape: Tape, poly: Poly) -> int:
     """Nested Horner form, iteratively: split off the monomial all terms share, else split the
     terms by the (atom, sign of its power) most of them contain: P = A + B, where A then shares
     a power of that atom. For a polynomial in x that is c₀ + x·(c₁ + x·(c₂ + ⋯))."""
@@ -311,7 +311,7 @@ def _constant(tape: Tape, c: Coefficient) -> int:
     """The constant node of a coefficient: exact where the coefficient is."""
     if isinstance(c, float):
         return tape.const(c).index
-    return tape.constant(_rounded(fraction(c)), fraction(c))
+    return tape.constant(rounded(fraction(c)), fraction(c))
 
 
 def _agrees(tape: Tape, root: int, new: int, wrt: int) -> bool:
@@ -349,88 +349,16 @@ def closed_form(tape: Tape, root: int, mark: int, wrt: int) -> int:
     size = appended(tape, root, mark)
     if size < 3:
         return root
-    poly = _Expansion(tape, size).expand(root)
+    poly = Expansion(tape, size).expand(root)
     if poly is None:
         return root
-    new = _emit(tape, poly)
+    new = emit(tape, poly)
     return new if appended(tape, new, mark) < size and _agrees(tape, root, new, wrt) else root
 
 
-#: ``derivative``: the most terms its expansion may have at any order (e^{2x}·cos 3x has two at
-#: every order, a polynomial of degree n at most n + 1); more, and there is no short closed form.
-DERIVATIVE_TERMS = 64
-
-
-def _exact(tape: Tape, root: int) -> Optional[tuple[dict[Monomial, Fraction], bool]]:
-    """root expanded over its atoms (``_Expansion``, within a ``DERIVATIVE_TERMS`` budget), its
-    coefficients as Fractions (exactly the floats they were), and whether none was a float;
-    None if it outgrows that. An atom f(u) with f = −g (−sin: ``negative_of``) is −g(u), so that
-    sin(u) and −sin(u) are one atom and their terms cancel exactly, not in the floats of a later
-    rounding."""
-    expansion = _Expansion(tape, 4 * DERIVATIVE_TERMS)
-    poly = expansion.expand(root)
-    if poly is None or not all(not isinstance(c, float) or math.isfinite(c) for c in poly.values()):
-        return None
-    out: dict[Monomial, Fraction] = {}
-    for m, c in poly.items():
-        key: Monomial = ()
-        exact = fraction(c) if expansion.exact else Fraction(c)
-        for atom, e in m:
-            node = tape.nodes[atom]
-            g = node.payload.negative_of if node.op == "fn" and node.payload.arity == 1 else None
-            if g is not None:
-                atom, exact = g(Term(tape, node.args[0])).index, exact * (-1) ** (e % 2)
-            key = _times(key, ((atom, e),))
-        out[key] = out.get(key, Fraction(0)) + exact
-    return {m: c for m, c in out.items() if c}, expansion.exact
-
-
-def _rounded(c: Fraction) -> float:
+def rounded(c: Fraction) -> float:
     """An exact coefficient as the float of its constant node: ±inf past the floats."""
     try:
         return float(c)
     except OverflowError:
         return math.inf if c > 0 else -math.inf
-
-
-def derivative(tape: Tape, root: int, wrt: int, n: int) -> Optional[int]:
-    """The n-th derivative of root in wrt in Horner form, differentiated n times as a polynomial
-    over root's atoms with exact (Fraction) coefficients, each rounded once at the end; None
-    where an atom's derivative (one gen_graph pass, expanded) leaves the polynomials or a sum
-    passes ``DERIVATIVE_TERMS`` terms.
-
-    Why: the n-th derivative of e^{2x}·cos 3x is Re((2 + 3i)ⁿ·e^{(2+3i)x}), two terms whose
-    integer coefficients Taylor mode's float recurrences (and repeated gen_graph's sums) reach
-    only through binomial sums of far larger terms, losing n/2 bits; exactly, nothing is lost
-    but the final rounding, and where every constant involved is exact the coefficients stay
-    exact constants. Appends the atoms' derivatives and the form; the caller prunes.
-    """
-    found = _exact(tape, root)
-    if found is None:
-        return None
-    poly: Optional[dict[Monomial, Fraction]] = found[0]
-    exact = found[1]
-    slopes: dict[int, Optional[dict[Monomial, Fraction]]] = {}
-    for _ in range(n):
-        if poly is None:
-            return None
-        out: dict[Monomial, Fraction] = {}
-        for m, c in poly.items():
-            for atom, e in m:  # d(c·a^e·rest) = c·e·a^(e−1)·a′·rest
-                if atom not in slopes:
-                    expanded = _exact(tape, gen_graph(Term(tape, atom), Term(tape, wrt)).index)
-                    slopes[atom] = None if expanded is None else expanded[0]
-                    exact = exact and (expanded is None or expanded[1])
-                slope = slopes[atom]
-                if slope is None:
-                    return None
-                rest = tuple((a, x - 1 if a == atom else x) for a, x in m if a != atom or x != 1)
-                for sm, sc in slope.items():
-                    key = _times(rest, sm)
-                    out[key] = out.get(key, Fraction(0)) + c * e * sc
-        poly = {m: c for m, c in out.items() if c}
-        if len(poly) > DERIVATIVE_TERMS:
-            return None
-    if poly is None:
-        return None
-    return _emit(tape, {m: c if exact else _rounded(c) for m, c in poly.items()})

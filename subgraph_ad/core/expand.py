@@ -73,7 +73,7 @@ def expand_many(tape: Tape, roots: Sequence[int], leaves: Mapping[int, Term] | N
             if i in leaves:
                 parts[i] = leaves[i]
             elif node.op == "var" and node.payload in tape.var_shapes:
-                parts[i] = _elements(Term(tape, i)) if indexed else element_vars(tape, node.payload)
+                parts[i] = indexed_elements(Term(tape, i)) if indexed else element_vars(tape, node.payload)
             elif node.op == "var":
                 parts[i] = Term(tape, i)
             elif node.op in ARRAY_OPS:
@@ -87,7 +87,7 @@ def expand_many(tape: Tape, roots: Sequence[int], leaves: Mapping[int, Term] | N
         return [_scalar(tape, parts[r]) for r in roots]
 
 
-def _elements(array: Term) -> Any:
+def indexed_elements(array: Term) -> Any:
     """An array Term's elements as index nodes, in an object array of its shape."""
     out = np.empty(array.shape, dtype=object)
     for at in np.ndindex(*array.shape):
@@ -125,4 +125,4 @@ def expand(term: Term) -> Any:
     return expand_many(term.tape, [term.index])[0]
 
 
-__all__ = ["element_vars", "expand", "expand_many", "scalar_roots"]
+__all__ = ["element_vars", "expand", "expand_many", "indexed_elements", "scalar_roots"]

@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core import array_build
+from ..core.expand import indexed_elements
 from ..core.term import Term
 
 
@@ -34,10 +35,7 @@ def holds_array_term(args: Any) -> bool:
 def elements_of(value: Any) -> Any:
     """Array Terms (also inside lists and tuples) as object arrays of their elements."""
     if is_array_term(value):
-        out = np.empty(value.shape, dtype=object)
-        for where in np.ndindex(*value.shape):
-            out[where] = value[where]
-        return out
+        return indexed_elements(value)
     if isinstance(value, (list, tuple)):
         return type(value)(elements_of(v) for v in value)
     return value

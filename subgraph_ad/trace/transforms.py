@@ -17,7 +17,7 @@ from ..ad.forward import directional
 from ..ad.matrices import hessian as hessian_terms
 from ..ad.matrices import hvp as hvp_terms
 from ..ad.matrices import jacobian as jacobian_terms
-from ..ad.operators.array_laplacian import Unsupported, dense, jacobian_block
+from ..ad.operators.array_laplacian import dense, hessian_block
 from ..ad.reverse import grad_graph
 from ..core import Tape, Term, checks
 from ..numeric import modes
@@ -209,9 +209,8 @@ def _array_hessian(trace: Traced, k: int, z: Term) -> tuple[list[Term], Assemble
     if len(xs) != 1 or not xs[0].shape or not dense(z):
         return None
     (x,) = xs
-    try:
-        found = jacobian_block(grad_graph(z, x), [x])  # type: ignore[arg-type]
-    except Unsupported:
+    found = hessian_block(z, x)
+    if found is None:
         return None
     shape = x.shape + x.shape
 

@@ -14,7 +14,7 @@ import subgraph_ad as sad
 from subgraph_ad import Tape, cos, exp, log, sin, sqrt, tanh, taylor_graph
 from subgraph_ad.ad import closed_form as horner
 from subgraph_ad.ad import diff as diff_module
-from subgraph_ad.ad.closed_form import WIDTH, _Expansion
+from subgraph_ad.ad.closed_form import WIDTH, Expansion
 from subgraph_ad.core import dependencies
 from subgraph_ad.ad.diff import diff
 from subgraph_ad.benchmark_functions import BENCHMARKS  # F1–F5
@@ -136,7 +136,7 @@ def test_huge_powers_stay_exact():
 
 
 def test_monomials_decode_with_negative_and_large_exponents():
-    expansion = _Expansion(Tape(), 10)
+    expansion = Expansion(Tape(), 10)
     expansion.atoms = [5, 9, 2]
     r = 1 << WIDTH
     assert expansion.monomial(3 - 7 * r + r * r) == ((2, 1), (5, 3), (9, -7))

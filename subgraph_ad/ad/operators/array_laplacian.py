@@ -39,6 +39,7 @@ from ...core.expand import element_vars, scalar_roots
 from ...core.ops import OPS, Node
 from ...tables import rule_table
 from ..arrays import fit
+from ..reverse import grad_graph
 from .local import Local
 
 D = Optional[Term]
@@ -301,6 +302,16 @@ def jacobian_block(g: Term, xs: list[Term]) -> Term:
     return Term(tape, build.table(tape, np.zeros((p.d,) + g.shape))) if found is None else found
 
 
+def hessian_block(u: Term, x: Term) -> Optional[Term]:
+    """∇²u in the array var x as one array node of shape (x.size,) + x.shape: the Jacobian block
+    of u's gradient (jacfwd∘jacrev over array nodes). None where the pass has no rule (the
+    caller takes the scalar form)."""
+    try:
+        return jacobian_block(grad_graph(u, x), [x])  # type: ignore[arg-type]
+    except Unsupported:
+        return None
+
+
 def dense(u: Term) -> bool:
     """Whether u has a matrix product (a dense layer): where the array pass wins, one product
     per layer over [value | J | Δ]. Code without one (elementwise functions of slices, sums)
@@ -319,4 +330,5 @@ def scalar_twin(u: Term, xs: list[Term]) -> tuple[Term, list[Term]]:
     return Term(tape, root), flat
 
 
-__all__ = ["RULES", "Unsupported", "columns", "dense", "holds_arrays", "jacobian_block", "laplacian", "scalar_twin"]
+__all__ = ["RULES", "Unsupported", "columns", "dense", "hessian_block", "holds_arrays", "jacobian_block", "laplacian",
+           "scalar_twin"]
