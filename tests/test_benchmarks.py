@@ -103,6 +103,19 @@ def test_the_cluster_benchmark_runs_quick_with_no_compiles_and_a_small_graph():
     assert f4[:2] == ["F4,", "10th"] and 900 <= int(laplacian[-9]) <= 1100  # --quick: ~1e3 steps (full: ~1e4)
 
 
+def test_the_transforms_benchmark_checks_the_second_derivative_and_times_each_way(tmp_path):
+    """``transforms.py --quick``: grad∘grad, ``derivative(f, 2)`` and JAX each checked against
+    f″'s closed form inside the script (a wrong value fails it), and every time recorded."""
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "transforms.py"), "--quick", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=600, env=CHECKOUT)
+    assert run.returncode == 0, run.stderr
+    row = json.loads((tmp_path / "transforms.json").read_text())
+    assert row["points"] == 1_000
+    for key in ("one", "batch"):
+        assert sorted(row[key]) == ["derivative", "jax", "nested"] and min(row[key].values()) > 0
+    assert "| one point |" in run.stdout
+
+
 # -- the peers are given the code their own documentation writes (no timings here) ---------------
 def _jax():
     import jax

@@ -267,3 +267,25 @@ def test_an_array_argument_the_function_does_not_read_has_a_zero_gradient_of_its
     value, (gp, gr) = sad.value_and_grad(lambda q, s: q[0] * 2.0 + np.sum(np.sin(np.arange(3.0))), argnums=(0, 1))(p, r)
     assert value == 0.6 + np.sum(np.sin(np.arange(3.0)))
     assert np.array_equal(gp, [2.0, 0.0, 0.0]) and np.array_equal(gr, np.zeros((2, 2)))
+
+
+def test_python_numbers_take_the_one_point_path_with_the_general_paths_results():
+    """Python numbers skip the pytree walk after the first call; the results are the closed
+    forms whichever number type comes, a closure read at every call stays live, and inside a
+    trace the call still appends to it (a number there is a constant of that trace)."""
+    scale = np.array([3.0])
+
+    def f(x, y):
+        return scale[0] * x * x * y + np.sin(y)
+
+    g = sad.grad(f, argnums=(0, 1))
+    for x, y in ((2, 0.5), (2.0, 0.5), (np.float64(2.0), np.float32(0.5)), (2.0, 1), (-1.5, 0.25)):
+        dx, dy = g(x, y)
+        x, y = float(x), float(y)  # (float32 0.5 is exact)
+        assert (dx, dy) == pytest.approx((2 * 3.0 * x * y, 3.0 * x * x + np.cos(y)), rel=1e-15)
+    scale[0] = -1.0
+    assert g(2.0, 0.5) == pytest.approx((2 * -2.0 * 0.5, -4.0 + np.cos(0.5)), rel=1e-15)
+    assert g(True, 0.5) == pytest.approx((2 * -1.0 * 0.5, -1.0 + np.cos(0.5)), rel=1e-15)  # a bool is 1.0
+    h = sad.grad(lambda t: np.exp(-t * t / 2) * np.sin(3 * t))
+    outer = sad.grad(lambda a: h(0.3) * a * a)  # h at a number, inside the trace of a: a constant
+    assert outer(2.0) == pytest.approx(4.0 * np.exp(-0.045) * (3 * np.cos(0.9) - 0.3 * np.sin(0.9)), rel=1e-14)

@@ -22,9 +22,12 @@ from ..core import Tape, Term
 from ..interop import dask_arrays  # Dask: the hooks marked "Dask" below
 from ..pytrees import Tree, flatten, leaf_shapes, real_leaf, static_key
 from .compiled import Programs, call, collector_paused
-from .nesting import lifted, outer_tape, substitute, terms_in
+from .nesting import lifted, outer_tape, running, substitute, terms_in
 from .results import Assemble, Packed, cast, result_dtype
 from .tracer import Traced, check_callable
+
+#: The argument types of the one-point fast path: Python numbers (a bool is not one).
+_NUMBERS = (float, int)
 
 #: How a transform is built on a trace: its outputs (flat Terms) and how to assemble their values.
 Build = Callable[[Traced], tuple[list[Term], Assemble]]
@@ -119,6 +122,7 @@ class Transformed:
     def __init__(self, f: Callable[..., Any], what: str, build: Build, backend: str | None = None) -> None:
         check_callable(f, what)
         self.f, self.what, self.build = f, what, build
+        self._numbers: dict[int, Any] = {}  # the signature key of k Python numbers
         # array arguments are one array var each: NumPy code on them builds array nodes
         self.cache: Programs[Assemble] = Programs(f, what, self._program, backend, arrays=self.ARRAYS)
         functools.update_wrapper(self, f, updated=())
@@ -152,6 +156,10 @@ class Transformed:
         """The transform at ``args``; ``levels``: per argument, whether each level of vmap (the
         outermost first) batches it along a leading axis. Inside another trace, the transform's
         Terms on that trace's tape (``inline``)."""
+        if levels is None and not kwargs and args and all(type(a) in _NUMBERS for a in args) and running() is None:
+            entry = self.cache.get(self._numbers_key(len(args)))  # Python numbers: no pytrees to walk
+            if entry is not None:
+                return self._run(entry, [float(a) for a in args], ())
         tape = outer_of(args, self.what) if levels is None else None
         if tape is not None:
             return self.inline(tape, args, kwargs)
@@ -163,6 +171,13 @@ class Transformed:
             return cast(self._call(entry, leaves, levels), dtype)
         with collector_paused():  # the first call too: it writes and compiles the code
             return cast(self._call(cache.make(key, trees, kwargs), leaves, levels), dtype)
+
+    def _numbers_key(self, count: int) -> Any:
+        """The signature key of ``count`` Python numbers, as ``_signature`` makes it."""
+        key = self._numbers.get(count)
+        if key is None:
+            key = self._numbers[count] = (tuple(Tree("leaf", ()) for _ in range(count)), static_key({}, self.what))
+        return key
 
     def _scalar_cache(self) -> Programs[Assemble]:
         """Programs traced on scalar vars: what a cluster ships (Dask), one per transform."""
@@ -205,7 +220,12 @@ class Transformed:
                 fed = whole(leaf, batched) if fed_whole else columns(leaf, batched)
                 inputs += fed
                 points += [np.shape(leaf)[sum(batched):] if fed_whole else ()] * len(fed)
-        batch = batch_shape(inputs, points) if levels is not None else ()
+        return Transformed._run(entry, inputs, batch_shape(inputs, points) if levels is not None else ())
+
+    @staticmethod
+    def _run(entry: tuple[Any, Assemble], inputs: list[Any], batch: tuple[int, ...]) -> Any:
+        """The compiled program run on its inputs, its values assembled for ``batch``."""
+        compiled, assemble = entry
         values = call(compiled, inputs)
         shapes = getattr(compiled, "out_shapes", None)
         if shapes is not None:  # an array program: its outputs read as one value per number
