@@ -28,13 +28,16 @@ from ..core.arrays import ARRAY_OPS, Shape, as_index, batched_times, shape_of, t
 from ..functions.base import Function
 from ..functions.elementary import steps
 from ..tables import rule_table
+from .array_reuse import Reuse, into
 from .program import callee
 
 #: The arithmetic ops as expressions over operand texts (both flavours: NumPy's and JAX's
 #: operators are the same; a power is the module's ``power``: real powers, nan not complex).
+#: Each with its ufunc, for the form that writes into an operand (``array_reuse``).
 ARITHMETIC = rule_table("array code ARITHMETIC", {
-    "add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "div": "({0} / {1})", "neg": "(-{0})",
-    "pow": "{xp}.power({0}, {1})"}, without=("fn",))  # a function is written by its own spelling (fn_text)
+    "add": ("({0} + {1})", np.add), "sub": ("({0} - {1})", np.subtract), "mul": ("({0} * {1})", np.multiply),
+    "div": ("({0} / {1})", np.divide), "neg": ("(-{0})", np.negative), "pow": ("{xp}.power({0}, {1})", np.power)},
+    without=("fn",))  # a function is written by its own spelling (fn_text)
 
 
 def elements(tape: Tape) -> dict[int, tuple[int, tuple[int, ...]]]:
@@ -74,7 +77,7 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
     of its largest matrix product (what decides how many threads BLAS may use)."""
     xp = "_jnp" if flavour == "jax" else "_np"
     names: dict[str, Any] = {"_np": np, "_al": aligned, "_rs": reshaped, "_bt": batched_times, "_tb": times_batched,
-                             "_pl": placed}
+                             "_pl": placed, "_into": into}
     if flavour == "jax":
         import jax.numpy as jnp
 
@@ -88,7 +91,10 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
     lines = [f"def _f({', '.join(given[v.index] for v in inputs)}):"]
     nodes = tape.nodes
     work = 0
-    for i in dependencies(tape, [t.index for t in outputs]):
+    order = dependencies(tape, [t.index for t in outputs])
+    reuse = Reuse(tape, order, [t.index for t in outputs], ufunc_chain) if flavour != "jax" else None
+    temps: set[int] = set()
+    for i in order:
         node = nodes[i]
         if node.op == "var":
             if i in given:
@@ -114,8 +120,14 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
         operands = [ref[a] for a in node.args]
         if node.op == "matmul":
             work = max(work, math.prod(node.payload[0]) * shapes[0][-1])
-        lines.append(f"    t{i} = {_expression(node, i, operands, shapes, [batched[a] for a in node.args], names, xp, flavour)}")
+        found = reuse.target(i, temps, batched, flavour) if reuse is not None else None
+        out = None if found is None else (node.args.index(found[0]), found[1])
+        lines.append(f"    t{i} = {_expression(node, i, operands, shapes, [batched[a] for a in node.args], names, xp, flavour, out)}")
         ref[i] = f"t{i}"
+        temps.add(i)
+        if reuse is not None and (dead := reuse.dead(i, temps)):  # dropped after their last reader
+            lines.append(f"    del {', '.join(f't{a}' for a in dead)}")
+            temps.difference_update(dead)
     results = [ref[t.index] for t in outputs]
     if flavour == "jax":
         points = [len(v.shape) for v in inputs]
@@ -128,22 +140,27 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
 
 
 def _expression(node: Any, i: int, a: list[str], shapes: list[Shape], batched: list[bool], names: dict[str, Any],
-                xp: str, flavour: str) -> str:
-    """Node i as an expression over its operands' texts ``a``."""
+                xp: str, flavour: str, out: tuple[int, bool] | None = None) -> str:
+    """Node i as an expression over its operands' texts ``a``; an elementwise node given ``out``
+    (an operand's position, and whether to check shapes as it runs: ``array_reuse``) writes
+    into that operand."""
     op = node.op
     if op in OPS:
-        return ARITHMETIC[op].format(*a, xp=xp)
+        return _arithmetic(op, a, xp, _into(a, out))
     if op == "fn":
-        return _function(node.payload, a, names, f"_f{i}", flavour)
+        return _function(node.payload, a, names, f"_f{i}", flavour, _into(a, out))
     shape: Shape = node.payload[0] if op in ARRAY_OPS else ()
     if op == "map":
         ready = [f"_al({t}, {s!r}, {len(shape)})" if b and len(s) < len(shape) else t
                  for t, s, b in zip(a, shapes, batched)]
         p = node.payload[1]
-        return ARITHMETIC[p].format(*ready, xp=xp) if isinstance(p, str) else _function(p, ready, names, f"_f{i}", flavour)
+        into = _into(ready, out)
+        return _arithmetic(p, ready, xp, into) if isinstance(p, str) else _function(p, ready, names, f"_f{i}", flavour, into)
     if op == "matmul":
         (sa, sb), (ba, bb) = shapes, batched
         if not ba and not bb:
+            if len(sa) == len(sb) == 2 and sa[1] == 1:  # an outer product: broadcasting is 3× a GEMM's speed
+                return f"({a[0]} * {a[1]})"
             return f"({a[0]} @ {a[1]})"
         if flavour == "jax":
             return f"{xp}.einsum({_subscripts(sa, sb, ba, bb)!r}, {a[0]}, {a[1]})"
@@ -185,20 +202,43 @@ def _subscripts(sa: Shape, sb: Shape, ba: bool, bb: bool) -> str:
     return f"{'...' * ba}{left},{'...' * bb}{right}->...{out}"
 
 
-def _function(fn: Any, a: list[str], names: dict[str, Any], key: str, flavour: str) -> str:
-    """A function of the operands: in JAX its JAX spelling; in NumPy its elementaries' NumPy
-    functions by name (``_np.tanh(``) where its ``f`` is that chain of ufuncs, else its ``f``."""
+def _into(a: list[str], out: tuple[int, bool] | None) -> str | None:
+    """The ``out=`` text of an elementwise expression over ``a``."""
+    if out is None:
+        return None
+    k, check = out
+    return f"_into({a[k]}, {', '.join(t for j, t in enumerate(a) if j != k)})" if check else a[k]
+
+
+def _arithmetic(op: str, a: list[str], xp: str, out: str | None) -> str:
+    expression, ufunc = ARITHMETIC[op]
+    return expression.format(*a, xp=xp) if out is None else f"{xp}.{ufunc.__name__}({', '.join(a)}, out={out})"
+
+
+def ufunc_chain(fn: Any) -> tuple[np.ufunc, ...] | None:
+    """The ufuncs a function is, in turn (its elementaries' NumPy functions), where its ``f`` is
+    that chain; else None."""
+    chain = steps(fn.spelling)
+    if type(fn).f is not Function.f or not chain or any(len(e.numpy) != 1 or not isinstance(e.numpy[0], np.ufunc) for e in chain):
+        return None
+    return tuple(e.numpy[0] for e in chain)
+
+
+def _function(fn: Any, a: list[str], names: dict[str, Any], key: str, flavour: str, out: str | None = None) -> str:
+    """A function of the operands: in JAX its JAX spelling; in NumPy its ufuncs by name
+    (``_np.tanh(``), each step writing into ``out`` where given, else its ``f``."""
     if flavour == "jax":
         from .backends.jax import fn_text
 
         return fn_text(names, fn, a, key)
-    chain = steps(fn.spelling)
-    if type(fn).f is not Function.f or not chain or any(len(e.numpy) != 1 or not isinstance(e.numpy[0], np.ufunc) for e in chain):
+    chain = ufunc_chain(fn)
+    if chain is None:
         names[key] = fn.f
         return f"{key}({', '.join(a)})"
     text = ", ".join(a)
-    for k, elementary in enumerate(chain):
-        text = callee(elementary.numpy[0], names, f"{key}_{k}") + f"{text})"
+    into = "" if out is None else f", out={out}"
+    for k, ufunc in enumerate(chain):
+        text = callee(ufunc, names, f"{key}_{k}") + f"{text}{into})"
     return text
 
 

@@ -34,7 +34,7 @@ from ..core import Tape, Term, dependencies
 from ..core.arrays import ARRAY_OPS, Shape, has_arrays
 from ..core.expand import element_vars, expand_many
 from ..numeric.modes import floating
-from . import blas
+from . import blas, heap
 from .array_code import source
 from .program import define
 
@@ -79,6 +79,7 @@ class ArrayCompiled:
         self.shapes: list[Shape] = [v.shape for v in inputs]
         self.out_shapes: list[Shape] = [t.shape for t in outputs]
         self.single, self.warn, self.backend = single, warn, "numpy"
+        heap.settle()
         self._point = self._define(tape, inputs, outputs, "point")
         self._batch = self._define(tape, inputs, outputs, "batch")
         self.block_source = self._batch[2]
@@ -110,6 +111,8 @@ class ArrayCompiled:
                                  f"got shape {array.shape}")
             arrays.append(array)
             batches.append(array.shape[:array.ndim - len(shape)])
+        if not any(batches):  # one point (the common call)
+            return arrays, ()
         try:
             return arrays, tuple(np.broadcast_shapes(*batches))
         except ValueError:

@@ -75,8 +75,10 @@ def whole(leaf: Any, batched: tuple[bool, ...]) -> list[Any]:
     """The input of a leaf that is one var (an array var, fed whole; a number; nothing for an
     empty array): its value, with the batch axes in front as ``columns`` lays them out."""
     array = np.asarray(leaf, dtype=float)
+    if not batched:  # one point (the common call): the array as it is
+        return [array] if array.ndim and array.size else [float(array)] if not array.ndim else []
     nb = sum(batched)
-    point = array.shape[nb:] if batched else array.shape
+    point = array.shape[nb:]
     if not math.prod(point):
         return []
     if not point:
@@ -136,8 +138,9 @@ class Transformed:
 
     def _signature(self, args: Sequence[Any], kwargs: dict[str, Any],
                    levels: Sequence[tuple[bool, ...]] | None) -> tuple[list[list[Any]], list[Tree], Any]:
-        """Each argument's leaves and per-point structure (batch axes taken off), and the key."""
-        check = real_leaf(self.what)
+        """Each argument's leaves and per-point structure (batch axes taken off), and the key;
+        outside vmap, Terms pass the check (a call nested in a trace: ``run`` inlines it)."""
+        check = real_leaf(self.what) if levels is not None else traced_leaf(self.what)
         leaves, trees = [], []
         for k, arg in enumerate(args):
             found, tree = flatten(arg, f"argument {k}", check)
@@ -160,17 +163,18 @@ class Transformed:
             entry = self.cache.get(self._numbers_key(len(args)))  # Python numbers: no pytrees to walk
             if entry is not None:
                 return self._run(entry, [float(a) for a in args], ())
-        tape = outer_of(args, self.what) if levels is None else None
+        leaves, trees, key = self._signature(args, kwargs, levels)
+        tape = outer_tape([leaf for found in leaves for leaf in found], self.what) if levels is None else None
         if tape is not None:
             return self.inline(tape, args, kwargs)
-        leaves, trees, key = self._signature(args, kwargs, levels)
         dtype = result_dtype(leaves)
-        cache = self._scalar_cache() if self.ARRAYS and dask_arrays.any_lazy(leaves) else self.cache  # Dask
+        lazy = dask_arrays.any_lazy(leaves)
+        cache = self._scalar_cache() if self.ARRAYS and lazy else self.cache  # Dask
         entry = cache.get(key)
         if entry is not None:
-            return cast(self._call(entry, leaves, levels), dtype)
+            return cast(self._call(entry, leaves, levels, lazy), dtype)
         with collector_paused():  # the first call too: it writes and compiles the code
-            return cast(self._call(cache.make(key, trees, kwargs), leaves, levels), dtype)
+            return cast(self._call(cache.make(key, trees, kwargs), leaves, levels, lazy), dtype)
 
     def _numbers_key(self, count: int) -> Any:
         """The signature key of ``count`` Python numbers, as ``_signature`` makes it."""
@@ -204,23 +208,28 @@ class Transformed:
         return assemble(substitute(tape, terms, mapping), ())
 
     @staticmethod
-    def _call(entry: tuple[Any, Assemble], leaves: list[list[Any]], levels: Sequence[tuple[bool, ...]] | None) -> Any:
-        """The compiled program run on the arguments' leaves, its values assembled."""
+    def _call(entry: tuple[Any, Assemble], leaves: list[list[Any]], levels: Sequence[tuple[bool, ...]] | None,
+              lazy: bool) -> Any:
+        """The compiled program run on the arguments' leaves (``lazy``: some are Dask arrays),
+        its values assembled."""
         compiled, assemble = entry
-        if dask_arrays.any_lazy(leaves):  # Dask: lazily, one task per chunk of the batch
+        if lazy:  # Dask: lazily, one task per chunk of the batch
             return dask_arrays.over_batch(compiled, assemble, leaves, levels, columns)
         inputs: list[Any] = []
         points: list[tuple[int, ...]] = []
         # an array program over array vars takes whole arrays; over scalar vars (a build that went
         # to the scalar engines: ``Traced.inputs``), one column per number as any program
         fed_whole = hasattr(compiled, "out_shapes") and any(compiled.shapes)
+        feed = whole if fed_whole else columns
+        if levels is None:  # one point: no batch to find
+            return Transformed._run(entry, [v for found in leaves for leaf in found for v in feed(leaf, ())], ())
         for k, found in enumerate(leaves):
-            batched = tuple(levels[k]) if levels is not None else ()
+            batched = tuple(levels[k])
             for leaf in found:
-                fed = whole(leaf, batched) if fed_whole else columns(leaf, batched)
+                fed = feed(leaf, batched)
                 inputs += fed
                 points += [np.shape(leaf)[sum(batched):] if fed_whole else ()] * len(fed)
-        return Transformed._run(entry, inputs, batch_shape(inputs, points) if levels is not None else ())
+        return Transformed._run(entry, inputs, batch_shape(inputs, points))
 
     @staticmethod
     def _run(entry: tuple[Any, Assemble], inputs: list[Any], batch: tuple[int, ...]) -> Any:
