@@ -63,19 +63,47 @@ def function_of(node: Any) -> Any:
     return None
 
 
+def summed_products(tape: Tape, order: Sequence[int], outputs: Sequence[int]) -> dict[int, int]:
+    """Sum nodes -> the elementwise product each one reads and no other node does (nor an
+    output), both factors of the product's shape: written as one ``einsum`` (``array_code``),
+    the product is never made."""
+    nodes = tape.nodes
+    readers: dict[int, int] = {}
+    for i in order:
+        for a in set(nodes[i].args):
+            readers[a] = readers.get(a, 0) + 1
+    kept = set(outputs)
+    found = {}
+    for i in order:
+        node = nodes[i]
+        if node.op != "sum":
+            continue
+        (m,) = node.args
+        product = nodes[m]
+        if readers.get(m) != 1 or m in kept or not (product.op == "mul" or (product.op == "map" and product.payload[1] == "mul")):
+            continue
+        if all(shape_of(tape, a) == shape_of(tape, m) for a in product.args):
+            found[i] = m
+    return found
+
+
 class Reuse:
     """The lifetimes of a program's values (``order``: its nodes in the order written) and the
     choice of an operand to overwrite. ``chain(fn)`` gives the ufuncs a function is written with
     (None: written some other way, so its value is neither known fresh nor overwritable)."""
 
     def __init__(self, tape: Tape, order: Sequence[int], outputs: Sequence[int],
-                 chain: Callable[[Any], tuple[np.ufunc, ...] | None]) -> None:
+                 chain: Callable[[Any], tuple[np.ufunc, ...] | None], fused: dict[int, int] | None = None) -> None:
         self.tape = tape
         nodes = tape.nodes
+        fused = fused or {}
+        absorbed = set(fused.values())
+        # what each node's code reads: a sum of a product reads the factors, the product nothing
+        self.reads = {i: () if i in absorbed else nodes[fused[i]].args if i in fused else nodes[i].args for i in order}
         self.position = {i: k for k, i in enumerate(order)}
         self.last: dict[int, int] = {}
         for k, i in enumerate(order):
-            for a in nodes[i].args:
+            for a in self.reads[i]:
                 self.last[a] = k
         for i in outputs:
             self.last[i] = len(order)  # returned: alive to the end, never overwritten
@@ -93,13 +121,13 @@ class Reuse:
         # a possible view keeps what it views alive as long as itself (views of views too)
         for i in reversed(order):
             if i not in self.fresh:
-                for a in nodes[i].args:
+                for a in self.reads[i]:
                     self.last[a] = max(self.last.get(a, -1), self.last.get(i, -1))
 
     def dead(self, i: int, temps: set[int]) -> list[int]:
         """The temporaries whose last reader is node i."""
         k = self.position[i]
-        return [a for a in dict.fromkeys(self.tape.nodes[i].args) if a in temps and self.last.get(a) == k]
+        return [a for a in dict.fromkeys(self.reads[i]) if a in temps and self.last.get(a) == k]
 
     def target(self, i: int, temps: set[int], batched: dict[int, bool], flavour: str) -> tuple[int, bool] | None:
         """The operand that node i (elementwise) may overwrite, and whether that needs the
@@ -123,4 +151,4 @@ class Reuse:
         return None
 
 
-__all__ = ["ELEMENTWISE", "FRESH", "Reuse", "float_valued", "function_of", "into"]
+__all__ = ["ELEMENTWISE", "FRESH", "Reuse", "float_valued", "function_of", "into", "summed_products"]

@@ -1,5 +1,6 @@
-"""Array programs that drop temporaries after their last reader and write elementwise results
-into a dying operand (``compile/array_reuse.py``) compute what NumPy computes, never touch their
+"""Array programs that drop temporaries after their last reader, write elementwise results
+into a dying operand (``compile/array_reuse.py``) and write sums (of products) as ``einsum``
+compute what NumPy computes, never touch their
 inputs, and never overwrite a value that a view, a later node or an output still reads.
 
 The oracle is the same function run on plain NumPy arrays (and, for gradients, central
@@ -18,7 +19,8 @@ from subgraph_ad.compile.arrays import ArrayCompiled
 UNARY = sorted(name for name, f in sad.FUNCTIONS.items() if f.arity == 1)
 BINARY = sorted(name for name, f in sad.FUNCTIONS.items() if f.arity == 2)
 SEEDS = range(24)
-KINDS = ["add", "sub", "same", "mul", "div", "where", "view", "reversed", "reshaped", "matmul", "mean"]
+KINDS = ["add", "sub", "same", "mul", "div", "where", "view", "reversed", "reshaped", "matmul", "mean", "rows",
+         "squares"]
 
 
 def inside(a):
@@ -69,8 +71,12 @@ def random_function(seed: int):
                 pool.append(np.reshape(np.reshape(a, (4, 3)), (3, 4)) * b)
             elif kind == "matmul":
                 pool.append(a @ (b.T @ b) / 10.0)
-            else:
+            elif kind == "mean":
                 pool.append(np.sum(a, axis=0) * b / 3.0)
+            elif kind == "rows":  # a sum of a product: one einsum, the product never made
+                pool.append(np.sum(a * b, axis=1)[:, None] * a)
+            else:
+                pool.append(np.sum(a * a, axis=0) + b)
         last = pool[-1]
         one, two = (pool[k % len(pool)] for k in picks[:2])
         return np.sum(last * last) + np.sum(one * c), one.T, two, two
