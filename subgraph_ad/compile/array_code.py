@@ -96,7 +96,7 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
     nodes = tape.nodes
     work = 0
     order = dependencies(tape, [t.index for t in outputs])
-    fused = summed_products(tape, order, [t.index for t in outputs]) if flavour != "jax" else {}
+    fused = summed_products(tape, order, [t.index for t in outputs], SMALL_SUM) if flavour != "jax" else {}
     reuse = Reuse(tape, order, [t.index for t in outputs], ufunc_chain, fused) if flavour != "jax" else None
     absorbed = set(fused.values())
     temps: set[int] = set()

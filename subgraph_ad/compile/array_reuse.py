@@ -22,6 +22,7 @@ What may be overwritten is decided on the graph, never guessed at run time:
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -63,10 +64,10 @@ def function_of(node: Any) -> Any:
     return None
 
 
-def summed_products(tape: Tape, order: Sequence[int], outputs: Sequence[int]) -> dict[int, int]:
-    """Sum nodes -> the elementwise product each one reads and no other node does (nor an
-    output), both factors of the product's shape: written as one ``einsum`` (``array_code``),
-    the product is never made."""
+def summed_products(tape: Tape, order: Sequence[int], outputs: Sequence[int], most: int) -> dict[int, int]:
+    """Sum nodes adding at most ``most`` numbers into each result -> the elementwise product
+    each one reads and no other node does (nor an output), both factors of the product's shape:
+    written as one ``einsum`` (``array_code``), the product is never made."""
     nodes = tape.nodes
     readers: dict[int, int] = {}
     for i in order:
@@ -82,7 +83,8 @@ def summed_products(tape: Tape, order: Sequence[int], outputs: Sequence[int]) ->
         product = nodes[m]
         if readers.get(m) != 1 or m in kept or not (product.op == "mul" or (product.op == "map" and product.payload[1] == "mul")):
             continue
-        if all(shape_of(tape, a) == shape_of(tape, m) for a in product.args):
+        shape = shape_of(tape, m)
+        if math.prod(shape[k] for k in node.payload[1]) <= most and all(shape_of(tape, a) == shape for a in product.args):
             found[i] = m
     return found
 

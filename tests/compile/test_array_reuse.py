@@ -192,3 +192,21 @@ def test_a_comparison_is_not_float_valued_and_a_view_keeps_what_it_views_alive()
     f = sad.lambdify([A], [out, base])
     np.testing.assert_allclose(f(A.value)[0], out.eval(), rtol=1e-15)
     np.testing.assert_allclose(f(A.value)[1], 2 * np.sin(A.value), rtol=1e-15)
+
+
+def test_a_long_sum_of_a_product_keeps_numpys_sum_and_a_short_one_is_one_einsum():
+    """Past ``SMALL_SUM`` numbers per result the product is made and summed pairwise by
+    ``np.sum``; a short sum of a product is one ``einsum``. Both equal NumPy's."""
+    from subgraph_ad.compile.array_code import SMALL_SUM
+
+    rng = np.random.default_rng(11)
+    x, y = rng.normal(size=4 * SMALL_SUM), rng.normal(size=4 * SMALL_SUM)
+    long_dot = sad.jit(lambda x, y: np.sum(x * y))
+    assert long_dot(x, y) == pytest.approx(float(np.sum(x * y)), rel=1e-13)
+    assert "einsum" not in next(iter(long_dot.cache.entries.values()))[0]._point[2]
+    M = rng.normal(size=(50, 3))
+    rows = sad.jit(lambda M: np.sum(M * M, axis=1))
+    np.testing.assert_allclose(rows(M), np.sum(M * M, axis=1), rtol=1e-14)
+    assert "einsum" in next(iter(rows.cache.entries.values()))[0]._point[2]
+    g = sad.grad(lambda x, y: np.sum(x * y) ** 2)(x, y)
+    np.testing.assert_allclose(g, 2 * np.sum(x * y) * y, rtol=1e-12)
