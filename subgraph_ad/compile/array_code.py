@@ -28,7 +28,8 @@ from ..core.arrays import ARRAY_OPS, Shape, as_index, batched_times, shape_of, t
 from ..functions.base import Function
 from ..functions.elementary import steps
 from ..tables import rule_table
-from .array_reuse import Reuse, into, summed_products
+from .array_fusion import fusions
+from .array_reuse import Reuse, into
 from .program import callee
 
 #: The arithmetic ops as expressions over operand texts (both flavours: NumPy's and JAX's
@@ -36,6 +37,9 @@ from .program import callee
 #: The most numbers a sum adds into one result for it to be written as ``einsum`` (``_summed``),
 #: which adds them in turn; longer sums keep ``np.sum``, whose pairwise adding rounds less.
 SMALL_SUM = 256
+#: The most entries of the constant that a product of a scaled constant by a constant is
+#: written with (``array_fusion``): 2²⁰ (8 MB).
+SMALL_CONSTANT = 1 << 20
 
 #: Each with its ufunc, for the form that writes into an operand (``array_reuse``).
 ARITHMETIC = rule_table("array code ARITHMETIC", {
@@ -96,13 +100,13 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
     nodes = tape.nodes
     work = 0
     order = dependencies(tape, [t.index for t in outputs])
-    fused = summed_products(tape, order, [t.index for t in outputs], SMALL_SUM) if flavour != "jax" else {}
+    fused = fusions(tape, order, [t.index for t in outputs], SMALL_SUM if flavour != "jax" else 0, SMALL_CONSTANT)
     reuse = Reuse(tape, order, [t.index for t in outputs], ufunc_chain, fused) if flavour != "jax" else None
-    absorbed = set(fused.values())
+    absorbed = {f.absorbed for f in fused.values()}
     temps: set[int] = set()
     for i in order:
         node = nodes[i]
-        if i in absorbed:  # a product only a sum reads: written with the sum (``_summed``)
+        if i in absorbed:  # written inside the node that fuses it (``array_fusion``)
             batched[i] = flavour != "point" and any(batched[a] for a in node.args)
             continue
         if node.op == "var":
@@ -131,8 +135,12 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
             work = max(work, math.prod(node.payload[0]) * shapes[0][-1])
         found = reuse.target(i, temps, batched, flavour) if reuse is not None else None
         out = None if found is None else (node.args.index(found[0]), found[1])
-        if node.op == "sum" and flavour != "jax" and math.prod(shapes[0][k] for k in node.payload[1]) <= SMALL_SUM:
-            factors = nodes[fused[i]].args if i in fused else node.args
+        if node.op == "matmul" and i in fused:  # (v ⊙ T) @ W as v @ C
+            names[f"_C{i}"] = fused[i].constant
+            expression = f"_rs(({ref[fused[i].reads[0]]} @ _C{i}), 1, {fused[i].shape!r})"
+            work = max(work, fused[i].constant.size)
+        elif node.op == "sum" and flavour != "jax" and math.prod(shapes[0][k] for k in node.payload[1]) <= SMALL_SUM:
+            factors = fused[i].reads if i in fused else node.args
             expression = _summed(len(shapes[0]), node.payload[1], [ref[a] for a in factors])
         else:
             expression = _expression(node, i, operands, shapes, [batched[a] for a in node.args], names, xp, flavour, out)

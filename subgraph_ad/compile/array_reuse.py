@@ -22,13 +22,13 @@ What may be overwritten is decided on the graph, never guessed at run time:
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..core import OPS, Tape
 from ..core.arrays import shape_of
+from .array_fusion import Fused
 
 #: Ops whose value is a new array that nothing else refers to.
 FRESH = frozenset(OPS) | {"map", "matmul", "sum"}
@@ -64,44 +64,19 @@ def function_of(node: Any) -> Any:
     return None
 
 
-def summed_products(tape: Tape, order: Sequence[int], outputs: Sequence[int], most: int) -> dict[int, int]:
-    """Sum nodes adding at most ``most`` numbers into each result -> the elementwise product
-    each one reads and no other node does (nor an output), both factors of the product's shape:
-    written as one ``einsum`` (``array_code``), the product is never made."""
-    nodes = tape.nodes
-    readers: dict[int, int] = {}
-    for i in order:
-        for a in set(nodes[i].args):
-            readers[a] = readers.get(a, 0) + 1
-    kept = set(outputs)
-    found = {}
-    for i in order:
-        node = nodes[i]
-        if node.op != "sum":
-            continue
-        (m,) = node.args
-        product = nodes[m]
-        if readers.get(m) != 1 or m in kept or not (product.op == "mul" or (product.op == "map" and product.payload[1] == "mul")):
-            continue
-        shape = shape_of(tape, m)
-        if math.prod(shape[k] for k in node.payload[1]) <= most and all(shape_of(tape, a) == shape for a in product.args):
-            found[i] = m
-    return found
-
-
 class Reuse:
     """The lifetimes of a program's values (``order``: its nodes in the order written) and the
     choice of an operand to overwrite. ``chain(fn)`` gives the ufuncs a function is written with
     (None: written some other way, so its value is neither known fresh nor overwritable)."""
 
     def __init__(self, tape: Tape, order: Sequence[int], outputs: Sequence[int],
-                 chain: Callable[[Any], tuple[np.ufunc, ...] | None], fused: dict[int, int] | None = None) -> None:
+                 chain: Callable[[Any], tuple[np.ufunc, ...] | None], fused: dict[int, Fused] | None = None) -> None:
         self.tape = tape
         nodes = tape.nodes
         fused = fused or {}
-        absorbed = set(fused.values())
-        # what each node's code reads: a sum of a product reads the factors, the product nothing
-        self.reads = {i: () if i in absorbed else nodes[fused[i]].args if i in fused else nodes[i].args for i in order}
+        absorbed = {f.absorbed for f in fused.values()}
+        # what each node's code reads: a fused node what it reads instead, one it absorbs nothing
+        self.reads = {i: () if i in absorbed else fused[i].reads if i in fused else nodes[i].args for i in order}
         self.position = {i: k for k, i in enumerate(order)}
         self.last: dict[int, int] = {}
         for k, i in enumerate(order):
@@ -153,4 +128,4 @@ class Reuse:
         return None
 
 
-__all__ = ["ELEMENTWISE", "FRESH", "Reuse", "float_valued", "function_of", "into", "summed_products"]
+__all__ = ["ELEMENTWISE", "FRESH", "Reuse", "float_valued", "function_of", "into"]

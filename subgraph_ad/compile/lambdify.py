@@ -46,10 +46,8 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import threading
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence, cast
 
 import numpy as np
@@ -57,7 +55,7 @@ import numpy as np
 from ..core import Term
 from ..core.var_names import vars_of
 from ..numeric.modes import floating
-from . import config, registry
+from . import config, registry, threads
 from .arrays import ArrayCompiled, Expanded, JaxArrayCompiled, mostly_scalar, needs_arrays
 from .backends import numpy as numpy_backend
 from .cache import CACHE_MIN_STEPS
@@ -67,20 +65,6 @@ from .registry import Host
 
 #: Points per block of the NumPy backend: 16384 float64 = 128 KiB per register (measured best).
 BLOCK = 16384
-
-
-@functools.lru_cache(maxsize=None)
-def _cpu_count() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-@functools.lru_cache(maxsize=None)
-def _pool(threads: int) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(threads, thread_name_prefix="subgraph_ad")
-
-
-if hasattr(os, "register_at_fork"):  # a forked child inherits the pools but none of their threads
-    os.register_at_fork(after_in_child=_pool.cache_clear)
 
 
 def _as_list(items: Any, what: str) -> tuple[list[Term], bool]:
@@ -297,37 +281,12 @@ class Compiled:
         grain: int | None = getattr(backend, "GRAIN", None)
         if grain is None or not self.parallel:
             return min(self.block, size)
-        share = -(-size // (_cpu_count() * grain)) * grain
+        share = -(-size // (threads.cpu_count() * grain)) * grain
         return min(self.block, max(grain, share))
 
     def _split(self, worker: Callable[[], Run], size: int, step: int) -> None:
-        """Run the points in slices of ``step`` on every core, ``worker()`` making each
-        thread's runner once. Both backends' work runs without the GIL — the Numba kernel is
-        ``nogil``, and NumPy releases it inside each ufunc over a block (``sin`` of 1e5 points:
-        1.7x faster on two cores) — so plain threads scale. The calling thread works too and
-        slices are handed out one at a time: a pool thread that wakes up late (costly on a VM)
-        takes fewer slices instead of holding up the call."""
-        starts = range(0, size, step)
-        threads = min(_cpu_count(), len(starts)) if self.parallel else 1
-        if threads <= 1:
-            worker()(0, size)
-            return
-        todo, lock = iter(starts), threading.Lock()
-
-        def work() -> None:
-            run = worker()
-            while True:
-                with lock:
-                    a = next(todo, None)
-                if a is None:
-                    return
-                run(a, min(a + step, size))
-
-        pool = _pool(threads - 1)
-        jobs = [pool.submit(work) for _ in range(threads - 1)]
-        work()
-        for job in jobs:
-            job.result()
+        """Run the points in slices of ``step``, on every core where ``parallel`` (``threads``)."""
+        threads.share(worker, [(a, min(a + step, size)) for a in range(0, size, step)], self.parallel)
 
     def _stacked(self, *blocks: Any) -> np.ndarray:
         results = self(*blocks)
@@ -399,7 +358,7 @@ def _arrays(tape: Any, ins: list[Term], outs: list[Term], single: bool, backend:
     expansion, and so does every backend where the arrays are small beside the scalar code
     (``mostly_scalar``): there the scalar program is the smaller and the faster."""
     if backend == "numpy" and not mostly_scalar(tape, outs):
-        return ArrayCompiled(tape, ins, outs, single, warn)
+        return ArrayCompiled(tape, ins, outs, single, warn, parallel)
     if backend == "jax" and not mostly_scalar(tape, outs):
         return JaxArrayCompiled(tape, ins, outs, single)
 

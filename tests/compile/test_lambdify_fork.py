@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from subgraph_ad import Tape, exp, lambdify, sin
-from subgraph_ad.compile import lambdify as lambdify_module
+from subgraph_ad.compile import threads
 from conftest import in_forked_child
 
 #: More points than one block (16,384), so that a call uses the pool.
@@ -25,7 +25,7 @@ def closed_form(v: np.ndarray) -> np.ndarray:
 # Python 3.12+ warns that forking a process with threads may deadlock: that hazard is what is tested.
 @pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_a_forked_child_runs_a_compiled_function_the_parent_ran_on_many_points(monkeypatch):
-    monkeypatch.setattr(lambdify_module, "_cpu_count", lambda: 4)  # a pool on any machine, even one core
+    monkeypatch.setattr(threads, "cpu_count", lambda: 4)  # a pool on any machine, even one core
     tape = Tape()
     x = tape.var("x")
     f = lambdify([x], sin(x) * exp(x))

@@ -1,0 +1,88 @@
+"""Nodes an array program writes as one statement, so that the value between them is never
+made. Each rewrite is exact algebra on values that no other node (nor an output) reads:
+
+- **a sum of an elementwise product** (both factors of the product's shape, at most ``most_sum``
+  numbers added into each result): one ``einsum`` (``array_code._summed``);
+- **a product by a constant matrix of a constant scaled by a vector**: (v ⊙ T) @ W, with v a
+  vector (on a batch: one per point) that scales T's columns, is v @ C for the constant
+  C[j, (i, k)] = T[i, j]·W[j, k] — one GEMM over the batch instead of a (batch, r, p) product and
+  a GEMM over it. It is the first layer of every Jacobian block (a network's Laplacian, its
+  Hessian), where J = σ′(W₁x + b₁) ⊙ W₁ᵀ meets W₂ᵀ. C is made when it has at most
+  ``most_constant`` entries.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..core import Tape
+from ..core.arrays import shape_of
+
+
+@dataclass(frozen=True)
+class Fused:
+    """Node ``absorbed`` is written inside the fused node, whose code reads ``reads``; a scaled
+    product keeps its constant C and its result's shape in ``constant`` and ``shape``."""
+
+    absorbed: int
+    reads: tuple[int, ...]
+    constant: Any = None
+    shape: tuple[int, ...] = ()
+
+
+def _product(node: Any) -> bool:
+    return node.op == "mul" or (node.op == "map" and node.payload[1] == "mul")
+
+
+def fusions(tape: Tape, order: Sequence[int], outputs: Sequence[int], most_sum: int,
+            most_constant: int) -> dict[int, Fused]:
+    """The fused nodes of a program (``order``: its nodes as written) and what each absorbs."""
+    nodes = tape.nodes
+    readers: dict[int, int] = {}
+    for i in order:
+        for a in set(nodes[i].args):
+            readers[a] = readers.get(a, 0) + 1
+    kept = set(outputs)
+    found: dict[int, Fused] = {}
+    for i in order:
+        node = nodes[i]
+        if node.op not in ("sum", "matmul"):
+            continue
+        m = node.args[0]
+        if readers.get(m) != 1 or m in kept or not _product(nodes[m]):
+            continue
+        shape = shape_of(tape, m)
+        factors = nodes[m].args
+        if node.op == "sum":
+            if math.prod(shape[k] for k in node.payload[1]) <= most_sum and all(shape_of(tape, a) == shape for a in factors):
+                found[i] = Fused(m, factors)
+            continue
+        scaled = _scaled(tape, factors, node.args[1], most_constant)
+        if scaled is not None:
+            v, constant = scaled
+            found[i] = Fused(m, (v,), constant, shape_of(tape, i))
+    return found
+
+
+def _scaled(tape: Tape, factors: Sequence[int], w: int, most: int) -> tuple[int, np.ndarray] | None:
+    """(v, C) where the product's factors are a vector v and a constant T (r × p) that v's
+    entries scale column by column, and w is a constant W (p × q) with at most ``most`` entries
+    in C; else None."""
+    nodes = tape.nodes
+    if len(factors) != 2 or nodes[w].op != "table" or len(shape_of(tape, w)) != 2:
+        return None
+    for v, t in (factors, factors[::-1]):
+        if nodes[t].op != "table" or nodes[v].op == "table" or len(shape_of(tape, t)) != 2:
+            continue
+        (r, p), (p2, q) = shape_of(tape, t), shape_of(tape, w)
+        if shape_of(tape, v) == (p,) and p == p2 and p * r * q <= most:
+            T, W = nodes[t].payload[1].array, nodes[w].payload[1].array
+            return v, np.einsum("ij,jk->jik", T, W).reshape(p, r * q)
+    return None
+
+
+__all__ = ["Fused", "fusions"]

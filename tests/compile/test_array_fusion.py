@@ -1,0 +1,101 @@
+"""Array programs write some pairs of nodes as one statement (``compile/array_fusion.py``) and
+run a large batch in chunks shared out over the cores (``ArrayCompiled``); both compute what
+``Term.eval`` computes (the array ops' own values, no generated code), at one point and on
+batches, and a network's Laplacian through them equals JAX's."""
+
+import numpy as np
+import pytest
+
+import subgraph_ad as sad
+from subgraph_ad.compile import arrays as arrays_module
+from subgraph_ad.compile.arrays import ArrayCompiled
+
+
+def scaled_product(rng):
+    """(v ⊙ T) @ W with T (3 × 5), W (5 × 4): v scales T's columns; v is read again after."""
+    tape = sad.Tape()
+    x = tape.array("x", rng.normal(size=2))
+    A = rng.normal(size=(5, 2))
+    v = sad.tanh(np.asarray(A) @ x)  # (5,): a vector from the input
+    T, W = rng.normal(size=(3, 5)), rng.normal(size=(5, 4))
+    J = (v * T) @ W
+    out = [np.sum(J * J) + np.sum(v), J]
+    return tape, x, out
+
+
+def test_a_scaled_constant_times_a_constant_is_one_product_with_their_values():
+    rng = np.random.default_rng(0)
+    tape, x, out = scaled_product(rng)
+    f = sad.lambdify([x], out)
+    assert isinstance(f, ArrayCompiled)
+    assert "_C" in f.block_source  # written as v @ C
+    for point in (rng.normal(size=2), np.array([0.0, 0.0])):
+        total, J = f(point)
+        assert total == pytest.approx(out[0].eval({x: point}), rel=1e-13)
+        np.testing.assert_allclose(J, out[1].eval({x: point}), rtol=1e-13, atol=1e-15)
+    points = rng.normal(size=(7, 2))
+    total, J = f(points)
+    for k in range(7):
+        assert total[k] == pytest.approx(out[0].eval({x: points[k]}), rel=1e-13)
+        np.testing.assert_allclose(J[k], out[1].eval({x: points[k]}), rtol=1e-13, atol=1e-15)
+
+
+def test_a_product_read_twice_or_a_vector_table_is_not_fused_and_still_right():
+    rng = np.random.default_rng(1)
+    tape = sad.Tape()
+    x = tape.array("x", rng.normal(size=3))
+    T, W = rng.normal(size=(2, 3)), rng.normal(size=(3, 3))
+    scaled = sad.sin(x) * T  # read by the product and by the sum below: made once, kept
+    row = sad.cos(x) * rng.normal(size=3)  # a vector times a vector table: nothing to fuse
+    out = [np.sum(scaled @ W) + np.sum(scaled), row @ W]
+    f = sad.lambdify([x], out)
+    assert "_C" not in f.block_source
+    points = rng.normal(size=(4, 3))
+    total, last = f(points)
+    for k in range(4):
+        assert total[k] == pytest.approx(out[0].eval({x: points[k]}), rel=1e-13)
+        np.testing.assert_allclose(last[k], out[1].eval({x: points[k]}), rtol=1e-13)
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_a_batch_in_chunks_equals_the_batch_whole(monkeypatch, parallel):
+    """Chunks of a few points (``CHUNK_BYTES`` made tiny): inputs batched along the first axis
+    are cut, one with a size-1 first batch axis and one with no batch axes go whole to every
+    chunk; outputs of every shape are put back in order."""
+    rng = np.random.default_rng(2)
+    tape, x, out = scaled_product(rng)
+    s = tape.var("s", 0.5)
+    outs = [out[0] * s, out[1], sad.exp(s) + 0 * out[0]]
+    f = sad.lambdify([x, s], outs, parallel=parallel)
+    points, scales = rng.normal(size=(23, 6, 2)), rng.normal(size=(1, 6))
+    whole = f(points, scales)
+    monkeypatch.setattr(arrays_module, "CHUNK_BYTES", 8 * f.widest * 3)  # 3 points a chunk
+    chunked = f(points, scales)
+    for a, b in zip(whole, chunked):
+        np.testing.assert_array_equal(a, b)
+    for i in (0, 11, 22):
+        for j in (0, 5):
+            point = {x: points[i, j], s: scales[0, j]}
+            assert chunked[0][i, j] == pytest.approx(outs[0].eval(point), rel=1e-13)
+            np.testing.assert_allclose(chunked[1][i, j], outs[1].eval(point), rtol=1e-13)
+            assert chunked[2][i, j] == pytest.approx(np.exp(scales[0, j]), rel=1e-15)
+    unbatched = f(points, 0.25)  # s a number: whole to every chunk
+    assert unbatched[0].shape == (23, 6)
+    assert unbatched[0][4, 2] == pytest.approx(outs[0].eval({x: points[4, 2], s: 0.25}), rel=1e-13)
+
+
+def test_a_network_laplacian_through_fusion_and_chunks_equals_jax(monkeypatch):
+    jax = pytest.importorskip("jax")  # in the dev extra: present in make test
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    rng = np.random.default_rng(3)
+    d, width = 3, 6
+    W1, b1, W2, b2, w3 = (rng.normal(size=(width, d)), rng.normal(size=width), rng.normal(size=(width, width)),
+                          rng.normal(size=width), rng.normal(size=width))
+    monkeypatch.setattr(arrays_module, "CHUNK_BYTES", 8 * width * d * 16)  # chunks of 16 points
+    lap = sad.laplacian(lambda x: w3 @ np.tanh(W2 @ np.tanh(W1 @ x + b1) + b2))
+    points = rng.uniform(-1, 1, (100, d))
+    found = lap(points)
+    u = lambda x: w3 @ jnp.tanh(W2 @ jnp.tanh(W1 @ x + b1) + b2)  # noqa: E731
+    expected = jax.vmap(lambda x: jnp.trace(jax.hessian(u)(x)))(points)
+    np.testing.assert_allclose(found, np.asarray(expected), rtol=1e-11, atol=1e-12)
