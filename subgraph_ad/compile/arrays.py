@@ -65,12 +65,12 @@ def mostly_scalar(tape: Tape, outputs: Sequence[Term]) -> bool:
 
 
 #: Bytes of an array program's largest value on one chunk of a batch: a batch runs in chunks
-#: along its first axis, small enough that every temporary comes from the heap (glibc maps a
-#: larger block afresh and faults its pages in on every call) and stays near the caches, large
-#: enough to spread NumPy's cost per call over many points. The width-32 network's Laplacian on
-#: 10⁴ points (d = 16, blocks of 16 × 32 per point): 21 ms whole, 15 ms in chunks of 1,000 points,
-#: 9 ms with the chunks on two cores.
-CHUNK_BYTES = 4 << 20
+#: along its first axis, small enough that every temporary comes from the heap (under the block
+#: ``heap.settle`` frees: glibc maps a larger one afresh and faults its pages in on every call)
+#: and large enough to spread NumPy's cost per call over many points. The width-32 network's
+#: Laplacian on 10⁴ points (d = 16, blocks of 16 × 32 per point): 21 ms whole, 15 ms in chunks
+#: of 1,700 points, 8 ms with the chunks on two cores.
+CHUNK_BYTES = heap.BLOCK * 3 // 4
 
 
 class ArrayCompiled:
@@ -88,8 +88,7 @@ class ArrayCompiled:
         self.shapes: list[Shape] = [v.shape for v in inputs]
         self.out_shapes: list[Shape] = [t.shape for t in outputs]
         self.single, self.warn, self.parallel, self.backend = single, warn, parallel, "numpy"
-        # numbers in the program's largest value at one point: what sizes the chunks of a batch
-        self.widest = max(math.prod(shape_of(tape, i)) for i in dependencies(tape, [t.index for t in outputs]))
+        self.widest = _widest(tape, outputs)
         heap.settle()
         self._point = self._define(tape, inputs, outputs, "point")
         self._batch = self._define(tape, inputs, outputs, "batch")
@@ -169,6 +168,18 @@ class ArrayCompiled:
         with blas.one_thread:
             threads.share(worker, [(a, min(a + rows, batch[0])) for a in range(0, batch[0], rows)], self.parallel)
         return tuple(outs)
+
+
+def _widest(tape: Tape, outputs: Sequence[Term]) -> int:
+    """Numbers at one point in the largest value that has the batch's axes (one that reads an
+    input; a table has none): what sizes the chunks of a batch."""
+    widest, reads = 1, set()
+    for i in dependencies(tape, [t.index for t in outputs]):
+        node = tape.nodes[i]
+        if node.op == "var" or any(a in reads for a in node.args):
+            reads.add(i)
+            widest = max(widest, math.prod(shape_of(tape, i)))
+    return widest
 
 
 def _full(value: Any, shape: Shape) -> Any:
