@@ -63,6 +63,7 @@ bench: $(STAMP) graphviz
 	$(PY) benchmarks/run.py --rounds 3
 	$(PY) benchmarks/many_variables.py --rounds 5
 	$(PY) benchmarks/operators.py
+	$(PY) benchmarks/networks.py
 	$(PY) benchmarks/transforms.py
 	PYTHONPATH=. $(PY) benchmarks/compile.py --label after
 	PYTHONPATH=. $(PY) benchmarks/arrays.py

@@ -10,10 +10,8 @@ call), against JAX on the same points (jit and vmap, compiled first): the trace 
 ``jax.hessian``, a loop of Hessian-vector products eᵢᵀH eᵢ vmapped over the basis, and
 ``jax.experimental.jet`` (second-order jets along each eᵢ); the biharmonic as the HVP loop over
 the trace of ``jax.hessian`` (d <= 16). Every time is a median; the ratios are ours ÷ the
-fastest JAX way. Also the Laplacian of an array-written width-32 two-layer tanh network traced
-by ``sad.laplacian(fn)`` (d = 4, 16; the array pass) against the best of JAX's
-``trace∘hessian`` and folx's ``forward_laplacian`` (the bench extra) under ``jit(vmap)``, with
-each ratio over its target (≤ 0.8× at d = 4, ≤ 0.5× at d = 16).
+fastest JAX way. Also one training step of examples/pinn_poisson.py against JAX (``--pinn``).
+Networks written with arrays are ``benchmarks/networks.py``'s.
 Writes results/operators.json and operators.md.
 
     python benchmarks/operators.py [--quick] [--out DIR]
@@ -196,77 +194,6 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-#: The traced network's dimensions and the target ratio of each to JAX's trace∘hessian.
-NETWORK_TARGETS = {4: 0.8, 16: 0.5}
-NETWORK_WIDTH = 32
-
-
-def network_weights(d: int) -> tuple[np.ndarray, ...]:
-    """W₁ (32×d), b₁, W₂ (32×32), b₂, w₃, seeded, scaled by 1/√fan-in."""
-    rng = np.random.default_rng(100 + d)
-    w = NETWORK_WIDTH
-    return (rng.standard_normal((w, d)) / np.sqrt(d), rng.standard_normal(w),
-            rng.standard_normal((w, w)) / np.sqrt(w), rng.standard_normal(w), rng.standard_normal(w) / np.sqrt(w))
-
-
-def traced_network(d: int, n: int = POINTS) -> dict[str, Any]:
-    """Δu of w₃·tanh(W₂ tanh(W₁x + b₁) + b₂), written with arrays and traced by
-    ``sad.laplacian(fn)``: the first call (trace, build, compile) and later calls on n points,
-    against ``jax.jit(jax.vmap)`` of the trace of ``jax.hessian`` and of folx's
-    ``forward_laplacian`` (each compiled first)."""
-    W1, b1, W2, b2, w3 = network_weights(d)
-    batch = np.random.default_rng(1).uniform(-1.0, 1.0, (n, d))
-    lap = sad.laplacian(lambda x: w3 @ np.tanh(W2 @ np.tanh(W1 @ x + b1) + b2))
-    start = time.perf_counter()
-    found = lap(batch)
-    row: dict[str, Any] = {"d": d, "points": n, "first": time.perf_counter() - start,
-                           "eval": timed(lambda: lap(batch))[0], "jax": None, "target": NETWORK_TARGETS[d]}
-    try:
-        import jax
-    except ImportError:
-        return row
-    # the same array program compiled by the JAX backend (XLA fuses its passes over the blocks)
-    on_jax = sad.laplacian(lambda x: w3 @ np.tanh(W2 @ np.tanh(W1 @ x + b1) + b2), backend="jax")
-    start = time.perf_counter()
-    same = bool(np.allclose(on_jax(batch), found, rtol=1e-12, atol=1e-12))
-    row["first_jax"], row["eval_jax"] = time.perf_counter() - start, timed(lambda: on_jax(batch))[0]
-    jax.config.update("jax_enable_x64", True)
-    jnp = jax.numpy
-    Ws = [jnp.asarray(w) for w in (W1, b1, W2, b2, w3)]
-    f = lambda x: Ws[4] @ jnp.tanh(Ws[2] @ jnp.tanh(Ws[0] @ x + Ws[1]) + Ws[3])  # noqa: E731
-    compiled = jax.jit(jax.vmap(lambda x: jnp.trace(jax.hessian(f)(x))))
-    points_ = jnp.asarray(batch)
-    expected = np.asarray(compiled(points_))
-    row["jax"] = timed(lambda: compiled(points_).block_until_ready())[0]
-    row["agree"] = same and bool(np.allclose(found, expected, rtol=1e-10, atol=1e-10))
-    try:  # folx's forward Laplacian (the bench extra), as its README calls it, under jit(vmap)
-        from folx import forward_laplacian
-    except ImportError:
-        return row
-    folx = jax.jit(jax.vmap(lambda x: forward_laplacian(f)(x).laplacian))
-    row["agree"] = row["agree"] and bool(np.allclose(found, np.asarray(folx(points_)), rtol=1e-10, atol=1e-10))
-    row["folx"] = timed(lambda: folx(points_).block_until_ready())[0]
-    return row
-
-
-def network_table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| traced Δu, width-32 two-layer tanh (arrays) | points | first call (NumPy, JAX backend) | "
-             "ours, NumPy | ours, JAX backend | JAX trace∘hessian | folx | ours (best) ÷ best peer | target | ÷ target |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for row in rows:
-        first = f"{row['first']:.2f} s" + (f", {row['first_jax']:.2f} s" if "first_jax" in row else "")
-        cells = [f"d = {row['d']}", str(row["points"]), first, f"{row['eval'] * 1e3:.1f} ms"]
-        peers = [t for t in (row["jax"], row.get("folx")) if t is not None]
-        cells += [f"{t * 1e3:.1f} ms" if t is not None else "–" for t in (row.get("eval_jax"), row["jax"], row.get("folx"))]
-        if not peers:
-            cells += ["–", f"≤ {row['target']}", "–"]
-        else:
-            ratio = min(t for t in (row["eval"], row.get("eval_jax")) if t is not None) / min(peers)
-            cells += [f"{ratio:.2f}", f"≤ {row['target']}", f"{ratio / row['target']:.2f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
 def pinn_step(n: int = 1_000) -> dict[str, Any]:
     """One training step of examples/pinn_poisson.py's network (loss and gradient, n collocation
     and n // 4 boundary points): ours (``value_and_grad`` of a loss calling ``laplacian``) — the
@@ -321,15 +248,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="gauss_sin-4 and rosenbrock-100 on 10³ points, no JAX")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--pinn", action="store_true", help="only the PINN training step (10³ collocation points)")
-    parser.add_argument("--network", action="store_true", help="only the traced width-32 network (d = 4, 16)")
     args = parser.parse_args()
-    if args.network or not args.quick:
-        rows = [traced_network(d) for d in NETWORK_TARGETS]
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "network.json").write_text(json.dumps(rows, indent=2))
-        print(network_table(rows), flush=True)
-        if args.network:
-            return
     if args.pinn or not args.quick:
         row = pinn_step()
         args.out.mkdir(parents=True, exist_ok=True)

@@ -116,6 +116,21 @@ def test_the_transforms_benchmark_checks_the_second_derivative_and_times_each_wa
     assert "| one point |" in run.stdout
 
 
+@pytest.mark.slow
+def test_the_networks_benchmark_agrees_with_jax_and_folx_and_times_each(tmp_path):
+    """``networks.py --quick`` (10³ points, no 768-wide network): the script asserts that ours
+    agrees with JAX and folx to 1e-10 before timing; every row is timed."""
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "networks.py"), "--quick", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=900, env=CHECKOUT)
+    assert run.returncode == 0, run.stderr
+    rows = json.loads((tmp_path / "networks.json").read_text())
+    assert [row["d"] for row in rows["laplacian"]] == [4, 16] and rows["wide"] is None
+    for row in rows["laplacian"]:
+        assert row["agree"] is True and row["eval"] > 0 and row["jax"] > 0 and row["folx"] > 0
+    assert rows["biharmonic"]["eval"] > 0 and rows["biharmonic"]["jax"] > 0  # its agreement: asserted in the script
+    assert "Δ²u" in run.stdout
+
+
 # -- the peers are given the code their own documentation writes (no timings here) ---------------
 def _jax():
     import jax

@@ -1,0 +1,202 @@
+"""Benchmark, differential operators of networks written with arrays (the array pass), against
+JAX and folx (the bench extra) in the same run, each compiled first, all under ``jit(vmap)``:
+
+- the Laplacian of w₃·tanh(W₂ tanh(W₁x + b₁) + b₂) (width 32, seeded weights) traced by
+  ``sad.laplacian(fn)`` on 10⁴ points, d = 4 and 16, on the NumPy and the JAX backend, against
+  JAX's ``trace∘hessian`` and folx's ``forward_laplacian`` (targets: ≤ 0.8× the best at d = 4,
+  ≤ 0.5× at d = 16);
+- the biharmonic of that network at d = 4 against JAX's loop of Hessian-vector products over
+  the trace of ``jax.hessian`` (target ≤ 0.5×);
+- the forward-Laplacian papers' 50 → 768 → 768 → 512 → 512 → 1 tanh network, the exact
+  Laplacian on 10³ points against folx (target ≤ 1.0×).
+
+Values agree with the peers to 1e-10 (asserted). Writes results/networks.json.
+
+    python benchmarks/networks.py [--quick] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import subgraph_ad as sad
+
+import many_variables  # the script's folder is on sys.path when it runs
+
+RESULTS = Path(__file__).resolve().parent / "results"
+POINTS = 10_000
+
+
+def timed(fn: Any, most: int = 7) -> tuple[float, Any]:
+    """many_variables' median timing, after one untimed run."""
+    return many_variables.timed(fn, most=most, warm=True)
+
+
+#: The traced network's dimensions and the target ratio of each to JAX's trace∘hessian.
+NETWORK_TARGETS = {4: 0.8, 16: 0.5}
+NETWORK_WIDTH = 32
+
+
+def network_weights(d: int) -> tuple[np.ndarray, ...]:
+    """W₁ (32×d), b₁, W₂ (32×32), b₂, w₃, seeded, scaled by 1/√fan-in."""
+    rng = np.random.default_rng(100 + d)
+    w = NETWORK_WIDTH
+    return (rng.standard_normal((w, d)) / np.sqrt(d), rng.standard_normal(w),
+            rng.standard_normal((w, w)) / np.sqrt(w), rng.standard_normal(w), rng.standard_normal(w) / np.sqrt(w))
+
+
+def traced_network(d: int, n: int = POINTS) -> dict[str, Any]:
+    """Δu of w₃·tanh(W₂ tanh(W₁x + b₁) + b₂), written with arrays and traced by
+    ``sad.laplacian(fn)``: the first call (trace, build, compile) and later calls on n points,
+    against ``jax.jit(jax.vmap)`` of the trace of ``jax.hessian`` and of folx's
+    ``forward_laplacian`` (each compiled first)."""
+    W1, b1, W2, b2, w3 = network_weights(d)
+    batch = np.random.default_rng(1).uniform(-1.0, 1.0, (n, d))
+    lap = sad.laplacian(lambda x: w3 @ np.tanh(W2 @ np.tanh(W1 @ x + b1) + b2))
+    start = time.perf_counter()
+    found = lap(batch)
+    row: dict[str, Any] = {"d": d, "points": n, "first": time.perf_counter() - start,
+                           "eval": timed(lambda: lap(batch))[0], "jax": None, "target": NETWORK_TARGETS[d]}
+    try:
+        import jax
+    except ImportError:
+        return row
+    # the same array program compiled by the JAX backend (XLA fuses its passes over the blocks)
+    on_jax = sad.laplacian(lambda x: w3 @ np.tanh(W2 @ np.tanh(W1 @ x + b1) + b2), backend="jax")
+    start = time.perf_counter()
+    same = bool(np.allclose(on_jax(batch), found, rtol=1e-12, atol=1e-12))
+    row["first_jax"], row["eval_jax"] = time.perf_counter() - start, timed(lambda: on_jax(batch))[0]
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    Ws = [jnp.asarray(w) for w in (W1, b1, W2, b2, w3)]
+    f = lambda x: Ws[4] @ jnp.tanh(Ws[2] @ jnp.tanh(Ws[0] @ x + Ws[1]) + Ws[3])  # noqa: E731
+    compiled = jax.jit(jax.vmap(lambda x: jnp.trace(jax.hessian(f)(x))))
+    points_ = jnp.asarray(batch)
+    expected = np.asarray(compiled(points_))
+    row["jax"] = timed(lambda: compiled(points_).block_until_ready())[0]
+    row["agree"] = same and bool(np.allclose(found, expected, rtol=1e-10, atol=1e-10))
+    try:  # folx's forward Laplacian (the bench extra), as its README calls it, under jit(vmap)
+        from folx import forward_laplacian
+    except ImportError:
+        return row
+    folx = jax.jit(jax.vmap(lambda x: forward_laplacian(f)(x).laplacian))
+    row["agree"] = row["agree"] and bool(np.allclose(found, np.asarray(folx(points_)), rtol=1e-10, atol=1e-10))
+    row["folx"] = timed(lambda: folx(points_).block_until_ready())[0]
+    return row
+
+
+def network_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| traced Δu, width-32 two-layer tanh (arrays) | points | first call (NumPy, JAX backend) | "
+             "ours, NumPy | ours, JAX backend | JAX trace∘hessian | folx | ours (best) ÷ best peer | target | ÷ target |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for row in rows:
+        first = f"{row['first']:.2f} s" + (f", {row['first_jax']:.2f} s" if "first_jax" in row else "")
+        cells = [f"d = {row['d']}", str(row["points"]), first, f"{row['eval'] * 1e3:.1f} ms"]
+        peers = [t for t in (row["jax"], row.get("folx")) if t is not None]
+        cells += [f"{t * 1e3:.1f} ms" if t is not None else "–" for t in (row.get("eval_jax"), row["jax"], row.get("folx"))]
+        if not peers:
+            cells += ["–", f"≤ {row['target']}", "–"]
+        else:
+            ratio = min(t for t in (row["eval"], row.get("eval_jax")) if t is not None) / min(peers)
+            cells += [f"{ratio:.2f}", f"≤ {row['target']}", f"{ratio / row['target']:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def biharmonic(d: int = 4, n: int = POINTS) -> dict[str, Any]:
+    """Δ²u of the width-32 network: ours (``sad.biharmonic(fn)``) against ``jax.jit(jax.vmap)``
+    of Σᵢ eᵢᵀ∇²(Δu)eᵢ by Hessian-vector products of the trace of ``jax.hessian``."""
+    W1, b1, W2, b2, w3 = network_weights(d)
+    batch = np.random.default_rng(1).uniform(-1.0, 1.0, (n, d))
+    bih = sad.biharmonic(lambda x: w3 @ np.tanh(W2 @ np.tanh(W1 @ x + b1) + b2))
+    start = time.perf_counter()
+    found = bih(batch)
+    row: dict[str, Any] = {"d": d, "points": n, "first": time.perf_counter() - start,
+                           "eval": timed(lambda: bih(batch))[0], "jax": None, "target": 0.5}
+    try:
+        import jax
+    except ImportError:
+        return row
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    Ws = [jnp.asarray(w) for w in (W1, b1, W2, b2, w3)]
+    f = lambda x: Ws[4] @ jnp.tanh(Ws[2] @ jnp.tanh(Ws[0] @ x + Ws[1]) + Ws[3])  # noqa: E731
+    grad_lap = jax.grad(lambda x: jnp.trace(jax.hessian(f)(x)))
+    basis = jnp.eye(d)
+    hvps = jax.jit(jax.vmap(lambda x: jnp.sum(jax.vmap(lambda e: jax.jvp(grad_lap, (x,), (e,))[1] @ e)(basis))))
+    points_ = jnp.asarray(batch)
+    expected = np.asarray(hvps(points_))
+    assert np.allclose(found, expected, rtol=1e-10, atol=1e-10 * np.max(np.abs(expected)))
+    row["jax"] = timed(lambda: hvps(points_).block_until_ready())[0]
+    return row
+
+
+def wide(n: int = 1_000) -> dict[str, Any]:
+    """The exact Laplacian of a 50 → 768 → 768 → 512 → 512 → 1 tanh network (seeded, 1/√fan-in)
+    on n points: ours against folx's ``forward_laplacian``."""
+    rng = np.random.default_rng(0)
+    sizes = [50, 768, 768, 512, 512, 1]
+    Ws = [rng.standard_normal((o, i)) / np.sqrt(i) for i, o in zip(sizes[:-1], sizes[1:])]
+    bs = [0.1 * rng.standard_normal(o) for o in sizes[1:]]
+
+    def u(x: Any, np_: Any = np) -> Any:
+        for W, b in zip(Ws[:-1], bs[:-1]):
+            x = np_.tanh(W @ x + b)
+        return (Ws[-1] @ x + bs[-1])[0]
+
+    batch = rng.uniform(-1.0, 1.0, (n, sizes[0]))
+    lap = sad.laplacian(u)
+    start = time.perf_counter()
+    found = lap(batch)
+    row: dict[str, Any] = {"points": n, "first": time.perf_counter() - start,
+                           "eval": timed(lambda: lap(batch), most=3)[0], "folx": None, "target": 1.0}
+    try:
+        import jax
+        from folx import forward_laplacian
+    except ImportError:
+        return row
+    jax.config.update("jax_enable_x64", True)
+    folx = jax.jit(jax.vmap(lambda x: forward_laplacian(lambda y: u(y, jax.numpy))(x).laplacian))
+    points_ = jax.numpy.asarray(batch)
+    expected = np.asarray(folx(points_))
+    assert np.allclose(found, expected, rtol=1e-10, atol=1e-10 * np.max(np.abs(expected)))
+    row["folx"] = timed(lambda: folx(points_).block_until_ready(), most=3)[0]
+    return row
+
+
+def other_table(bih: dict[str, Any], big: dict[str, Any] | None) -> str:
+    lines = ["| network | points | first call | ours | peer | ours ÷ peer | target |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    rows = [("width-32 two-layer tanh, Δ²u, d = 4 (peer: JAX's HVP loop over trace∘hessian)", bih, "jax")]
+    if big is not None:
+        rows.append(("50 → 768 → 768 → 512 → 512 → 1 tanh, Δu (peer: folx)", big, "folx"))
+    for label, row, peer in rows:
+        theirs = row[peer]
+        ratio = "–" if theirs is None else f"{row['eval'] / theirs:.2f}"
+        lines.append(f"| {label} | {row['points']} | {row['first']:.2f} s | {row['eval'] * 1e3:.1f} ms | "
+                     + ("–" if theirs is None else f"{theirs * 1e3:.1f} ms") + f" | {ratio} | ≤ {row['target']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="10³ points, no 768-wide network")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    n = 1_000 if args.quick else POINTS
+    rows = [traced_network(d, n) for d in NETWORK_TARGETS]
+    print(network_table(rows), flush=True)
+    bih, big = biharmonic(4, n), None if args.quick else wide()
+    print(other_table(bih, big), flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "networks.json").write_text(json.dumps({"laplacian": rows, "biharmonic": bih, "wide": big}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
