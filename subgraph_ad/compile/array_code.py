@@ -251,9 +251,10 @@ def ufunc_chain(fn: Any) -> tuple[np.ufunc, ...] | None:
     """The ufuncs a function is, in turn (its elementaries' NumPy functions), where its ``f`` is
     that chain; else None."""
     chain = steps(fn.spelling)
-    if type(fn).f is not Function.f or not chain or any(len(e.numpy) != 1 or not isinstance(e.numpy[0], np.ufunc) for e in chain):
+    ufuncs = tuple(u for e in chain for u in e.numpy)  # an elementary may be a chain itself (sech² = 1/cosh², squared)
+    if type(fn).f is not Function.f or not chain or not all(isinstance(u, np.ufunc) for u in ufuncs):
         return None
-    return tuple(e.numpy[0] for e in chain)
+    return ufuncs
 
 
 def _function(fn: Any, a: list[str], names: dict[str, Any], key: str, flavour: str, out: str | None = None) -> str:
