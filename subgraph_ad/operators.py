@@ -30,13 +30,15 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from typing import Any, Callable
 
 import numpy as np
 
 from .ad import operators as ops
 from .ad.taylor import taylor_graph as ad_taylor_graph
-from .ad.operators.array_laplacian import dense, hessian_block, scalar_twin
+from .ad.operators.array_jet import jet as array_jet
+from .ad.operators.array_laplacian import Unsupported, dense, hessian_block, scalar_twin
 from .core import Tape, Term
 from .interop.dask_arrays import lazy, per_point  # Dask
 from .interop.numpy_dispatch import TermArray
@@ -382,11 +384,21 @@ def taylor_graph(u: Any, wrt: Any, n: Any = None, callback: Any = None, *, backe
     order = int(wrt)
 
     def build(trace: Traced) -> Any:
+        out = trace.scalar(trace.out, "taylor_graph(fn, k)")
+        (x,), (v,) = trace.vars_of(0), trace.vars_of(1)
+        if x.shape and x.shape == v.shape:  # one array var each: the jet over array nodes
+            try:
+                with trace.tape.transaction():
+                    ys = array_jet(out, x, v, order)
+                    return [trace.tape.zero if y is None else math.factorial(k) * y
+                            for k, y in enumerate(ys, 1)], shaped((order,))
+            except Unsupported:
+                pass
         xs, vs = trace.scalar_vars(0), trace.scalar_vars(1)  # Taylor mode is scalar: element vars
         if len(xs) != len(vs):
             raise ValueError(f"taylor_graph(fn, {order}): the point has {len(xs)} entries and the direction {len(vs)}")
-        (out,) = trace.scalars([trace.scalar(trace.out, "taylor_graph(fn, k)")])
-        terms = ad_taylor_graph(out, dict(zip(xs, vs)), order)
+        (scalar,) = trace.scalars([out])
+        terms = ad_taylor_graph(scalar, dict(zip(xs, vs)), order)
         return terms, shaped((order,))
 
     one = Transformed(lambda x, v: u(x), "taylor_graph", build, backend)
