@@ -8,9 +8,10 @@ JAX and folx (the bench extra) in the same run, each compiled first, all under `
 - the biharmonic of that network at d = 4 against JAX's loop of Hessian-vector products over
   the trace of ``jax.hessian`` (target ≤ 0.5×);
 - the forward-Laplacian papers' 50 → 768 → 768 → 512 → 512 → 1 tanh network, the exact
-  Laplacian on 10³ points against folx (target ≤ 1.0×).
+  Laplacian on 10³ points against folx (target ≤ 1.0×), and its order-10 directional jet on
+  10³ points and directions against ``jax.experimental.jet`` (target ≤ 0.5×).
 
-Values agree with the peers to 1e-10 (asserted). Writes results/networks.json.
+Values agree with the peers to 1e-10 (the jets to 1e-9 of their largest; asserted). Writes results/networks.json.
 
     python benchmarks/networks.py [--quick] [--out DIR]
 """
@@ -137,20 +138,29 @@ def biharmonic(d: int = 4, n: int = POINTS) -> dict[str, Any]:
     return row
 
 
-def wide(n: int = 1_000) -> dict[str, Any]:
-    """The exact Laplacian of a 50 → 768 → 768 → 512 → 512 → 1 tanh network (seeded, 1/√fan-in)
-    on n points: ours against folx's ``forward_laplacian``."""
+WIDE = [50, 768, 768, 512, 512, 1]
+
+
+def wide_network() -> tuple[Any, np.random.Generator]:
+    """u(x, np_) of the 50 → 768 → 768 → 512 → 512 → 1 tanh network (seeded, 1/√fan-in), and the
+    generator to draw its points from."""
     rng = np.random.default_rng(0)
-    sizes = [50, 768, 768, 512, 512, 1]
-    Ws = [rng.standard_normal((o, i)) / np.sqrt(i) for i, o in zip(sizes[:-1], sizes[1:])]
-    bs = [0.1 * rng.standard_normal(o) for o in sizes[1:]]
+    Ws = [rng.standard_normal((o, i)) / np.sqrt(i) for i, o in zip(WIDE[:-1], WIDE[1:])]
+    bs = [0.1 * rng.standard_normal(o) for o in WIDE[1:]]
 
     def u(x: Any, np_: Any = np) -> Any:
         for W, b in zip(Ws[:-1], bs[:-1]):
             x = np_.tanh(W @ x + b)
         return (Ws[-1] @ x + bs[-1])[0]
 
-    batch = rng.uniform(-1.0, 1.0, (n, sizes[0]))
+    return u, rng
+
+
+def wide(n: int = 1_000) -> dict[str, Any]:
+    """The exact Laplacian of the 768-wide network on n points: ours against folx's
+    ``forward_laplacian``."""
+    u, rng = wide_network()
+    batch = rng.uniform(-1.0, 1.0, (n, WIDE[0]))
     lap = sad.laplacian(u)
     start = time.perf_counter()
     found = lap(batch)
@@ -170,12 +180,41 @@ def wide(n: int = 1_000) -> dict[str, Any]:
     return row
 
 
-def other_table(bih: dict[str, Any], big: dict[str, Any] | None) -> str:
+def wide_jet(n: int = 1_000, order: int = 10) -> dict[str, Any]:
+    """The directional jet ∂ᵏu[v, …, v], k = 1..order, of the 768-wide network at n points and
+    directions: ours (``sad.taylor_graph(fn, order)``, the jet over array nodes) against
+    ``jax.experimental.jet`` under ``jit(vmap)``."""
+    u, rng = wide_network()
+    points, directions = rng.uniform(-1.0, 1.0, (n, WIDE[0])), rng.standard_normal((n, WIDE[0]))
+    jets = sad.taylor_graph(u, order)
+    start = time.perf_counter()
+    found = jets(points, directions)
+    row: dict[str, Any] = {"points": n, "order": order, "first": time.perf_counter() - start,
+                           "eval": timed(lambda: jets(points, directions), most=3)[0], "jax": None, "target": 0.5}
+    try:
+        import jax
+        from jax.experimental import jet
+    except ImportError:
+        return row
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    zeros = jnp.zeros(WIDE[0])
+    theirs = jax.jit(jax.vmap(lambda x, v: jnp.stack(jet.jet(lambda y: u(y, jnp), (x,), ((v,) + (zeros,) * (order - 1),))[1])))
+    args = jnp.asarray(points), jnp.asarray(directions)
+    expected = np.asarray(theirs(*args))
+    assert np.allclose(found, expected, rtol=1e-9, atol=1e-9 * np.max(np.abs(expected)))
+    row["jax"] = timed(lambda: theirs(*args).block_until_ready(), most=3)[0]
+    return row
+
+
+def other_table(bih: dict[str, Any], big: dict[str, Any] | None, jets: dict[str, Any] | None = None) -> str:
     lines = ["| network | points | first call | ours | peer | ours ÷ peer | target |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     rows = [("width-32 two-layer tanh, Δ²u, d = 4 (peer: JAX's HVP loop over trace∘hessian)", bih, "jax")]
     if big is not None:
         rows.append(("50 → 768 → 768 → 512 → 512 → 1 tanh, Δu (peer: folx)", big, "folx"))
+    if jets is not None:
+        rows.append((f"the same network, order-{jets['order']} directional jet (peer: jax.experimental.jet)", jets, "jax"))
     for label, row, peer in rows:
         theirs = row[peer]
         ratio = "–" if theirs is None else f"{row['eval'] / theirs:.2f}"
@@ -192,10 +231,11 @@ def main() -> None:
     n = 1_000 if args.quick else POINTS
     rows = [traced_network(d, n) for d in NETWORK_TARGETS]
     print(network_table(rows), flush=True)
-    bih, big = biharmonic(4, n), None if args.quick else wide()
-    print(other_table(bih, big), flush=True)
+    bih, big, jets = biharmonic(4, n), None if args.quick else wide(), None if args.quick else wide_jet()
+    print(other_table(bih, big, jets), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "networks.json").write_text(json.dumps({"laplacian": rows, "biharmonic": bih, "wide": big}, indent=2))
+    (args.out / "networks.json").write_text(json.dumps({"laplacian": rows, "biharmonic": bih, "wide": big,
+                                                        "jet": jets}, indent=2))
 
 
 if __name__ == "__main__":
