@@ -38,7 +38,7 @@ import numpy as np
 from .ad import operators as ops
 from .ad.taylor import taylor_graph as ad_taylor_graph
 from .ad.operators.array_jet import jet as array_jet
-from .ad.operators.array_laplacian import Unsupported, dense, hessian_block, scalar_twin
+from .ad.operators.array_laplacian import Unsupported, dense, hessian_block, jacobian_block, scalar_twin
 from .core import Tape, Term
 from .interop.dask_arrays import lazy, per_point  # Dask
 from .interop.numpy_dispatch import TermArray
@@ -305,16 +305,30 @@ def biharmonic(u: Any, xs: Any = None, *, method: str = "auto", argnums: int = 0
     return ops.biharmonic(u, xs, method=method)
 
 
-def _hessian_block(xs: list[Term], out: Term) -> Any:
-    """The second-derivative tensor of u at one array point x as the array pass's Jacobian block
-    of u's gradient, one array node of d² numbers (d = 300: a few nodes where the scalar tensor
-    has 45,150 distinct entries), and how its values (d², points) become (points, d, d)."""
+#: The most entries a derivative tensor of order 3 or 4 has at one point for it to be one array
+#: block (d = 100 at order 3, 40 at order 4); past it the scalar tensor keeps each distinct
+#: entry once.
+BLOCK_ENTRIES = 1 << 20
+
+
+def _tensor_block(xs: list[Term], out: Term, order: int) -> Any:
+    """The order-k derivative tensor of u at one array point x as one array node: u's gradient,
+    then the array pass's Jacobian block of it k − 1 times (d = 300 at order 2: a few nodes
+    where the scalar tensor has 45,150 distinct entries), and how its values (dᵏ, points)
+    become (points, d, …, d). None where the pass has no rule or the block would be too large."""
     (x,) = xs
+    d = x.size
+    if order > 2 and d ** order > BLOCK_ENTRIES:
+        return None
     block = hessian_block(out, x)
     if block is None:
         return None
-    d = x.size
-    return xs, [block.reshape((d * d,))], lambda values: values.T.reshape((values.shape[1], d, d))
+    try:
+        for _ in range(order - 2):
+            block = jacobian_block(block, [x])
+    except Unsupported:
+        return None
+    return xs, [block.reshape((d ** order,))], lambda values: values.T.reshape((values.shape[1],) + (d,) * order)
 
 
 def derivative_tensor(u: Any, xs: Any = None, k: Any = None, *, argnums: int = 0, backend: str | None = None) -> Any:
@@ -332,8 +346,8 @@ def derivative_tensor(u: Any, xs: Any = None, k: Any = None, *, argnums: int = 0
         order = int(k)
 
         def build(tape: Tape, xs_: list[Term], out: Term) -> Any:
-            if any(x.shape for x in xs_):  # order 2 of a dense u over its array point: the Hessian block
-                found = _hessian_block(xs_, out)
+            if any(x.shape for x in xs_) and order > 1:  # over its array point: one block (``_tensor_block``)
+                found = _tensor_block(xs_, out, order)
                 if found is not None:
                     return found
                 out, xs_ = scalar_twin(out, xs_)  # an op the array pass has no rule for
@@ -352,7 +366,7 @@ def derivative_tensor(u: Any, xs: Any = None, k: Any = None, *, argnums: int = 0
 
             return xs_, terms, shape
 
-        return _Operator(u, "derivative_tensor", build, argnums, backend, arrays=order == 2)
+        return _Operator(u, "derivative_tensor", build, argnums, backend, arrays=order > 1)
     if xs is None or k is None:
         raise TypeError("derivative_tensor(u, xs, k) needs the vars xs and the order k for a Term u")
     return ops.derivative_tensor(u, xs, k)

@@ -1,6 +1,6 @@
 """The Hessian of an array-written function in one array argument, where it holds a dense layer,
 is the array pass's Jacobian block of the gradient (``trace.transforms._array_hessian``; for
-``derivative_tensor(fn, 2)`` on points, ``operators._hessian_block``): one array node, not d²
+``derivative_tensor(fn, k)`` on points, ``operators._tensor_block``, orders 2 to 4): one array node, not d²
 scalar entries. Oracle: JAX's ``hessian`` of the same function written with
 ``jax.numpy``, on random tanh-family networks (widths 1–16, depths 1–3, every smooth elementwise
 built-in JAX has, repeated operands, a ``where``), plain, batched by ``vmap`` and nested in
@@ -67,6 +67,33 @@ def test_second_derivative_tensors_on_points_match_jax(seed, x64):
     want = np.asarray(jax.vmap(jax.vmap(jax.hessian(theirs)))(jnp.asarray(batch)))
     assert np.allclose(sad.derivative_tensor(ours, 2)(batch), want, rtol=1e-10, atol=1e-12)
     assert np.allclose(sad.derivative_tensor(ours, 2)(batch[0, 0]), want[0, 0], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.slow  # JAX's nested jacfwd compiles for seconds
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("order", [3, 4])
+def test_third_and_fourth_derivative_tensors_on_points_match_jax(seed, order, x64):
+    """Orders 3 and 4 are the Jacobian block of the order below, taken again (``_tensor_block``)."""
+    d, ours, theirs = network(seed)
+    batch = np.random.default_rng(400 + seed).uniform(-1.0, 1.0, (3, d))
+    tensor = jax.hessian(theirs)
+    for _ in range(order - 2):
+        tensor = jax.jacfwd(tensor)
+    want = np.asarray(jax.vmap(tensor)(jnp.asarray(batch)))
+    found = sad.derivative_tensor(ours, order)(batch)
+    assert found.shape == (3,) + (d,) * order
+    assert np.allclose(found, want, rtol=1e-9, atol=1e-11 * max(1.0, np.max(np.abs(want))))
+
+
+def test_a_tensor_past_the_block_limit_takes_the_scalar_form(x64, monkeypatch):
+    """Past ``BLOCK_ENTRIES`` the scalar tensor (each distinct entry once) gives the same values."""
+    from subgraph_ad import operators
+
+    d, ours, theirs = network(3)
+    x = np.random.default_rng(9).uniform(-1.0, 1.0, d)
+    want = np.asarray(jax.jacfwd(jax.hessian(theirs))(jnp.asarray(x)))
+    monkeypatch.setattr(operators, "BLOCK_ENTRIES", d ** 3 - 1)
+    assert np.allclose(sad.derivative_tensor(ours, 3)(x), want, rtol=1e-9, atol=1e-11 * max(1.0, np.max(np.abs(want))))
 
 
 def test_nested_in_grad_matches_jax(x64):
