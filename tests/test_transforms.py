@@ -289,3 +289,17 @@ def test_python_numbers_take_the_one_point_path_with_the_general_paths_results()
     h = sad.grad(lambda t: np.exp(-t * t / 2) * np.sin(3 * t))
     outer = sad.grad(lambda a: h(0.3) * a * a)  # h at a number, inside the trace of a: a constant
     assert outer(2.0) == pytest.approx(4.0 * np.exp(-0.045) * (3 * np.cos(0.9) - 0.3 * np.sin(0.9)), rel=1e-14)
+
+
+def test_batched_results_are_arrays_of_their_own():
+    """A batch's scalar results are handed over without a copy: each still an array of its own,
+    never an argument nor another result."""
+    x = np.linspace(-1.0, 1.0, 7)
+    g = sad.vmap(sad.grad(lambda t: t * t / 2))(x)  # the gradient is the argument itself
+    np.testing.assert_array_equal(g, x)
+    g[:] = 5.0
+    assert x[0] == -1.0
+    value, slope = sad.vmap(sad.value_and_grad(np.exp))(x)  # two outputs of one node
+    np.testing.assert_allclose(value, np.exp(x), rtol=1e-15)
+    np.testing.assert_allclose(slope, np.exp(x), rtol=1e-15)
+    assert not np.shares_memory(value, slope)

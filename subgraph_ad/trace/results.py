@@ -42,6 +42,8 @@ def block(values: list[Any], start: int, shape: tuple[int, ...], batch: tuple[in
         return part[0] if not shape else term_array(part, shape)
     if not batch:
         return float(part[0]) if not shape else np.array(part, dtype=float).reshape(shape)
+    if not shape and not isinstance(values, Packed) and isinstance(part[0], np.ndarray) and part[0].shape == batch:
+        return part[0]  # a scalar program's output: an array of its own (``Compiled`` makes each), handed over
     out = np.empty(batch + (size,))
     for k, v in enumerate(part):
         out[..., k] = v
