@@ -39,6 +39,14 @@ def timed(fn: Any, most: int = 7) -> tuple[float, Any]:
     return many_variables.timed(fn, most=most, warm=True)
 
 
+def measured(operator: Any, *args: Any, most: int = 7) -> tuple[Any, float, float]:
+    """An operator's values, its first call (trace, build, compile) and its later calls' median."""
+    start = time.perf_counter()
+    found = operator(*args)
+    first = time.perf_counter() - start
+    return found, first, timed(lambda: operator(*args), most)[0]
+
+
 #: The traced network's dimensions and the target ratio of each to JAX's trace∘hessian.
 NETWORK_TARGETS = {4: 0.8, 16: 0.5}
 NETWORK_WIDTH = 32
@@ -59,20 +67,17 @@ def traced_network(d: int, n: int = POINTS) -> dict[str, Any]:
     ``forward_laplacian`` (each compiled first)."""
     W1, b1, W2, b2, w3 = network_weights(d)
     batch = np.random.default_rng(1).uniform(-1.0, 1.0, (n, d))
-    lap = sad.laplacian(lambda x: w3 @ np.tanh(W2 @ np.tanh(W1 @ x + b1) + b2))
-    start = time.perf_counter()
-    found = lap(batch)
-    row: dict[str, Any] = {"d": d, "points": n, "first": time.perf_counter() - start,
-                           "eval": timed(lambda: lap(batch))[0], "jax": None, "target": NETWORK_TARGETS[d]}
+    found, first, later = measured(sad.laplacian(lambda x: w3 @ np.tanh(W2 @ np.tanh(W1 @ x + b1) + b2)), batch)
+    row: dict[str, Any] = {"d": d, "points": n, "first": first, "eval": later, "jax": None,
+                           "target": NETWORK_TARGETS[d]}
     try:
         import jax
     except ImportError:
         return row
     # the same array program compiled by the JAX backend (XLA fuses its passes over the blocks)
-    on_jax = sad.laplacian(lambda x: w3 @ np.tanh(W2 @ np.tanh(W1 @ x + b1) + b2), backend="jax")
-    start = time.perf_counter()
-    same = bool(np.allclose(on_jax(batch), found, rtol=1e-12, atol=1e-12))
-    row["first_jax"], row["eval_jax"] = time.perf_counter() - start, timed(lambda: on_jax(batch))[0]
+    on_jax, row["first_jax"], row["eval_jax"] = measured(
+        sad.laplacian(lambda x: w3 @ np.tanh(W2 @ np.tanh(W1 @ x + b1) + b2), backend="jax"), batch)
+    same = bool(np.allclose(on_jax, found, rtol=1e-12, atol=1e-12))
     jax.config.update("jax_enable_x64", True)
     jnp = jax.numpy
     Ws = [jnp.asarray(w) for w in (W1, b1, W2, b2, w3)]
@@ -115,11 +120,8 @@ def biharmonic(d: int = 4, n: int = POINTS) -> dict[str, Any]:
     of Σᵢ eᵢᵀ∇²(Δu)eᵢ by Hessian-vector products of the trace of ``jax.hessian``."""
     W1, b1, W2, b2, w3 = network_weights(d)
     batch = np.random.default_rng(1).uniform(-1.0, 1.0, (n, d))
-    bih = sad.biharmonic(lambda x: w3 @ np.tanh(W2 @ np.tanh(W1 @ x + b1) + b2))
-    start = time.perf_counter()
-    found = bih(batch)
-    row: dict[str, Any] = {"d": d, "points": n, "first": time.perf_counter() - start,
-                           "eval": timed(lambda: bih(batch))[0], "jax": None, "target": 0.5}
+    found, first, later = measured(sad.biharmonic(lambda x: w3 @ np.tanh(W2 @ np.tanh(W1 @ x + b1) + b2)), batch)
+    row: dict[str, Any] = {"d": d, "points": n, "first": first, "eval": later, "jax": None, "target": 0.5}
     try:
         import jax
     except ImportError:
@@ -161,11 +163,8 @@ def wide(n: int = 1_000) -> dict[str, Any]:
     ``forward_laplacian``."""
     u, rng = wide_network()
     batch = rng.uniform(-1.0, 1.0, (n, WIDE[0]))
-    lap = sad.laplacian(u)
-    start = time.perf_counter()
-    found = lap(batch)
-    row: dict[str, Any] = {"points": n, "first": time.perf_counter() - start,
-                           "eval": timed(lambda: lap(batch), most=3)[0], "folx": None, "target": 1.0}
+    found, first, later = measured(sad.laplacian(u), batch, most=3)
+    row: dict[str, Any] = {"points": n, "first": first, "eval": later, "folx": None, "target": 1.0}
     try:
         import jax
         from folx import forward_laplacian
@@ -186,11 +185,8 @@ def wide_jet(n: int = 1_000, order: int = 10) -> dict[str, Any]:
     ``jax.experimental.jet`` under ``jit(vmap)``."""
     u, rng = wide_network()
     points, directions = rng.uniform(-1.0, 1.0, (n, WIDE[0])), rng.standard_normal((n, WIDE[0]))
-    jets = sad.taylor_graph(u, order)
-    start = time.perf_counter()
-    found = jets(points, directions)
-    row: dict[str, Any] = {"points": n, "order": order, "first": time.perf_counter() - start,
-                           "eval": timed(lambda: jets(points, directions), most=3)[0], "jax": None, "target": 0.5}
+    found, first, later = measured(sad.taylor_graph(u, order), points, directions, most=3)
+    row: dict[str, Any] = {"points": n, "order": order, "first": first, "eval": later, "jax": None, "target": 0.5}
     try:
         import jax
         from jax.experimental import jet

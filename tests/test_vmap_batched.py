@@ -17,15 +17,11 @@ import subgraph_ad as sad
 from subgraph_ad.ad.reverse import grad_graph
 from subgraph_ad.pytrees import flatten
 from subgraph_ad.trace.tracer import Traced
+from random_programs import ARITHMETIC, UNARY, arithmetic, function, inside
 
-#: arguments in (0.3, 0.9): in every built-in's domain (log, acos, atanh, erfinv, gamma, tan…)
-UNARY = sorted(name for name, f in sad.FUNCTIONS.items() if f.arity == 1)
+#: the functions of two arguments that are not conditions
 BINARY = ["atan2", "hypot", "logaddexp", "logaddexp2", "fmax", "fmin", "maximum", "minimum", "fmod", "mod", "pow"]
 POINTS = np.random.default_rng(7).uniform(-1.0, 1.0, (40, 2))
-
-
-def inside(a):
-    return 0.6 + 0.3 * np.sin(a)
 
 
 def random_function(seed: int, names: list[str]):
@@ -43,21 +39,9 @@ def random_function(seed: int, names: list[str]):
         for kind, name, i, j in plan:
             a, b = pool[i % len(pool)], pool[j % len(pool)]
             if kind == "fn":
-                fn = sad.FUNCTIONS[name]
-                if fn.arity == 2:
-                    pool.append(fn(inside(a), inside(b)))
-                else:
-                    pool.append(fn(1 + inside(a) if name == "acosh" else inside(a)))
-            elif kind == "add":
-                pool.append(a + b)
-            elif kind == "sub":
-                pool.append(a - b if i % 2 else a - a)
-            elif kind == "mul":
-                pool.append(a * b)
-            elif kind == "div":
-                pool.append(a / (2.0 + np.sin(b)))
-            elif kind == "where":
-                pool.append(np.where(a > b, np.cos(a), b * b))
+                pool.append(function(name, a, b))
+            elif kind in ARITHMETIC:
+                pool.append(arithmetic(kind, a, b if kind != "sub" or i % 2 else a))  # a − a too
             else:  # a function of one operand twice
                 pool.append(sad.FUNCTIONS["hypot"](a, a) + sad.FUNCTIONS["atan2"](inside(a), inside(a)))
         return pool[-1] + 0.5 * pool[-2]

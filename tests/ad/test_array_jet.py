@@ -12,17 +12,11 @@ import pytest
 import subgraph_ad as sad
 from subgraph_ad.ad.operators.array_jet import jet
 from subgraph_ad.ad.taylor import taylor_graph as scalar_taylor_graph
+from random_programs import ARITHMETIC, BINARY, UNARY, arithmetic, function
 
-UNARY = sorted(name for name, f in sad.FUNCTIONS.items() if f.arity == 1)
-BINARY = sorted(name for name, f in sad.FUNCTIONS.items() if f.arity == 2)
 SEEDS = range(20)
 ORDER = 4
 KINDS = ["add", "sub", "same", "mul", "div", "where", "matmul", "sum", "reversed", "constant"]
-
-
-def inside(a):
-    """Into (0.3, 0.9): every built-in's domain."""
-    return 0.6 + 0.3 * np.sin(a)
 
 
 def names_for(seed: int) -> list[str]:
@@ -53,21 +47,9 @@ def random_function(seed: int):
         for kind, name, i, j in plan:
             a, b = pool[i % len(pool)], pool[j % len(pool)]
             if kind == "fn":
-                fn = sad.FUNCTIONS[name]
-                first = 1 + inside(a) if name == "acosh" else inside(a)
-                pool.append(fn(first) if fn.arity == 1 else fn(first, inside(a if i % 3 == 0 else b)))  # f(a, a) too
-            elif kind == "add":
-                pool.append(a + b)
-            elif kind == "sub":
-                pool.append(a - b)
-            elif kind == "same":
-                pool.append(a - a + a * a)
-            elif kind == "mul":
-                pool.append(a * b)
-            elif kind == "div":
-                pool.append(a / (2.0 + np.sin(b)))
-            elif kind == "where":
-                pool.append(chosen(a, b))
+                pool.append(function(name, a, a if i % 3 == 0 else b))  # f(a, a) too
+            elif kind in ARITHMETIC:
+                pool.append(arithmetic(kind, a, b, chosen))
             elif kind == "matmul":
                 pool.append(M @ a)
             elif kind == "sum":

@@ -15,17 +15,11 @@ import subgraph_ad as sad
 from subgraph_ad.compile.array_code import ufunc_chain
 from subgraph_ad.compile.array_reuse import Reuse, float_valued
 from subgraph_ad.compile.arrays import ArrayCompiled
+from random_programs import ARITHMETIC, BINARY, UNARY, arithmetic, function
 
-UNARY = sorted(name for name, f in sad.FUNCTIONS.items() if f.arity == 1)
-BINARY = sorted(name for name, f in sad.FUNCTIONS.items() if f.arity == 2)
 SEEDS = range(24)
 KINDS = ["add", "sub", "same", "mul", "div", "where", "view", "reversed", "reshaped", "matmul", "mean", "rows",
          "squares"]
-
-
-def inside(a):
-    """Into (0.3, 0.9): every built-in's domain."""
-    return 0.6 + 0.3 * np.sin(a)
 
 
 def names_for(seed: int) -> list[str]:
@@ -48,21 +42,9 @@ def random_function(seed: int):
         for kind, name, i, j in plan:
             a, b = pool[i % len(pool)], pool[j % len(pool)]
             if kind == "fn":
-                fn = sad.FUNCTIONS[name]
-                args = [1 + inside(a) if name == "acosh" else inside(a), inside(b)][:fn.arity]
-                pool.append(fn(*args))
-            elif kind == "add":
-                pool.append(a + b)
-            elif kind == "sub":
-                pool.append(a - b)
-            elif kind == "same":
-                pool.append(a - a + a * a)
-            elif kind == "mul":
-                pool.append(a * b)
-            elif kind == "div":
-                pool.append(a / (2.0 + np.sin(b)))
-            elif kind == "where":
-                pool.append(np.where(a > b, np.cos(a), b * b))
+                pool.append(function(name, a, b))
+            elif kind in ARITHMETIC:
+                pool.append(arithmetic(kind, a, b))
             elif kind == "view":
                 pool.append(a.T.T * c + a)
             elif kind == "reversed":
