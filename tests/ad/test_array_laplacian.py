@@ -37,6 +37,15 @@ ACTIVATIONS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
     "asinh": (sad.asinh, jnp.arcsinh),
     "swish": (lambda h: h * sad.sigmoid(h), lambda h: h * jax.nn.sigmoid(h)),
     "square": (lambda h: h ** 2, lambda h: h ** 2),
+    "exp": (lambda h: sad.exp(h / 4), lambda h: jnp.exp(h / 4)),
+    "expm1": (lambda h: sad.expm1(h / 4), lambda h: jnp.expm1(h / 4)),
+    "sinh": (lambda h: sad.sinh(h / 2), lambda h: jnp.sinh(h / 2)),
+    "cosh": (lambda h: sad.cosh(h / 2), lambda h: jnp.cosh(h / 2)),
+    "erfc": (sad.erfc, jax.scipy.special.erfc),
+    "log1p": (lambda h: sad.log1p(h * h), lambda h: jnp.log1p(h * h)),
+    "sqrt": (lambda h: sad.sqrt(1 + h * h), lambda h: jnp.sqrt(1 + h * h)),
+    "tan": (lambda h: sad.tan(sad.tanh(h)), lambda h: jnp.tan(jnp.tanh(h))),
+    "logaddexp": (lambda h: sad.logaddexp(h, h * h), lambda h: jnp.logaddexp(h, h * h)),
 }
 
 
@@ -80,14 +89,14 @@ def _close(found: Any, expected: Any, tol: float) -> None:
 
 
 def _corpus() -> list[tuple[int, int, list[int], list[str]]]:
-    """Seeded random networks: d 1–6, depths 1–3, widths 1–16, every activation at least once."""
+    """Seeded random networks: d 1–6, depths 1–4, widths 1–64, every activation at least once."""
     rng = np.random.default_rng(36)
     names = list(ACTIVATIONS)
     cases = []
     for k in range(24):
         d = int(rng.integers(1, 7))
-        depth = int(rng.integers(1, 4))
-        widths = [int(rng.integers(1, 17)) for _ in range(depth)]
+        depth = int(rng.integers(1, 5))
+        widths = [int(rng.integers(1, 65 if j == 0 else 17)) for j in range(depth)]  # one layer up to 64 wide
         acts = [names[(k + j) % len(names)] for j in range(depth)]
         cases.append((k, d, widths, acts))
     return cases
