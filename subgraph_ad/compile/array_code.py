@@ -251,8 +251,8 @@ def ufunc_chain(fn: Any) -> tuple[np.ufunc, ...] | None:
     """The ufuncs a function is, in turn (its elementaries' NumPy functions), where its ``f`` is
     that chain; else None."""
     chain = steps(fn.spelling)
-    ufuncs = tuple(u for e in chain for u in e.numpy)  # an elementary may be a chain itself (sech² = 1/cosh², squared)
-    if type(fn).f is not Function.f or not chain or not all(isinstance(u, np.ufunc) for u in ufuncs):
+    ufuncs = tuple(u for e in chain for u in e.numpy if isinstance(u, np.ufunc))  # sech² = 1/cosh², squared: three
+    if type(fn).f is not Function.f or not chain or len(ufuncs) != sum(len(e.numpy) for e in chain):
         return None
     return ufuncs
 

@@ -35,7 +35,7 @@ class Fused:
 
 
 def _product(node: Any) -> bool:
-    return node.op == "mul" or (node.op == "map" and node.payload[1] == "mul")
+    return bool(node.op == "mul" or (node.op == "map" and node.payload[1] == "mul"))
 
 
 def fusions(tape: Tape, order: Sequence[int], outputs: Sequence[int], most_sum: int,

@@ -190,9 +190,9 @@ def _coefficient(p: _Jet, i: int, k: int) -> D:
     shape = shape_of(tape, i)
     parts = [p.get(a, k) for a in scalar.args]
     if scalar.op in ("add", "sub"):
-        a, b = parts
-        b = None if b is None else (-b if scalar.op == "sub" else b)
-        total = _add(a, b)
+        first, second = parts
+        second = None if second is None else (-second if scalar.op == "sub" else second)
+        total = _add(first, second)
         return None if total is None else _fit(total, shape)
     if scalar.op == "neg":
         return None if parts[0] is None else -parts[0]
@@ -200,13 +200,13 @@ def _coefficient(p: _Jet, i: int, k: int) -> D:
         found = _cauchy(p, scalar.args[0], scalar.args[1], k, "mul")
         return None if found is None else _fit(found, shape)
     if scalar.op == "div":
-        a, b = scalar.args
-        total = p.get(a, k)
+        top, bottom = scalar.args
+        total = p.get(top, k)
         for j in range(1, k + 1):
-            bj, q = p.get(b, j), p.get(i, k - j)
+            bj, q = p.get(bottom, j), p.get(i, k - j)
             if bj is not None and q is not None:
                 total = _add(total, -(bj * q))
-        return None if total is None else _fit(total / p.term(b), shape)
+        return None if total is None else _fit(total / p.term(bottom), shape)
     if i in p.through:
         found = p.get(p.through[i], k)
         return None if found is None else _fit(found, shape)
