@@ -139,7 +139,7 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
             names[f"_C{i}"] = fused[i].constant
             expression = f"_rs(({ref[fused[i].reads[0]]} @ _C{i}), 1, {fused[i].shape!r})"
             work = max(work, fused[i].constant.size)
-        elif node.op == "sum" and flavour != "jax" and math.prod(shapes[0][k] for k in node.payload[1]) <= SMALL_SUM:
+        elif node.op == "sum" and flavour != "jax" and node.payload[1] and math.prod(shapes[0][k] for k in node.payload[1]) <= SMALL_SUM:
             factors = fused[i].reads if i in fused else node.args
             expression = _summed(len(shapes[0]), node.payload[1], [ref[a] for a in factors])
         else:

@@ -58,7 +58,8 @@ def fusions(tape: Tape, order: Sequence[int], outputs: Sequence[int], most_sum: 
         shape = shape_of(tape, m)
         factors = nodes[m].args
         if node.op == "sum":
-            if math.prod(shape[k] for k in node.payload[1]) <= most_sum and all(shape_of(tape, a) == shape for a in factors):
+            axes = node.payload[1]  # (a sum over no axis is its operand: nothing to fuse)
+            if axes and math.prod(shape[k] for k in axes) <= most_sum and all(shape_of(tape, a) == shape for a in factors):
                 found[i] = Fused(m, factors)
             continue
         scaled = _scaled(tape, factors, node.args[1], most_constant)
