@@ -100,9 +100,10 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
     nodes = tape.nodes
     work = 0
     order = dependencies(tape, [t.index for t in outputs])
-    fused = fusions(tape, order, [t.index for t in outputs], SMALL_SUM if flavour != "jax" else 0, SMALL_CONSTANT)
+    fused = fusions(tape, order, [t.index for t in outputs], SMALL_SUM if flavour != "jax" else 0, SMALL_CONSTANT,
+                    placed=flavour == "point")
     reuse = Reuse(tape, order, [t.index for t in outputs], ufunc_chain, fused) if flavour != "jax" else None
-    absorbed = {f.absorbed for f in fused.values()}
+    absorbed = {a for f in fused.values() for a in f.absorbed}
     temps: set[int] = set()
     for i in order:
         node = nodes[i]
@@ -135,7 +136,14 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
             work = max(work, math.prod(node.payload[0]) * shapes[0][-1])
         found = reuse.target(i, temps, batched, flavour) if reuse is not None else None
         out = None if found is None else (node.args.index(found[0]), found[1])
-        if node.op == "matmul" and i in fused:  # (v ⊙ T) @ W as v @ C
+        if i in fused and fused[i].places:  # zeros, each summand added in (at its place)
+            lines.append(f"    t{i} = _np.zeros({shape_of(tape, i)!r})")
+            for value, at in fused[i].places:
+                names[f"_ix{at}"] = (Ellipsis,) + as_index(nodes[at].payload[1], len(shape_of(tape, at)))
+                lines.append(f"    t{i}[_ix{at}] += {ref[value]}")
+            rest = [ref[a] for a in fused[i].reads[len(fused[i].places):]]
+            expression = f"_np.add(t{i}, {' + '.join(rest)}, out=t{i})" if rest else None
+        elif node.op == "matmul" and i in fused:  # (v ⊙ T) @ W as v @ C
             names[f"_C{i}"] = fused[i].constant
             expression = f"_rs(({ref[fused[i].reads[0]]} @ _C{i}), 1, {fused[i].shape!r})"
             work = max(work, fused[i].constant.size)
@@ -144,7 +152,8 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
             expression = _summed(len(shapes[0]), node.payload[1], [ref[a] for a in factors])
         else:
             expression = _expression(node, i, operands, shapes, [batched[a] for a in node.args], names, xp, flavour, out)
-        lines.append(f"    t{i} = {expression}")
+        if expression is not None:
+            lines.append(f"    t{i} = {expression}")
         ref[i] = f"t{i}"
         temps.add(i)
         if reuse is not None and (dead := reuse.dead(i, temps)):  # dropped after their last reader

@@ -8,7 +8,10 @@ made. Each rewrite is exact algebra on values that no other node (nor an output)
   C[j, (i, k)] = T[i, j]·W[j, k] — one GEMM over the batch instead of a (batch, r, p) product and
   a GEMM over it. It is the first layer of every Jacobian block (a network's Laplacian, its
   Hessian), where J = σ′(W₁x + b₁) ⊙ W₁ᵀ meets W₂ᵀ. C is made when it has at most
-  ``most_constant`` entries.
+  ``most_constant`` entries;
+- **a sum of values each placed into zeros** (code for one point): one array of zeros and each
+  value added in at its place — a gradient assembled from the adjoints of an array's elements
+  (32 weights read one by one: 32 placed arrays and 31 sums) is one array and 32 additions.
 """
 
 from __future__ import annotations
@@ -25,13 +28,16 @@ from ..core.arrays import shape_of
 
 @dataclass(frozen=True)
 class Fused:
-    """Node ``absorbed`` is written inside the fused node, whose code reads ``reads``; a scaled
-    product keeps its constant C and its result's shape in ``constant`` and ``shape``."""
+    """The nodes ``absorbed`` are written inside the fused node, whose code reads ``reads``; a
+    scaled product keeps its constant C and its result's shape in ``constant`` and ``shape``; a
+    sum of placed values keeps (value, place node) pairs in ``places`` (and the summands that are
+    not placed values among ``reads`` after theirs)."""
 
-    absorbed: int
+    absorbed: tuple[int, ...]
     reads: tuple[int, ...]
     constant: Any = None
     shape: tuple[int, ...] = ()
+    places: tuple[tuple[int, int], ...] = ()
 
 
 def _product(node: Any) -> bool:
@@ -39,8 +45,9 @@ def _product(node: Any) -> bool:
 
 
 def fusions(tape: Tape, order: Sequence[int], outputs: Sequence[int], most_sum: int,
-            most_constant: int) -> dict[int, Fused]:
-    """The fused nodes of a program (``order``: its nodes as written) and what each absorbs."""
+            most_constant: int, placed: bool = False) -> dict[int, Fused]:
+    """The fused nodes of a program (``order``: its nodes as written) and what each absorbs;
+    sums of placed values where ``placed`` (code for one point)."""
     nodes = tape.nodes
     readers: dict[int, int] = {}
     for i in order:
@@ -48,9 +55,16 @@ def fusions(tape: Tape, order: Sequence[int], outputs: Sequence[int], most_sum: 
             readers[a] = readers.get(a, 0) + 1
     kept = set(outputs)
     found: dict[int, Fused] = {}
+    taken: set[int] = set()
+    for i in reversed(order):  # from the outermost sum in: an inner one is part of it
+        if placed and i not in taken and _sum_node(nodes[i]):
+            fused = _placed_sum(tape, i, readers, kept)
+            if fused is not None:
+                found[i] = fused
+                taken.update(fused.absorbed)
     for i in order:
         node = nodes[i]
-        if node.op not in ("sum", "matmul"):
+        if node.op not in ("sum", "matmul") or i in taken or i in found:
             continue
         m = node.args[0]
         if readers.get(m) != 1 or m in kept or not _product(nodes[m]):
@@ -60,13 +74,45 @@ def fusions(tape: Tape, order: Sequence[int], outputs: Sequence[int], most_sum: 
         if node.op == "sum":
             axes = node.payload[1]  # (a sum over no axis is its operand: nothing to fuse)
             if axes and math.prod(shape[k] for k in axes) <= most_sum and all(shape_of(tape, a) == shape for a in factors):
-                found[i] = Fused(m, factors)
+                found[i] = Fused((m,), factors)
             continue
         scaled = _scaled(tape, factors, node.args[1], most_constant)
         if scaled is not None:
             v, constant = scaled
-            found[i] = Fused(m, (v,), constant, shape_of(tape, i))
+            found[i] = Fused((m,), (v,), constant, shape_of(tape, i))
     return found
+
+
+def _sum_node(node: Any) -> bool:
+    return bool(node.op == "add" or (node.op == "map" and node.payload[1] == "add"))
+
+
+def _placed_sum(tape: Tape, root: int, readers: dict[int, int], kept: set[int]) -> Fused | None:
+    """The sum at ``root`` as zeros and its summands added in, where at least two summands are
+    placed values: the sums and places under it that only it reads, of its shape."""
+    nodes, shape = tape.nodes, shape_of(tape, root)
+    if not shape:
+        return None
+    absorbed: list[int] = []
+    places: list[tuple[int, int]] = []
+    others: list[int] = []
+    todo = [root]
+    while todo:
+        for a in nodes[todo.pop()].args:
+            inner = readers.get(a) == 1 and a not in kept and shape_of(tape, a) == shape
+            if inner and _sum_node(nodes[a]):
+                absorbed.append(a)
+                todo.append(a)
+            elif inner and nodes[a].op == "place":
+                absorbed.append(a)
+                places.append((nodes[a].args[0], a))
+            elif shape_of(tape, a) == shape:
+                others.append(a)
+            else:
+                return None  # a summand broadcast to the sum's shape: left to the plain sum
+    if len(places) < 2:
+        return None
+    return Fused(tuple(absorbed), tuple(v for v, _ in places) + tuple(others), places=tuple(places))
 
 
 def _scaled(tape: Tape, factors: Sequence[int], w: int, most: int) -> tuple[int, np.ndarray] | None:

@@ -74,7 +74,7 @@ class Reuse:
         self.tape = tape
         nodes = tape.nodes
         fused = fused or {}
-        absorbed = {f.absorbed for f in fused.values()}
+        absorbed = {a for f in fused.values() for a in f.absorbed}
         # what each node's code reads: a fused node what it reads instead, one it absorbs nothing
         self.reads = {i: () if i in absorbed else fused[i].reads if i in fused else nodes[i].args for i in order}
         self.position = {i: k for k, i in enumerate(order)}
