@@ -122,19 +122,50 @@ Build = Callable[[Tape, list[Term], Term], tuple[list[Term], list[Term], Shape]]
 
 
 class _Batched:
-    """The stochastic operator of a traced function u(x), x of shape (d,): built and compiled once per d by
-    ``build(tape, xs, u)`` -> (the program's inputs, its Terms, how to shape their values), then
-    evaluated on the points' columns (and, ``stochastic`` = (samples, seed), on the probes)."""
+    """Hutchinson's estimate of Δu for a traced function u(x), x of shape (d,), ``stochastic`` =
+    (samples, seed): by the order-2 jet over array nodes, one program of x and the probe v run on
+    every point and probe at once (a GEMM per layer); where u holds an op that jet has no rule
+    for, and on Dask, by the scalar program ``build(tape, xs, u)`` makes on the points' columns.
+    Each is compiled once per d."""
 
     def __init__(self, f: Callable[..., Any], what: str, build: Build, backend: str | None,
-                 stochastic: tuple[int, int] | None = None) -> None:
+                 stochastic: tuple[int, int]) -> None:
         check_callable(f, what)
         self.f, self.what, self.build, self.stochastic = f, what, build, stochastic
         self.cache: Programs[Shape] = Programs(f, what, self._program, backend)  # one per d
+        # the estimate by the jet over array nodes; None once u holds an op it has no rule for
+        self.jets: Programs[None] | None = Programs(f, what, self._jet, backend, arrays=True)
         functools.update_wrapper(self, f)
 
     def _program(self, trace: Traced) -> tuple[list[Term], list[Term], Shape]:
         return self.build(trace.tape, trace.vars_of(0), trace.scalar_output(self.what))
+
+    @staticmethod
+    def _jet(trace: Traced) -> tuple[list[Term], Term, None]:
+        """∂²u[v, v] = 2·y₂ of the order-2 jet over array nodes, x and the probe v array vars:
+        a program run on (points, 1, d) and (1, probes, d) at once, a GEMM per layer."""
+        (x,) = trace.vars_of(0)
+        v = trace.tape.array(f"{x.name}_probe", np.zeros(x.shape))
+        (_, second) = array_jet(trace.scalar_output("laplacian"), x, v, 2)
+        return [x, v], trace.tape.zero if second is None else 2.0 * second, None
+
+    def _estimate_by_jets(self, flat: np.ndarray, probes: np.ndarray) -> np.ndarray | None:
+        """The mean of ∂²u[v, v] over the probes at every point by the array jet, in blocks of
+        points; None where the jet has no rule for what u holds (the scalar program then)."""
+        if self.jets is None:
+            return None
+        d = flat.shape[1]
+        try:
+            compiled, _ = self.jets.get(d) or self.jets.make(d, [(d,)])
+        except Unsupported:
+            self.jets = None
+            return None
+        rows = probes.T[None, :, :]
+        step = max(1, STOCHASTIC_BLOCK // probes.shape[1])
+        out = np.empty(flat.shape[0])
+        for start in range(0, flat.shape[0], step):
+            out[start:start + step] = np.mean(call(compiled, [flat[start:start + step, None, :], rows]), axis=1)
+        return out
 
     def __call__(self, points: Any) -> Any:
         if outer_tape(list(terms_in(points)), self.what) is not None:
@@ -145,22 +176,19 @@ class _Batched:
             raise ValueError(f"{self.what}: points must be an array of shape (d,) for one point or (n, d) for a "
                              f"batch, got a number {points!r}")
         d = np.shape(points)[-1]
-        compiled, shape = self.cache.get(d) or self.cache.make(d, [(d,)])
-        if lazy(points) and self.stochastic:  # Dask: a task per chunk of points, the probes shipped in its plan
-            samples, seed = self.stochastic
-            probes = functools.partial(_Probes, probes=_probes(d, samples, seed))
-            return per_point(compiled, points.astype(float).reshape(-1, d), probes, samples).reshape(points.shape[:-1])
+        samples, seed = self.stochastic
+        if lazy(points):  # Dask: a task per chunk of points, the probes shipped in its plan
+            compiled, _ = self.cache.get(d) or self.cache.make(d, [(d,)])
+            plan = functools.partial(_Probes, probes=_probes(d, samples, seed))
+            return per_point(compiled, points.astype(float).reshape(-1, d), plan, samples).reshape(points.shape[:-1])
         array = np.asarray(points, dtype=float)
         flat = array.reshape(-1, d)
-        columns = [np.ascontiguousarray(flat[:, k]) for k in range(d)]
-        if self.stochastic:
-            samples, seed = self.stochastic
-            values = _estimate(compiled, columns, _probes(d, samples, seed))[None, :]
-        else:
-            found = call(compiled, columns)
-            values = np.array([np.broadcast_to(v, flat.shape[:1]) for v in (found if isinstance(found, tuple) else (found,))])
-        out = shape(values)  # (points, *operator shape)
-        out = out.reshape(array.shape[:-1] + out.shape[1:])
+        drawn = _probes(d, samples, seed)
+        found = self._estimate_by_jets(flat, drawn)
+        if found is None:  # the scalar program of x and v, on the points' columns
+            compiled, _ = self.cache.get(d) or self.cache.make(d, [(d,)])
+            found = _estimate(compiled, [np.ascontiguousarray(flat[:, k]) for k in range(d)], drawn)
+        out = found.reshape(array.shape[:-1])
         return float(out) if out.ndim == 0 else out
 
     def __repr__(self) -> str:

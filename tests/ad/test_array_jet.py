@@ -134,3 +134,29 @@ def test_a_jet_through_a_wide_layer_is_a_few_array_nodes():
         return len(tape.nodes) - before
 
     assert size(200) == size(2) < 400
+
+
+def test_hutchinsons_estimate_of_a_network_runs_the_array_jet_and_equals_jax_on_its_probes():
+    """``laplacian(fn, samples=S)`` of an array-written network: the mean of vᵀ∇²u v over the
+    seed's probes, by the order-2 jet over array nodes — equal to JAX's Hessian contracted with
+    the same probes, and to the scalar program's estimate."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    from subgraph_ad.operators import _probes
+
+    rng = np.random.default_rng(8)
+    d, w = 5, 7
+    W1, b1, w2 = rng.normal(size=(w, d)) / 2, rng.normal(size=w), rng.normal(size=w)
+    points = rng.uniform(-1, 1, (9, d))
+    estimate = sad.laplacian(lambda x: w2 @ np.tanh(W1 @ x + b1), samples=6, seed=3)
+    found = estimate(points)
+    assert estimate.jets is not None and len(estimate.jets) == 1 and len(estimate.cache) == 0  # the jet, no scalar program
+    probes = _probes(d, 6, 3)
+    hessians = np.asarray(jax.vmap(jax.hessian(lambda x: jnp.asarray(w2) @ jnp.tanh(jnp.asarray(W1) @ x + b1)))(points))
+    expected = np.einsum("ks,nkl,ls->n", probes, hessians, probes) / 6
+    np.testing.assert_allclose(found, expected, rtol=1e-12, atol=1e-12)
+    scalar = sad.laplacian(lambda x: w2 @ np.tanh(W1 @ x + b1), samples=6, seed=3)
+    scalar.jets = None  # as for a function the jet has no rule for
+    np.testing.assert_allclose(scalar(points), found, rtol=1e-12, atol=1e-12)
+    assert found.shape == (9,) and isinstance(estimate(points[0]), float)
