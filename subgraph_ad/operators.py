@@ -40,159 +40,19 @@ from .ad.taylor import taylor_graph as ad_taylor_graph
 from .ad.operators.array_jet import jet as array_jet
 from .ad.operators.array_laplacian import Unsupported, dense, hessian_block, jacobian_block, scalar_twin
 from .core import Tape, Term
-from .interop.dask_arrays import lazy, per_point  # Dask
+from .estimate import Estimate, at_values, check_samples
+from .interop.dask_arrays import lazy  # Dask
 from .interop.numpy_dispatch import TermArray
 from .pytrees import real_leaf
 from .trace import Traced, vmap
-from .trace.compiled import Programs, call, program
-from .trace.nesting import outer_tape, terms_in
-from .trace.tracer import check_callable, positions
+from .trace.tracer import positions
 from .trace.results import shaped
 from .trace.transform import Transformed
-
-#: Probe evaluations per compiled call of the stochastic Laplacian: x and v are broadcast to
-#: (points, probes) blocks of about this many entries, so memory stays bounded.
-STOCHASTIC_BLOCK = 1 << 18
-
-
-def _probe_vars(tape: Tape, d: int) -> list[Term]:
-    """d fresh vars for the probe v, named apart from any var of the tape."""
-    names = []
-    for k in range(d):
-        name = f"probe_{k}"
-        while tape.find_var(name) is not None:
-            name += "_"
-        names.append(name)
-    return [tape.var(name) for name in names]
-
-
-def _second_directional(u: Term, xs: list[Term], vs: list[Term]) -> Term:
-    """∂²u[v, v] = d²/dt² u(x + t·v), the probe v as vars: one directional Taylor sweep."""
-    return ops.directional_taylor(u, dict(zip(xs, vs)), 2)[1]
-
-
-def _check_samples(samples: Any, seed: Any) -> tuple[int, int]:
-    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
-        raise ValueError(f"laplacian: samples must be an int >= 1 (the number of random probes), got {samples!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"laplacian: seed must be an int, got {type(seed).__name__} {seed!r}")
-    return int(samples), int(seed)
-
-
-def _probes(d: int, samples: int, seed: int) -> np.ndarray:
-    """Rademacher probes, one column each: entries ±1 from NumPy's generator seeded with ``seed``."""
-    return np.random.default_rng(seed).choice([-1.0, 1.0], size=(d, samples))
-
-
-def _estimate(compiled: Callable[..., Any], columns: list[np.ndarray], probes: np.ndarray) -> np.ndarray:
-    """The mean of the compiled ∂²u[v, v] over the probes at every point: one compiled call per
-    block of points (x as (points, 1), v as (1, probes), broadcast inside the program)."""
-    n, samples = columns[0].shape[0], probes.shape[1]
-    step = max(1, STOCHASTIC_BLOCK // samples)
-    out = np.empty(n)
-    rows = [p[None, :] for p in probes]
-    for start in range(0, n, step):
-        part = [c[start:start + step, None] for c in columns]
-        found = call(compiled, part + rows)
-        found = found[0] if isinstance(found, tuple) else found
-        out[start:start + step] = np.mean(np.broadcast_to(found, (len(part[0]), samples)), axis=1)
-    return out
-
-
-class _Probes:
-    """The plan of the stochastic Laplacian on a chunk of Dask points (``cluster.Plan``): the
-    estimate at each row from the probes drawn once, on the client, from the seed, so that every
-    chunk, and the NumPy path, averages the same probes."""
-
-    def __init__(self, program: str, probes: np.ndarray) -> None:
-        self.program, self.probes = program, probes
-
-    def pattern(self) -> tuple[bool, ...]:
-        return (False,) * (2 * len(self.probes))  # the columns of x, then the rows of v
-
-    def evaluate(self, compiled: Callable[..., Any], blocks: Any) -> np.ndarray:
-        (points,) = blocks
-        return _estimate(compiled, [np.ascontiguousarray(points[:, k]) for k in range(points.shape[1])], self.probes)
-
 
 #: How an operator's values are shaped: (outputs, points) -> (points, *operator shape).
 Shape = Callable[[np.ndarray], np.ndarray]
 #: How a batched operator is built on a trace: (tape, xs, u) -> (inputs, Terms, shape of values).
 Build = Callable[[Tape, list[Term], Term], tuple[list[Term], list[Term], Shape]]
-
-
-class _Batched:
-    """Hutchinson's estimate of Δu for a traced function u(x), x of shape (d,), ``stochastic`` =
-    (samples, seed): by the order-2 jet over array nodes, one program of x and the probe v run on
-    every point and probe at once (a GEMM per layer); where u holds an op that jet has no rule
-    for, and on Dask, by the scalar program ``build(tape, xs, u)`` makes on the points' columns.
-    Each is compiled once per d."""
-
-    def __init__(self, f: Callable[..., Any], what: str, build: Build, backend: str | None,
-                 stochastic: tuple[int, int]) -> None:
-        check_callable(f, what)
-        self.f, self.what, self.build, self.stochastic = f, what, build, stochastic
-        self.cache: Programs[Shape] = Programs(f, what, self._program, backend)  # one per d
-        # the estimate by the jet over array nodes; None once u holds an op it has no rule for
-        self.jets: Programs[None] | None = Programs(f, what, self._jet, backend, arrays=True)
-        functools.update_wrapper(self, f)
-
-    def _program(self, trace: Traced) -> tuple[list[Term], list[Term], Shape]:
-        return self.build(trace.tape, trace.vars_of(0), trace.scalar_output(self.what))
-
-    @staticmethod
-    def _jet(trace: Traced) -> tuple[list[Term], Term, None]:
-        """∂²u[v, v] = 2·y₂ of the order-2 jet over array nodes, x and the probe v array vars:
-        a program run on (points, 1, d) and (1, probes, d) at once, a GEMM per layer."""
-        (x,) = trace.vars_of(0)
-        v = trace.tape.array(f"{x.name}_probe", np.zeros(x.shape))
-        (_, second) = array_jet(trace.scalar_output("laplacian"), x, v, 2)
-        return [x, v], trace.tape.zero if second is None else 2.0 * second, None
-
-    def _estimate_by_jets(self, flat: np.ndarray, probes: np.ndarray) -> np.ndarray | None:
-        """The mean of ∂²u[v, v] over the probes at every point by the array jet, in blocks of
-        points; None where the jet has no rule for what u holds (the scalar program then)."""
-        if self.jets is None:
-            return None
-        d = flat.shape[1]
-        try:
-            compiled, _ = self.jets.get(d) or self.jets.make(d, [(d,)])
-        except Unsupported:
-            self.jets = None
-            return None
-        rows = probes.T[None, :, :]
-        step = max(1, STOCHASTIC_BLOCK // probes.shape[1])
-        out = np.empty(flat.shape[0])
-        for start in range(0, flat.shape[0], step):
-            out[start:start + step] = np.mean(call(compiled, [flat[start:start + step, None, :], rows]), axis=1)
-        return out
-
-    def __call__(self, points: Any) -> Any:
-        if outer_tape(list(terms_in(points)), self.what) is not None:
-            raise TypeError(f"{self.what}(fn, samples=...) cannot nest inside another transform: its estimate draws "
-                            "random probes and averages numbers; inside a trace use the exact operator (samples=None)")
-        real_leaf(self.what)(points, "the points")
-        if not np.shape(points):
-            raise ValueError(f"{self.what}: points must be an array of shape (d,) for one point or (n, d) for a "
-                             f"batch, got a number {points!r}")
-        d = np.shape(points)[-1]
-        samples, seed = self.stochastic
-        if lazy(points):  # Dask: a task per chunk of points, the probes shipped in its plan
-            compiled, _ = self.cache.get(d) or self.cache.make(d, [(d,)])
-            plan = functools.partial(_Probes, probes=_probes(d, samples, seed))
-            return per_point(compiled, points.astype(float).reshape(-1, d), plan, samples).reshape(points.shape[:-1])
-        array = np.asarray(points, dtype=float)
-        flat = array.reshape(-1, d)
-        drawn = _probes(d, samples, seed)
-        found = self._estimate_by_jets(flat, drawn)
-        if found is None:  # the scalar program of x and v, on the points' columns
-            compiled, _ = self.cache.get(d) or self.cache.make(d, [(d,)])
-            found = _estimate(compiled, [np.ascontiguousarray(flat[:, k]) for k in range(d)], drawn)
-        out = found.reshape(array.shape[:-1])
-        return float(out) if out.ndim == 0 else out
-
-    def __repr__(self) -> str:
-        return f"<{self.what} of {getattr(self.f, '__name__', self.f)!r}>"
 
 
 class _Operator(Transformed):
@@ -289,13 +149,7 @@ def laplacian(u: Any, xs: Any = None, weights: Any = None, *, samples: int | Non
             if weights is not None:
                 raise ValueError("laplacian: samples= estimates the plain Laplacian; with weights, build it exactly "
                                  "(samples=None)")
-            stochastic = _check_samples(samples, seed)
-
-            def build_estimate(tape: Tape, xs_: list[Term], out: Term) -> Any:
-                vs = _probe_vars(tape, len(xs_))
-                return xs_ + vs, [_second_directional(out, xs_, vs)], _scalar_values
-
-            return _Batched(u, "laplacian", build_estimate, backend, stochastic)
+            return Estimate(u, backend, *check_samples(samples, seed))
 
         def build(tape: Tape, xs_: list[Term], out: Term) -> Any:
             return xs_, [ops.laplacian(out, xs_, weights)], _scalar_values
@@ -308,14 +162,7 @@ def laplacian(u: Any, xs: Any = None, weights: Any = None, *, samples: int | Non
     if weights is not None:
         raise ValueError("laplacian: samples= estimates the plain Laplacian; with weights, build it exactly "
                          "(samples=None)")
-    count, seeded = _check_samples(samples, seed)
-    vars_ = ops.check_vars(u, xs, "laplacian")
-    tape = u.tape
-    with tape.trial():
-        vs = _probe_vars(tape, len(vars_))
-        compiled = program(vars_ + vs, _second_directional(u, vars_, vs), backend)
-        at = [np.array([float(tape.value_of(x))]) for x in vars_]
-    return float(_estimate(compiled, at, _probes(len(vars_), count, seeded))[0])
+    return at_values(u, ops.check_vars(u, xs, "laplacian"), *check_samples(samples, seed), backend)
 
 
 def biharmonic(u: Any, xs: Any = None, *, method: str = "auto", argnums: int = 0, backend: str | None = None) -> Any:

@@ -11,7 +11,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "subgraph_ad"
 RANK = {"core": 0, "tables": 0, "progress": 0, "budget": 0, "functions": 1, "ad": 2, "numeric": 2, "compile": 2, "interop": 3, "viz": 3, "pytrees": 3, "trace": 3, "checkpoint": 3,
-        "methods": 4, "operators": 4, "ode": 4, "testing": 5, "benchmark_functions": 5, "cli": 5, "__init__": 5, "__main__": 5}
+        "methods": 4, "estimate": 4, "operators": 4, "ode": 4, "testing": 5, "benchmark_functions": 5, "cli": 5, "__init__": 5, "__main__": 5}
 
 
 def _layer(parts: tuple[str, ...]) -> str:

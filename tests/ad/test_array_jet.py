@@ -143,7 +143,7 @@ def test_hutchinsons_estimate_of_a_network_runs_the_array_jet_and_equals_jax_on_
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
     jnp = jax.numpy
-    from subgraph_ad.operators import _probes
+    from subgraph_ad.estimate import probes as _probes
 
     rng = np.random.default_rng(8)
     d, w = 5, 7
