@@ -126,6 +126,8 @@ def real_leaf(what: str) -> Callable[[Any, str], tuple[Any, tuple[int, ...]]]:
     imaginary part with only a ComplexWarning: a real answer to a question not asked)."""
 
     def check(value: Any, path: str) -> tuple[Any, tuple[int, ...]]:
+        if type(value) is np.ndarray and value.dtype.kind in "biuf":  # the common leaf, checked at once
+            return value, value.shape
         dtype = getattr(value, "dtype", None)  # read, not converted: a Dask array stays lazy
         try:
             kind = np.dtype(dtype).kind if dtype is not None else np.asarray(value).dtype.kind

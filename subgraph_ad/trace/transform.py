@@ -38,6 +38,8 @@ def traced_leaf(what: str) -> Callable[[Any, str], tuple[Any, tuple[int, ...]]]:
     check = real_leaf(what)
 
     def leaf(value: Any, path: str) -> tuple[Any, tuple[int, ...]]:
+        if type(value) is np.ndarray and value.dtype.kind in "biuf":  # the common leaf, checked at once
+            return value, value.shape
         if isinstance(value, Term):
             return value, value.shape
         if isinstance(value, np.ndarray) and value.dtype == object and next(terms_in(value), None) is not None:
