@@ -130,9 +130,10 @@ class ArrayCompiled:
 
     def __call__(self, *args: Any) -> Any:
         arrays, batch = self.batch(args)
-        rows = max(1, CHUNK_BYTES // (8 * self.widest))
+        row = 8 * self.widest * math.prod(batch[1:])  # bytes of the largest value per index of the first batch axis
+        rows = max(1, CHUNK_BYTES // row)
         cores = threads.cpu_count() if self.parallel else 1
-        if batch and cores > 1 and batch[0] * self.widest * 8 >= CHUNK_BYTES // 2:
+        if batch and cores > 1 and batch[0] * row >= CHUNK_BYTES // 2:
             rows = min(rows, -(-batch[0] // cores))  # work enough for every core: a chunk each at least
         if batch and batch[0] > rows:
             chunks = -(-batch[0] // rows)
