@@ -35,6 +35,13 @@ def _term(t: Term, index: int) -> Term:
     return Term(t.tape, index)
 
 
+def plus(a: Optional[Term], b: Optional[Term]) -> Optional[Term]:
+    """a + b where either may be a structural zero (None)."""
+    if a is None:
+        return b
+    return a if b is None else a + b
+
+
 def fit(part: Term, shape: Shape) -> Term:
     """``part`` given exactly ``shape``: summed over the axes it has beyond it or where the shape
     has 1 (the adjoint of broadcasting), then broadcast to it (a derivative smaller than its

@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..core import OPS, Tape
-from ..core.arrays import shape_of
+from ..core.arrays import scalar_form, shape_of
 from .array_fusion import Fused
 
 #: Ops whose value is a new array that nothing else refers to.
@@ -57,11 +57,8 @@ def into(target: Any, *others: Any) -> np.ndarray | None:
 
 def function_of(node: Any) -> Any:
     """The function a node applies (a function node, or an elementwise one of a function), else None."""
-    if node.op == "fn":
-        return node.payload
-    if node.op == "map" and not isinstance(node.payload[1], str):
-        return node.payload[1]
-    return None
+    scalar = scalar_form(node)
+    return scalar.payload if scalar.op == "fn" else None
 
 
 class Reuse:

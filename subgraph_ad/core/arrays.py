@@ -273,6 +273,15 @@ def _transpose_value(node: Node, values: list[Any], shapes: list[Shape]) -> Any:
 
 
 # -- expansion into scalar nodes ------------------------------------------------------------------
+def scalar_form(node: Node) -> Node:
+    """An elementwise array node (``map``) as its op or function on scalar operands; any other
+    node as it is: what the local derivatives and the passes over array nodes read."""
+    if node.op != "map":
+        return node
+    p = node.payload[1]
+    return Node(p, node.args, None) if isinstance(p, str) else Node("fn", node.args, p)
+
+
 def _map_expand(tape: Tape, node: Node, parts: list[Any]) -> Any:
     p = node.payload[1]
     if isinstance(p, str):
@@ -333,4 +342,4 @@ def _stacked(parts: list[Any]) -> Any:
 
 
 __all__ = ["ARRAY_OPS", "ArrayOp", "Shape", "ShapeError", "Table", "aligned", "as_index", "axes_of",
-           "batch_of", "broadcast", "has_arrays", "index_key", "is_array", "matmul_shape", "shape_of"]
+           "batch_of", "broadcast", "has_arrays", "index_key", "is_array", "matmul_shape", "scalar_form", "shape_of"]

@@ -33,8 +33,9 @@ import numpy as np
 
 from ...core import Tape, Term, dependencies
 from ...core import array_build as build
-from ...core.arrays import shape_of
+from ...core.arrays import scalar_form, shape_of
 from ...core.ops import OPS, Node
+from ..arrays import fit, plus
 from .array_laplacian import Unsupported
 from .local import Local
 
@@ -102,56 +103,32 @@ class _Jet:
                 found.append(i)
         return found
 
-    @staticmethod
-    def _scalar(node: Node) -> Node:
-        """An elementwise node as its op on scalar operands."""
-        if node.op == "map":
-            f = node.payload[1]
-            return Node(f, node.args, None) if isinstance(f, str) else Node("fn", node.args, f)
-        return node
-
     def _function(self, node: Node) -> bool:
-        scalar = self._scalar(node)
+        scalar = scalar_form(node)
         return scalar.op in ("fn", "pow") and not (scalar.op == "fn" and scalar.payload.constant)
 
     def _through(self, node: Node) -> D:
         """Q(g(u)) for a function of one operand declared to run through g (sech² = 1 − tanh²,
         σ′ = σ − σ²), g(u) interned with the node that is there already; else None."""
-        scalar = self._scalar(node)
+        scalar = scalar_form(node)
         fn = scalar.payload if scalar.op == "fn" else None
         declared = None if fn is None or fn.arity != 1 else fn.through
         if declared is None:
             return None
         g, q = declared
         (u,) = scalar.args
-        return _fit(q(g(self.term(u))), shape_of(self.tape, u))
+        return fit(q(g(self.term(u))), shape_of(self.tape, u))
 
     def _partials(self, i: int, node: Node) -> list[tuple[int, D]]:
         """(operand, ∂f/∂operand) for each distinct moving operand of function node i."""
-        scalar = self._scalar(node)
-        key = Local.key(self.tape, scalar)
-        local = self.locals.get(key)
-        if local is None:
-            local = self.locals[key] = Local(self.tape, scalar)
-        operands = Local.operands(self.tape, scalar)
+        scalar = scalar_form(node)
         shape = shape_of(self.tape, i)
         out = []
-        for k, a in enumerate(operands):
+        for k, a in enumerate(Local.operands(self.tape, scalar)):
             if a in self.coef:
-                g = local.copy(local.derivative((k,)), self.tape, scalar, i)
-                out.append((a, None if g is None else _fit(g, shape)))
+                g = Local.partial(self.locals, self.tape, scalar, (k,), i)
+                out.append((a, None if g is None else fit(g, shape)))
         return out
-
-
-def _fit(t: Term, shape: tuple[int, ...]) -> Term:
-    """t broadcast to ``shape`` where it has fewer elements (a partial that is a constant)."""
-    return t if t.shape == shape else Term(t.tape, build.broadcast_to(t.tape, t.index, shape))
-
-
-def _add(a: D, b: D) -> D:
-    if a is None:
-        return b
-    return a if b is None else a + b
 
 
 def _cauchy(p: _Jet, a: int, b: int, k: int, times: str) -> D:
@@ -161,7 +138,7 @@ def _cauchy(p: _Jet, a: int, b: int, k: int, times: str) -> D:
         x, y = p.get(a, j), p.get(b, k - j)
         if x is None or y is None:
             continue
-        total = _add(total, x * y if times == "mul" else x @ y)
+        total = plus(total, x * y if times == "mul" else x @ y)
     return total
 
 
@@ -186,30 +163,30 @@ def _coefficient(p: _Jet, i: int, k: int) -> D:
         return _cauchy(p, node.args[0], node.args[1], k, "matmul")
     if node.op not in OPS and node.op != "map":
         raise Unsupported(f"no array jet rule for op {node.op!r}")
-    scalar = _Jet._scalar(node)
+    scalar = scalar_form(node)
     shape = shape_of(tape, i)
     parts = [p.get(a, k) for a in scalar.args]
     if scalar.op in ("add", "sub"):
         first, second = parts
         second = None if second is None else (-second if scalar.op == "sub" else second)
-        total = _add(first, second)
-        return None if total is None else _fit(total, shape)
+        total = plus(first, second)
+        return None if total is None else fit(total, shape)
     if scalar.op == "neg":
         return None if parts[0] is None else -parts[0]
     if scalar.op == "mul":
         found = _cauchy(p, scalar.args[0], scalar.args[1], k, "mul")
-        return None if found is None else _fit(found, shape)
+        return None if found is None else fit(found, shape)
     if scalar.op == "div":
         top, bottom = scalar.args
         total = p.get(top, k)
         for j in range(1, k + 1):
             bj, q = p.get(bottom, j), p.get(i, k - j)
             if bj is not None and q is not None:
-                total = _add(total, -(bj * q))
-        return None if total is None else _fit(total / p.term(bottom), shape)
+                total = plus(total, -(bj * q))
+        return None if total is None else fit(total / p.term(bottom), shape)
     if i in p.through:
         found = p.get(p.through[i], k)
-        return None if found is None else _fit(found, shape)
+        return None if found is None else fit(found, shape)
     if i not in p.partials:  # a condition, or a function too deep in a g-chain to be needed
         return None
     total = None
@@ -217,8 +194,8 @@ def _coefficient(p: _Jet, i: int, k: int) -> D:
         for j in range(1, k + 1):
             u, h = p.get(a, j), (None if g is None else p.get(g.index, k - j))
             if u is not None and h is not None:  # j·u_j: one node per (u, j), shared by every k
-                total = _add(total, (u if j == 1 else float(j) * u) * h)
-    return None if total is None else _fit(total if k == 1 else total * (1.0 / k), shape)
+                total = plus(total, (u if j == 1 else float(j) * u) * h)
+    return None if total is None else fit(total if k == 1 else total * (1.0 / k), shape)
 
 
 def jet(u: Term, x: Term, v: Term, order: int) -> list[D]:

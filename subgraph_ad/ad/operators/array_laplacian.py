@@ -34,11 +34,11 @@ import numpy as np
 
 from ...core import Tape, Term, dependencies
 from ...core import array_build as build
-from ...core.arrays import ARRAY_OPS, as_index, has_arrays, shape_of
+from ...core.arrays import ARRAY_OPS, as_index, has_arrays, scalar_form, shape_of
 from ...core.expand import element_vars, scalar_roots
 from ...core.ops import OPS, Node
 from ...tables import rule_table
-from ..arrays import fit
+from ..arrays import fit, plus
 from ..reverse import grad_graph
 from .local import Local
 
@@ -89,11 +89,7 @@ class _Pass:
     def local(self, i: int, scalar: Node, slots: tuple[int, ...]) -> D:
         """∂ᵏf/∂t_{slots…} of the elementwise node i (``scalar``: its op on scalar operands),
         rebuilt on the tape over i's operands (``Local``); None: a structural zero."""
-        key = Local.key(self.tape, scalar)
-        found = self.locals.get(key)
-        if found is None:
-            found = self.locals[key] = Local(self.tape, scalar)
-        return found.copy(found.derivative(slots), self.tape, scalar, i)
+        return Local.partial(self.locals, self.tape, scalar, slots, i)
 
 
 def _lifted(jac: Term, ndim: int) -> Term:
@@ -101,12 +97,6 @@ def _lifted(jac: Term, ndim: int) -> Term:
     direction axis, so that it broadcasts as its operand does against the node's other operands."""
     missing = ndim + 1 - jac.ndim
     return jac.reshape(jac.shape[:1] + (1,) * missing + jac.shape[1:]) if missing else jac
-
-
-def _add(a: D, b: D) -> D:
-    if a is None:
-        return b
-    return a if b is None else a + b
 
 
 def _times(f: D, value: D) -> D:
@@ -125,22 +115,20 @@ def _elementwise(p: _Pass, i: int, scalar: Node, shape: tuple[int, ...]) -> tupl
     for k in moving:
         f = p.local(i, scalar, (k,))
         if f is not None:
-            jac = _add(jac, f * jacs[k])
-            lap = _add(lap, _times(f, p.lap.get(operands[k])))
+            jac = plus(jac, f * jacs[k])
+            lap = plus(lap, _times(f, p.lap.get(operands[k])))
     for n, k in enumerate(moving):
         for m in moving[n:]:
             f = p.local(i, scalar, (k, m))
             if f is not None:
                 paired = p.pair(jacs[k], jacs[m])
-                lap = _add(lap, f * (paired if k == m else 2 * paired))
+                lap = plus(lap, f * (paired if k == m else 2 * paired))
     return (None if jac is None else fit(jac, (p.d,) + shape),
             None if lap is None else fit(lap, shape))
 
 
 def _map(p: _Pass, i: int, node: Node) -> tuple[D, D]:
-    shape, f = node.payload
-    scalar = Node(f, node.args, None) if isinstance(f, str) else Node("fn", node.args, f)
-    return _elementwise(p, i, scalar, shape)
+    return _elementwise(p, i, scalar_form(node), node.payload[0])
 
 
 def _matmul(p: _Pass, i: int, node: Node) -> tuple[D, D]:
@@ -160,11 +148,11 @@ def _matmul(p: _Pass, i: int, node: Node) -> tuple[D, D]:
             jac = part.transpose((1, 0, 2)) if lead else part
     if Ja is not None:
         rows = Ja.reshape(-1, k) if lead else Ja
-        jac = _add(jac, (rows @ B).reshape((d,) + lead + tail))
-    lap = _add(None if a not in p.lap else p.lap[a] @ B, None if b not in p.lap else A @ p.lap[b])
+        jac = plus(jac, (rows @ B).reshape((d,) + lead + tail))
+    lap = plus(None if a not in p.lap else p.lap[a] @ B, None if b not in p.lap else A @ p.lap[b])
     if Ja is not None and Jb is not None:  # Σ_d J_A[d] @ J_B[d]: one product over (d, k) pairs
         left = Ja.transpose((1, 0, 2)).reshape(lead + (d * k,)) if lead else Ja.reshape(d * k)
-        lap = _add(lap, 2 * (left @ p.weighed(Jb).reshape((d * k,) + tail)))
+        lap = plus(lap, 2 * (left @ p.weighed(Jb).reshape((d * k,) + tail)))
     return jac, lap
 
 

@@ -40,6 +40,17 @@ class Local:
                         ("const", float(tape.nodes[a].payload).hex(), tape.nodes[a].exact) for a in node.args)
         return (node.op, node.payload, pattern)
 
+    @staticmethod
+    def partial(cache: dict[tuple, "Local"], tape: Tape, node: Any, slots: tuple[int, ...],
+                index: int) -> Optional[Term]:
+        """∂ᵏf/∂t_{slots…} of node ``index`` (``node``: its op on scalar operands), on ``tape``
+        over its operands, the ``Local`` of its kind kept in ``cache``; None: a structural zero."""
+        key = Local.key(tape, node)
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = Local(tape, node)
+        return found.copy(found.derivative(slots), tape, node, index)
+
     def derivative(self, slots: tuple[int, ...]) -> Optional[Term]:
         """∂ᵏf/∂t_{slots[0]}… on the scratch tape (None: a structural zero)."""
         if slots not in self.found:
