@@ -130,15 +130,9 @@ class ArrayCompiled:
 
     def __call__(self, *args: Any) -> Any:
         arrays, batch = self.batch(args)
-        row = 8 * self.widest * math.prod(batch[1:])  # bytes of the largest value per index of the first batch axis
-        rows = max(1, CHUNK_BYTES // row)
-        cores = threads.cpu_count() if self.parallel else 1
-        if batch and cores > 1 and batch[0] * row >= CHUNK_BYTES // 2:
-            rows = min(rows, -(-batch[0] // cores))  # work enough for every core: a chunk each at least
-        if batch and batch[0] > rows:
-            chunks = -(-batch[0] // rows)
-            chunks += -chunks % cores  # as many on every core
-            results = self._chunked(arrays, batch, -(-batch[0] // chunks))
+        rows = self._rows(batch) if batch else None
+        if rows is not None:
+            results = self._chunked(arrays, batch, rows)
         else:
             run, work, _ = self._batch if batch else self._point
             with floating(self.warn):
@@ -149,6 +143,20 @@ class ArrayCompiled:
                     found = run(*arrays)
             results = tuple(_full(v, batch + s) for v, s in zip(found, self.out_shapes))
         return results[0] if self.single else results
+
+    def _rows(self, batch: Shape) -> int | None:
+        """Rows of the first batch axis a chunk takes (``CHUNK_BYTES`` of the largest value, at
+        least one chunk a core, as many on every core); None for the batch in one piece."""
+        row = 8 * self.widest * math.prod(batch[1:])  # bytes of the largest value per row
+        rows = max(1, CHUNK_BYTES // row)
+        cores = threads.cpu_count() if self.parallel else 1
+        if cores > 1 and batch[0] * row >= CHUNK_BYTES // 2:
+            rows = min(rows, -(-batch[0] // cores))
+        if batch[0] <= rows:
+            return None
+        chunks = -(-batch[0] // rows)
+        chunks += -chunks % cores
+        return -(-batch[0] // chunks)
 
     def _chunked(self, arrays: list[np.ndarray], batch: Shape, rows: int) -> tuple[np.ndarray, ...]:
         """A batch in chunks of ``rows`` along its first axis, the chunks shared out over the

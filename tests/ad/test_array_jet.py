@@ -160,3 +160,25 @@ def test_hutchinsons_estimate_of_a_network_runs_the_array_jet_and_equals_jax_on_
     scalar.jets = None  # as for a function the jet has no rule for
     np.testing.assert_allclose(scalar(points), found, rtol=1e-12, atol=1e-12)
     assert found.shape == (9,) and isinstance(estimate(points[0]), float)
+
+
+@pytest.mark.parametrize("beside", [0.0, 1e-9, -1e-9])
+def test_jets_at_and_beside_a_switch_and_through_a_pairwise_kernel_equal_jax(beside):
+    """where(x > 0.3, sin x, x²) with a component on its switch and 1e-9 either side (the branch
+    taken, no nan from the other), and Σᵢⱼ exp(−(xᵢ − xⱼ)²), whose differences are zero on the
+    diagonal (x − x): against ``jax.experimental.jet``."""
+    jax = pytest.importorskip("jax")
+    from jax.experimental import jet as jax_jet
+
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+
+    def u(x, np_=np, where=sad.where):
+        return np_.sum(where(x > 0.3, np_.sin(x), x * x)) + np_.sum(np_.exp(-(x[:, None] - x[None, :]) ** 2))
+
+    x0 = np.array([0.3 + beside, -0.4, 0.9, 0.1])
+    v = np.array([1.0, 0.5, -2.0, 0.25])
+    found = sad.taylor_graph(u, 4)(x0, v)
+    _, series = jax_jet.jet(lambda x: u(x, jnp, jnp.where), (x0,), ((v,) + (np.zeros(4),) * 3,))
+    assert np.all(np.isfinite(found))
+    np.testing.assert_allclose(found, np.array(series), rtol=1e-10, atol=1e-10)

@@ -192,3 +192,21 @@ def test_a_long_sum_of_a_product_keeps_numpys_sum_and_a_short_one_is_one_einsum(
     assert "einsum" in next(iter(rows.cache.entries.values()))[0]._point[2]
     g = sad.grad(lambda x, y: np.sum(x * y) ** 2)(x, y)
     np.testing.assert_allclose(g, 2 * np.sum(x * y) * y, rtol=1e-12)
+
+
+@pytest.mark.parametrize("beside", [0.0, 1e-9, -1e-9])
+def test_a_switch_and_a_pairwise_kernel_compile_to_numpys_values_and_jaxs_gradient(beside):
+    """where(x > 0.3, sin x, x²) on and beside its switch, and Σᵢⱼ exp(−(xᵢ − xⱼ)²) (x − x on the
+    diagonal): the compiled value against NumPy, the gradient against ``jax.grad``."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+
+    def u(x, np_=np):
+        return np_.sum(np_.where(x > 0.3, np_.sin(x), x * x)) + np_.sum(np_.exp(-(x[:, None] - x[None, :]) ** 2))
+
+    x = np.array([0.3 + beside, -0.4, 0.9, 0.1, 0.3 + beside])  # a repeated point too
+    kept = x.copy()
+    assert sad.jit(u)(x) == pytest.approx(float(u(x)), rel=1e-14)
+    np.testing.assert_allclose(sad.grad(u)(x), np.asarray(jax.grad(lambda y: u(y, jnp))(x)), rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(x, kept)
