@@ -1,5 +1,5 @@
 """The Hessian of an array-written function in one array argument, where it holds a dense layer,
-is the array pass's Jacobian block of the gradient (``trace.transforms._array_hessian``; for
+is the array pass's Jacobian block of the gradient (``trace.matrices._array_hessian``; for
 ``derivative_tensor(fn, k)`` on points, ``operators._tensor_block``, orders 2 to 4): one array node, not d²
 scalar entries. Oracle: JAX's ``hessian`` of the same function written with
 ``jax.numpy``, on random tanh-family networks (widths 1–16, depths 1–3, every smooth elementwise
@@ -13,7 +13,7 @@ import pytest
 
 import subgraph_ad as sad
 from subgraph_ad.trace.tracer import Traced
-from subgraph_ad.trace.transforms import _array_hessian
+from subgraph_ad.trace.matrices import _array_hessian
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy

@@ -42,7 +42,8 @@ that end in the user's line).
 """
 
 from .tracer import Traced
-from .transforms import derivative, grad, hessian, hvp, jacfwd, jacobian, jacrev, jit, jvp, value_and_grad, vjp
+from .matrices import hessian, jacfwd, jacobian, jacrev
+from .transforms import derivative, grad, hvp, jit, jvp, value_and_grad, vjp
 from .vmap import vmap
 
 __all__ = ["Traced", "derivative", "grad", "hessian", "hvp", "jacfwd", "jacobian", "jacrev", "jit", "jvp",
