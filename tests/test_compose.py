@@ -47,6 +47,35 @@ def test_grad_of_derivative_and_derivative_of_grad(name):
     np.testing.assert_allclose(sad.derivative(sad.grad(lambda y: f(np, y)), 2)(0.3), want, **TOL)
 
 
+def _steps(transformed, *args):
+    """The compiled program's steps after one call (what the benchmark's batch runs)."""
+    transformed(*args)
+    (compiled, _), = transformed.cache.entries.values()
+    return compiled.program.steps
+
+
+@pytest.mark.parametrize("name", SCALAR)
+def test_nested_grad_compiles_no_more_steps_than_derivative(name):
+    """By one number, grad is one forward pass, so grad(grad(f)) is derivative(f, 2)'s graph
+    (reverse over reverse built 23 steps against 18 for exp(−t²/2)·sin 3t); the value is JAX's."""
+    f = lambda x: SCALAR[name](np, x)  # noqa: E731
+    nested, second = sad.grad(sad.grad(f)), sad.derivative(f, 2)
+    assert len(_steps(nested, 0.3)) <= len(_steps(second, 0.3))
+    want = jax.grad(jax.grad(lambda x: SCALAR[name](jnp, x)))(0.3)
+    np.testing.assert_allclose(sad.vmap(nested)(np.array([0.3, 0.3])), [want, want], **TOL)
+
+
+def test_minus_sine_beside_its_sine_is_one_negation():
+    """cos″ = −cos and sin″ = −sin: the program reads the sine it has rather than calling
+    sin again; the values are JAX's."""
+    f = lambda t: np.exp(-t * t / 2) * np.sin(3 * t)  # noqa: E731
+    calls = [step[3].name for step in _steps(sad.derivative(f, 2), 0.3) if step[1] == "fn"]
+    assert sorted(calls) == ["cos", "exp", "sin"]
+    t = np.linspace(-2, 2, 11)
+    h = sad.derivative(lambda x: np.cos(x) * np.sin(x), 2)
+    np.testing.assert_allclose(h(t), jax.vmap(jax.grad(jax.grad(lambda x: jnp.cos(x) * jnp.sin(x))))(t), **TOL)
+
+
 def test_inner_derivative_holds_closed_over_outer_values_fixed():
     # d/dx [ d/dy (x * y) at y = x ] = d/dx x = 1, not 2 (no perturbation confusion)
     assert sad.grad(lambda x: sad.grad(lambda y: x * y)(x))(0.7) == 1.0

@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence, TypeVar
 import numpy as np
 
 from ..core import Tape, Term, dependencies
-from ..functions import Function, sqrt
+from ..functions import Function, UnaryFn, sqrt
 from ..functions.elementary import steps
 from .cache import cache_key, cache_load, cache_store
 
@@ -79,8 +79,15 @@ class Program:
     outputs: tuple[Operand, ...]
 
 
+def _negative_of(tape: Tape, args: tuple[int, ...], fn: Function) -> int | None:
+    """For f(u) with f = −g (−sin, a derivative of cos), the node g(u) where the tape has it."""
+    g = fn.negative_of if isinstance(fn, UnaryFn) else None
+    return None if g is None else tape.find("fn", args, g)
+
+
 def build_program(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) -> Program:
-    """Lay out the nodes the outputs need (iterative, in tape order), powers lowered (``POWERS``)."""
+    """Lay out the nodes the outputs need (iterative, in tape order), powers lowered (``POWERS``)
+    and −g(u) computed as the negation of g(u) where the program computes g(u) before it."""
     input_index = {v.index: k for k, v in enumerate(inputs)}
     refs: dict[int, Operand] = {}
     steps = []
@@ -98,7 +105,10 @@ def build_program(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) -
             refs[i] = ("c", float(payload))
         else:
             operands = tuple([refs[a] for a in args])
-            if op == "pow" and operands[1][0] == "c" and operands[1][1] in POWERS:
+            same = _negative_of(tape, args, payload) if op == "fn" else None
+            if same is not None and refs.get(same, ("c",))[0] == "t":  # −sin(u) beside sin(u): −(sin u)
+                steps.append((i, "neg", (refs[same],), None))
+            elif op == "pow" and operands[1][0] == "c" and operands[1][1] in POWERS:
                 steps.append((i, *POWERS[operands[1][1]](operands[0])))
             else:
                 steps.append((i, op, operands, payload if op == "fn" else None))

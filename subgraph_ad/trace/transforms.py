@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..ad.diff import diff
-from ..ad.forward import directional
+from ..ad.forward import directional, gen_graph
 from ..ad.matrices import hvp as hvp_terms
 from ..ad.reverse import grad_graph
 from ..core import Tape, Term, checks
@@ -28,14 +28,17 @@ from .transform import Transformed, outer_of
 
 def _gradient(f: Callable[..., Any], what: str, argnums: int | tuple[int, ...], has_aux: bool,
               with_value: bool, backend: str | None) -> Transformed:
-    """grad and value_and_grad: one reverse sweep (``grad_graph``) on the trace."""
+    """grad and value_and_grad: one reverse sweep (``grad_graph``) on the trace; by one scalar
+    var, one forward pass (``gen_graph``), which is as cheap for one input and appends fewer
+    nodes when it is repeated: ``grad(grad(f))`` is then the graph of ``derivative(f, 2)``."""
 
     def build(trace: Traced) -> tuple[list[Term], Assemble]:
         nums = positions(argnums, len(trace.trees), what)
         value, aux = trace.split_aux(has_aux, what)
         z = trace.scalar(value, what)
         wrts = [v for k in nums for v in trace.vars_of(k)]
-        terms = list(grad_graph(z, wrts))
+        one = len(wrts) == 1 and not wrts[0].shape
+        terms = [gen_graph(z, wrts[0])] if one else list(grad_graph(z, wrts))
         aux_terms, aux_tree = trace.tree_outputs(aux, what) if has_aux else ([], Tree("none", None))
         head = [z] if with_value else []
 
@@ -63,7 +66,7 @@ def grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: boo
     in the structure of that argument (a float for a number, an array of its shape for an array,
     the same dict or tuple for a pytree; a tuple of those for several argnums). With ``has_aux``,
     f returns (value, aux) and the result is (gradient, aux). Built by one reverse sweep
-    (``grad_graph``) on the trace, compiled once per signature by ``lambdify`` with ``backend``
+    (``grad_graph``) on the trace (by one number, one forward pass: ``gen_graph``), compiled once per signature by ``lambdify`` with ``backend``
     (None: ``config.default_backend()``; results come back as NumPy from any backend)."""
     return _gradient(f, "grad", argnums, has_aux, with_value=False, backend=backend)
 

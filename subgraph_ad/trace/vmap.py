@@ -69,7 +69,8 @@ class _Vmapped:
                     leaf if dask_arrays.lazy(leaf) else np.asarray(leaf))  # Dask: kept lazy
                 if not -(array.ndim - nb) <= axis < array.ndim - nb:
                     raise ValueError(f"vmap: in_axes {axis} is out of range for argument {k} of shape {array.shape}")
-                shifted.append(np.moveaxis(array, nb + axis % (array.ndim - nb), nb))
+                source = nb + axis % (array.ndim - nb)
+                shifted.append(array if source == nb else np.moveaxis(array, source, nb))
             moved.append(unflatten(tree, shifted))
         if tape is not None:
             return self._unrolled(tape, moved, axes, kwargs)
