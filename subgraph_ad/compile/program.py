@@ -90,7 +90,7 @@ def build_program(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) -
     and −g(u) computed as the negation of g(u) where the program computes g(u) before it."""
     input_index = {v.index: k for k, v in enumerate(inputs)}
     refs: dict[int, Operand] = {}
-    steps = []
+    steps: list[Step] = []
     nodes = tape.nodes
     for i in dependencies(tape, [t.index for t in outputs]):
         op, args, payload, _ = nodes[i]  # unpacked: a NamedTuple's fields by name cost a call each

@@ -57,15 +57,58 @@ def elementwise(tape: Tape, p: str | Function, args: tuple[int, ...]) -> int:
     """An arithmetic op (by name) or a function applied elementwise, with NumPy broadcasting."""
     name = p if isinstance(p, str) else p.name
     shape = broadcast([shape_of(tape, a) for a in args], name)
-    if p in ("add", "sub", "mul", "div") and len(args) == 2:
+    if p in ("add", "sub", "mul", "div", "pow") and len(args) == 2:
         a, b = args
         ca, cb = _constant(tape, a), _constant(tape, b)
-        unit = 1.0 if p in ("mul", "div") else 0.0
+        unit = 0.0 if p in ("add", "sub") else 1.0
         if cb is not None and np.all(np.asarray(cb) == unit) and shape_of(tape, a) == shape:
-            return a  # x + 0, x * 1, x / 1: the operand, when it has the result's shape
+            return a  # x + 0, x * 1, x / 1, x ** 1: the operand, when it has the result's shape
         if ca is not None and p in ("add", "mul") and np.all(np.asarray(ca) == unit) and shape_of(tape, b) == shape:
             return b
-    return node(tape, "map", args, (shape, p))
+        if p == "pow" and cb is not None and np.all(np.asarray(cb) == 0.0):
+            return table(tape, np.ones(shape))  # x ** 0 (the derivative of x ** 1)
+    folded = _signs(tape, p, args)
+    return node(tape, "map", args, (shape, p)) if folded is None else folded
+
+
+def _scaled(tape: Tape, i: int) -> tuple[float, int]:
+    """An array node as c · x, for a scalar constant c: c·x, x·c and −x read so, else 1 · x."""
+    found = tape.nodes[i]
+    if found.op == "map" and found.payload[1] == "neg":
+        return -1.0, found.args[0]
+    if found.op == "map" and found.payload[1] == "mul":
+        for k in (0, 1):
+            c = tape.nodes[found.args[k]]
+            if c.op == "const":
+                return float(c.payload), found.args[1 - k]
+    return 1.0, i
+
+
+def _signs(tape: Tape, p: str | Function, args: tuple[int, ...]) -> int | None:
+    """Constant factors and signs gathered, as the scalar fold gathers them: −(c·x) is (−c)·x,
+    c·(d·x) is (cd)·x, x + x is 2·x (−2·tanh·sech², tanh″'s factor, is one pass, not three)."""
+    if p == "neg":
+        c, x = _scaled(tape, args[0])
+        return None if x == args[0] else scaled(tape, -c, x)
+    if p == "add" and args[0] == args[1]:
+        return scaled(tape, 2.0, args[0])
+    if p == "mul":
+        for k in (0, 1):
+            factor = tape.nodes[args[k]]
+            if factor.op == "const":
+                d, x = _scaled(tape, args[1 - k])
+                return None if x == args[1 - k] else scaled(tape, float(factor.payload) * d, x)
+    return None
+
+
+def scaled(tape: Tape, c: float, x: int) -> int:
+    """c · x for a scalar constant c: x itself for 1, −x for −1."""
+    shape = shape_of(tape, x)
+    if c == 1.0:
+        return x
+    if c == -1.0:
+        return node(tape, "map", (x,), (shape, "neg"))
+    return node(tape, "map", (tape.constant(c), x), (shape, "mul"))
 
 
 def matmul(tape: Tape, a: int, b: int) -> int:

@@ -277,3 +277,25 @@ def test_hessian_and_jacobian_by_array_vars_are_the_scalar_forms():
     _close(np.array([[J[i][j].eval() for j in range(3)] for i in range(2)]), np.asarray(expected))
     sparse = sad.hessian((x * x).sum(), [x], sparse=True)
     assert sorted(zip(sparse.rows, sparse.cols)) == [(0, 0), (1, 1), (2, 2)]  # the diagonal, as with scalars
+
+
+def test_constant_factors_and_signs_gather_as_on_scalars():
+    """−(c·x) is (−c)·x, c·(d·x) is (cd)·x, x + x is 2·x, x ** 1 is x and x ** 0 ones: what a
+    derivative writes (tanh″ = −2·tanh·sech², (x²)′ = 2·x¹) is one pass, not three; each
+    value is NumPy's on the same array."""
+    tape = sad.Tape()
+    v = np.array([0.5, -1.5, 2.0])
+    x = tape.array("x", v)
+    y = sad.sin(x)
+    cases = {
+        "neg of scaled": (-(3.0 * y), -3.0 * np.sin(v), 2),
+        "scaled scaled": (2.0 * (0.5 * (4.0 * y)), 4.0 * np.sin(v), 2),
+        "sum of itself, negated": (-((x * y) + (x * y)), -2.0 * v * np.sin(v), 3),
+        "power one": (y ** 1.0, np.sin(v), 1),
+        "power zero times": ((y ** 0.0) * x, v, 0),
+        "minus one": (-1.0 * y, -np.sin(v), 2),
+    }
+    for name, (term, value, nodes) in cases.items():
+        built = [i for i in sad.core.dependencies(tape, [term.index]) if tape.nodes[i].op == "map"]
+        assert len(built) == nodes, name
+        np.testing.assert_allclose(term.eval(), value, rtol=1e-15, err_msg=name)

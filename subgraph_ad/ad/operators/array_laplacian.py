@@ -40,6 +40,7 @@ from ...core.ops import OPS, Node
 from ...tables import rule_table
 from ..arrays import fit, plus
 from ..reverse import grad_graph
+from . import array_blocks as blocks
 from .local import Local
 
 D = Optional[Term]
@@ -64,12 +65,20 @@ class _Pass:
         self.jac: dict[int, Term] = {}
         self.lap: dict[int, Term] = {}
         self.locals: dict[tuple, Local] = {}
+        self.blocks: dict[int, blocks.Block] = {}  # the nodes whose J is held by rows (``array_blocks``)
+        self.offsets: dict[int, int] = {}  # each var's first column
+        self.cols = self.d  # the direction axis of the J in hand: d, or a block's c
         at = 0
-        for x in xs:  # a var's J: the identity on its own columns
+        for x in xs:  # a var's J: the identity on its own columns (by rows, where it has them)
             n = max(1, x.size)
-            eye = np.zeros((self.d, n))
-            eye[at:at + n] = np.eye(n)
-            self.jac[x.index] = Term(tape, build.table(tape, eye.reshape((self.d,) + x.shape)))
+            self.offsets[x.index] = at
+            started = blocks.rows_of(self, x.shape, at)
+            if started is not None:
+                self.jac[x.index], self.blocks[x.index] = started
+            else:
+                eye = np.zeros((self.d, n))
+                eye[at:at + n] = np.eye(n)
+                self.jac[x.index] = Term(tape, build.table(tape, eye.reshape((self.d,) + x.shape)))
             at += n
 
     def term(self, i: int) -> Term:
@@ -123,7 +132,7 @@ def _elementwise(p: _Pass, i: int, scalar: Node, shape: tuple[int, ...]) -> tupl
             if f is not None:
                 paired = p.pair(jacs[k], jacs[m])
                 lap = plus(lap, f * (paired if k == m else 2 * paired))
-    return (None if jac is None else fit(jac, (p.d,) + shape),
+    return (None if jac is None else fit(jac, (p.cols,) + shape),
             None if lap is None else fit(lap, shape))
 
 
@@ -138,7 +147,7 @@ def _matmul(p: _Pass, i: int, node: Node) -> tuple[D, D]:
     a, b = node.args
     A, B = p.term(a), p.term(b)
     Ja, Jb = p.jac.get(a), p.jac.get(b)
-    d, lead, k, tail = p.d, A.shape[:-1], A.shape[-1], B.shape[1:]
+    d, lead, k, tail = p.cols, A.shape[:-1], A.shape[-1], B.shape[1:]
     jac: D = None
     if Jb is not None:
         if not tail:
@@ -162,7 +171,7 @@ def _linear(make: Callable[[Term, Node, int], Term]) -> Callable[[_Pass, int, No
     def rule(p: _Pass, i: int, node: Node) -> tuple[D, D]:
         (a,) = node.args
         jac, lap = p.jac.get(a), p.lap.get(a)
-        return (None if jac is None else make(jac, node, p.d),
+        return (None if jac is None else make(jac, node, p.cols),
                 None if lap is None else make(lap, node, 0))
     return rule
 
@@ -238,7 +247,12 @@ def _pass(p: _Pass, root: int) -> D:
         node = nodes[i]
         if not node.args or not any(a in p.jac for a in node.args):
             continue
-        if node.op in RULES:
+        block = blocks.kept(p, i, node)
+        p.cols = p.d if block is None else block[0]
+        decided = blocks.special(p, i, node, block)
+        if decided is not None:
+            (jac, lap), block = decided
+        elif node.op in RULES:
             jac, lap = RULES[node.op](p, i, node)
         elif node.op == "fn" or node.op in OPS:
             jac, lap = _elementwise(p, i, node, shape_of(p.tape, i))
@@ -246,6 +260,8 @@ def _pass(p: _Pass, root: int) -> D:
             raise Unsupported(f"no array Laplacian rule for op {node.op!r}")
         if jac is not None:
             p.jac[i] = jac
+            if block is not None:
+                p.blocks[i] = block
         if lap is not None:
             p.lap[i] = lap
     return p.lap.get(root)
@@ -286,6 +302,8 @@ def jacobian_block(g: Term, xs: list[Term]) -> Term:
     tape = g.tape
     p = _Pass(tape, xs, None)
     _pass(p, g.index)
+    if g.index in p.blocks:
+        blocks.dense(p, g.index)
     found = p.jac.get(g.index)
     return Term(tape, build.table(tape, np.zeros((p.d,) + g.shape))) if found is None else found
 
