@@ -262,6 +262,21 @@ class Compiled:
             kernel = self._kernel(tuple(v.ndim == 0 for v in flat))
             backend = registry.as_host(registry.backend(self.backend))  # after the kernel: it may have fallen back
             step = self._step(backend, size)
+            prepared = getattr(backend, "slices", None)  # a backend that reads every address once a call
+            if prepared is not None:
+                runner = prepared(kernel, flat, outs)
+
+                def floating_runner() -> Run:
+                    run = runner()
+
+                    def slice_run(a: int, b: int) -> None:
+                        with floating(self.warn):  # per thread: NumPy's error state is thread-local
+                            run(a, b)
+
+                    return slice_run
+
+                self._split(floating_runner, size, step)
+                return tuple(o.reshape(shape) for o in outs)
 
             def worker() -> Run:
                 run = backend.worker(kernel, step)

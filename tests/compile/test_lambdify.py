@@ -84,6 +84,54 @@ def test_a_scalar_input_over_many_blocks_and_threads(backend):
     assert _close(threaded(0.7, ys), z.eval({x: 0.7, y: ys}))
 
 
+@pytest.mark.parametrize("size", [1, 3, 7, 8, 9, 255, 256, 257, 1001, 20_003])
+def test_numba_reads_inputs_where_they_lie_at_every_size(size):
+    """The kernel reads arrays in place and numbers from a row written once a call: every
+    size around a vector and a block, numbers and arrays mixed, outputs that are an input, a
+    constant or one value twice — each NumPy's value of the same expression."""
+    tape = Tape()
+    x, y = tape.var("x"), tape.var("y")
+    outputs = [sin(x) * y, x, y * 2.0, tape.const(3.0), x + y, x + y, exp(-x * y)]
+    compiled = lambdify([x, y], outputs, backend="numba", cache=False)
+    rng = np.random.default_rng(size)
+    a, b = rng.uniform(-2, 2, size), rng.uniform(-2, 2, size)
+    for args in ((a, b), (a, 0.5), (0.25, b)):
+        u, v = np.broadcast_arrays(*(np.asarray(w, dtype=float) for w in args))
+        expected = [np.sin(u) * v, u, v * 2.0, np.full(u.shape, 3.0), u + v, u + v, np.exp(-u * v)]
+        for found, want in zip(compiled(*args), expected):
+            assert np.shape(found) == want.shape and _close(found, want)
+        assert np.array_equal(compiled(*args)[1], u) and np.array_equal(compiled(*args)[2], v * 2.0)
+
+
+GUARDED = """
+import ctypes, mmap, sys
+import numpy as np
+from subgraph_ad import Tape, lambdify, sin
+page = mmap.PAGESIZE
+memory = mmap.mmap(-1, 2 * page)
+start = ctypes.addressof(ctypes.c_char.from_buffer(memory))
+assert ctypes.CDLL(None).mprotect(ctypes.c_void_p(start + page), ctypes.c_size_t(page), 0) == 0
+tape = Tape(); x, y = tape.var("x"), tape.var("y")
+compiled = lambdify([x, y], [sin(x) * y + x], backend="numba", cache=False)
+for n in (1, 5, 9, 13, 259):  # the points end on the page's last byte: the next page is not readable
+    ends = np.frombuffer(memory, dtype=np.float64, count=n, offset=page - 8 * n)
+    ends[:] = np.linspace(-1, 1, n)
+    found = compiled(ends, ends[::-1].copy())[0]
+    assert np.allclose(found, np.sin(ends) * ends[::-1] + ends, rtol=1e-14, atol=1e-15)
+print("read in bounds")
+"""
+
+
+def test_numba_never_reads_past_the_end_of_an_input():
+    """An input whose last point is the last number before an unreadable page: the kernel's
+    vectors stop at its end (the last block's points are copied where they end inside a
+    vector), so the call returns rather than faulting. Run apart: a fault ends the process."""
+    import subprocess
+
+    found = subprocess.run([sys.executable, "-c", GUARDED], capture_output=True, text=True, timeout=120)
+    assert found.returncode == 0 and "read in bounds" in found.stdout, found.stderr[-2000:]
+
+
 def test_registers_are_reused_and_inputs_never_written():
     tape, f, x = BENCHMARKS["F4"]()
     ds = sad.taylor_graph(f, x, 10)
