@@ -3,8 +3,8 @@
 The Numba backend (``numba.py``) compiles this text with llvmlite; this module only writes it.
 Each chunk (``program.chunks``) becomes one function ``@c<k>`` that runs its steps on the
 vectors of a block of ``ROW`` points (every step one vector instruction, so the points fill the
-lanes), reading and writing the block's scratch rows; a driver ``@run`` copies each block of the
-inputs in, calls the chunks in turn and copies the outputs out.
+lanes), reading the inputs where they lie and the block's scratch rows; a driver ``@run`` points
+the chunks at each block of the inputs, calls them in turn and copies the outputs out.
 
 Every op is one ``Lowering`` of ``LOWERING`` (an ``Emitter``, the operands' values, the step).
 Functions lower through their spelling: the arithmetic and selects of ``NATIVE`` for the

@@ -3,9 +3,10 @@
 The program is cut into chunks (``program.chunks``); each becomes one LLVM function that loops
 over a block of ``ROW`` points a vector at a time (8 doubles with AVX-512, else 4): every step
 is one vector instruction, so the points fill the CPU's vector lanes, and a value read by a
-later chunk passes through a scratch row of the block. A driver copies each block of the
-inputs into the scratch, calls the chunks in turn and copies the outputs out, so a call is one
-native call per thread (ctypes releases the GIL around it).
+later chunk passes through a scratch row of the block. The chunks read each input where it
+lies (a number from a row written once a call), a driver calls them in turn on each block and
+copies the outputs out, so a call is one native call per thread (ctypes releases the GIL
+around it), whose addresses are read once a call (``slices``).
 
 The IR is written as text (``llvm_ir``) and compiled here by llvmlite, the LLVM binding Numba
 is built on, without Numba's own front end: that costs about 2 ms a statement (13,055 steps
