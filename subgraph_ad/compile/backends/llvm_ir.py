@@ -28,9 +28,8 @@ from typing import Any, Callable
 from ...functions.elementary import ELEMENTARY, Elementary, steps
 from ...tables import rule_table
 from ..program import Chunks, Lowering, Operand, Program, Step, chunks
+from .llvm_driver import ROW, driver
 
-#: Points per scratch row, a multiple of every vector width: a block's live columns stay in cache.
-ROW = 256
 
 
 # -- the C library: scalar and vector functions, called by address -----------------------------------
@@ -324,7 +323,7 @@ def source(program: Program, chunk: int, width: int, features: str) -> tuple[str
             if dest in stored:
                 e.store(local[dest], n_inputs + cut.column[dest])
         functions.append(_chunk_function(k, e))
-    functions.append(_driver(len(cut.bounds), n_inputs, len(program.outputs), width))
+    functions.append(driver(len(cut.bounds), n_inputs, len(program.outputs), width))
     text = "\n".join(sorted(tables.declarations) + functions)
     return text, tables
 
@@ -338,90 +337,3 @@ def _chunk_function(k: int, e: Emitter) -> str:
         "loop:", "  %i = phi i64 [0, %entry], [%next, %loop]", *e.lines,
         "  %next = add nuw nsw i64 %i, 1", "  %more = icmp slt i64 %next, %n",
         "  br i1 %more, label %loop, label %done", "done:", "  ret void", "}", ""])
-
-
-def _driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int) -> str:
-    """``@run(ins, numbers, outs, rows, n, S, K, H)``: the chunks run on each block of ``ROW``
-    points, reading input k (``ins[k]``, one value when ``numbers[k]``) where it lies — its
-    array at the block, or scratch row k, where a number is written over the row once per
-    call — then the row ``rows[j]`` of output j (an input's: where it lies) is copied into
-    ``outs[j]`` (none when -1). The copies move whole vectors, and the points past the last
-    whole vector one at a time (the IR is not optimised before code generation, so nothing
-    would vectorise a loop of doubles)."""
-    vector = f"<{width} x double>"
-    calls = [f"  call void @c{k}(ptr %S, ptr %K, ptr %H, i64 %vectors, ptr %B)" for k in range(n_chunks)]
-    return "\n".join([
-        "define void @run(ptr %ins, ptr %numbers, ptr %outs, ptr %rows, i64 %n, ptr noalias %S, ptr %K, ptr %H) {",
-        "entry:", f"  %B = alloca ptr, i64 {max(1, n_inputs)}, align 8",
-        "  %any = icmp sgt i64 %n, 0", f"  br i1 %any, label %{'fill.next' if n_inputs else 'block'}, label %end",
-        # the numbers, once: each written over its scratch row
-        "fill.next:", "  %k = phi i64 [0, %entry], [%k.next, %fill.end]",
-        "  %srcp = getelementptr inbounds ptr, ptr %ins, i64 %k", "  %src = load ptr, ptr %srcp, align 8",
-        "  %flagp = getelementptr inbounds i8, ptr %numbers, i64 %k", "  %flag = load i8, ptr %flagp, align 1",
-        "  %number = icmp ne i8 %flag, 0", "  br i1 %number, label %fill, label %fill.end",
-        "fill:", f"  %in.row = mul nuw nsw i64 %k, {ROW}", "  %to = getelementptr inbounds double, ptr %S, i64 %in.row",
-        "  %x1 = load double, ptr %src, align 8",
-        f"  %x.first = insertelement {vector} poison, double %x1, i64 0",
-        f"  %x.all = shufflevector {vector} %x.first, {vector} poison, <{width} x i32> zeroinitializer",
-        "  br label %fill.loop",
-        "fill.loop:", "  %f = phi i64 [0, %fill], [%f.next, %fill.loop]",
-        f"  %fp = getelementptr inbounds {vector}, ptr %to, i64 %f", f"  store {vector} %x.all, ptr %fp, align 8",
-        "  %f.next = add nuw nsw i64 %f, 1", f"  %f.more = icmp slt i64 %f.next, {ROW // width}",
-        "  br i1 %f.more, label %fill.loop, label %fill.end",
-        "fill.end:", "  %k.next = add nuw nsw i64 %k, 1", f"  %k.more = icmp slt i64 %k.next, {n_inputs}",
-        "  br i1 %k.more, label %fill.next, label %block",
-        "block:", f"  %a = phi i64 [0, %{'fill.end' if n_inputs else 'entry'}], [%a.next, %block.end]",
-        "  %left = sub i64 %n, %a", f"  %short = icmp slt i64 %left, {ROW}",
-        f"  %m = select i1 %short, i64 %left, i64 {ROW}", f"  %whole = udiv i64 %m, {width}",
-        f"  %cut = mul nuw nsw i64 %whole, {width}", "  %exact = icmp eq i64 %cut, %m",
-        f"  br label %{'base' if n_inputs else 'compute'}",
-        # where each input's points of the block lie: in its array, or (a number; the points of
-        # the last block where they end inside a vector, which must not be read past) its row
-        "base:", "  %b = phi i64 [0, %block], [%b.next, %base.set]",
-        "  %bsrcp = getelementptr inbounds ptr, ptr %ins, i64 %b", "  %bsrc = load ptr, ptr %bsrcp, align 8",
-        "  %bflagp = getelementptr inbounds i8, ptr %numbers, i64 %b", "  %bflag = load i8, ptr %bflagp, align 1",
-        "  %bnumber = icmp ne i8 %bflag, 0", f"  %brow = mul nuw nsw i64 %b, {ROW}",
-        "  %bfilled = getelementptr inbounds double, ptr %S, i64 %brow",
-        "  %bat = getelementptr inbounds double, ptr %bsrc, i64 %a",
-        "  br i1 %bnumber, label %base.set, label %base.array",
-        "base.array:", "  br i1 %exact, label %base.set, label %base.copy",
-        "base.copy:", "  %p = phi i64 [0, %base.array], [%p.next, %base.copy]",
-        "  %xp = getelementptr inbounds double, ptr %bat, i64 %p", "  %x = load double, ptr %xp, align 8",
-        "  %yp = getelementptr inbounds double, ptr %bfilled, i64 %p", "  store double %x, ptr %yp, align 8",
-        "  %p.next = add nuw nsw i64 %p, 1", "  %p.more = icmp slt i64 %p.next, %m",
-        "  br i1 %p.more, label %base.copy, label %base.set",
-        "base.set:", "  %bptr = phi ptr [%bfilled, %base], [%bat, %base.array], [%bfilled, %base.copy]",
-        "  %bdst = getelementptr inbounds ptr, ptr %B, i64 %b", "  store ptr %bptr, ptr %bdst, align 8",
-        "  %b.next = add nuw nsw i64 %b, 1", f"  %b.more = icmp slt i64 %b.next, {n_inputs}",
-        "  br i1 %b.more, label %base, label %compute",
-        "compute:", f"  %m.up = add nuw nsw i64 %m, {width - 1}", f"  %vectors = udiv i64 %m.up, {width}",
-        *calls, "  br label %out",
-        "out:", "  %j = phi i64 [0, %compute], [%j.next, %out.end]",
-        "  %rowp = getelementptr inbounds i64, ptr %rows, i64 %j", "  %row = load i64, ptr %rowp, align 8",
-        "  %skip = icmp slt i64 %row, 0", "  br i1 %skip, label %out.end, label %out.start",
-        "out.start:", "  %dstp = getelementptr inbounds ptr, ptr %outs, i64 %j", "  %dst = load ptr, ptr %dstp, align 8",
-        "  %dst.a = getelementptr inbounds double, ptr %dst, i64 %a", f"  %out.row = mul nuw nsw i64 %row, {ROW}",
-        "  %scratch.row = getelementptr inbounds double, ptr %S, i64 %out.row",
-        f"  %is.input = icmp slt i64 %row, {n_inputs}", "  %inputp = getelementptr inbounds ptr, ptr %B, i64 %row",
-        "  br i1 %is.input, label %out.input, label %out.ready",
-        "out.input:", "  %input.at = load ptr, ptr %inputp, align 8", "  br label %out.ready",
-        "out.ready:", "  %from.row = phi ptr [%scratch.row, %out.start], [%input.at, %out.input]",
-        "  %out.any = icmp sgt i64 %whole, 0", "  br i1 %out.any, label %out.vectors, label %out.rest",
-        "out.vectors:", "  %w = phi i64 [0, %out.ready], [%w.next, %out.vectors]",
-        f"  %wq = getelementptr inbounds {vector}, ptr %from.row, i64 %w", f"  %zv = load {vector}, ptr %wq, align 8",
-        f"  %wp = getelementptr inbounds {vector}, ptr %dst.a, i64 %w", f"  store {vector} %zv, ptr %wp, align 8",
-        "  %w.next = add nuw nsw i64 %w, 1", "  %w.more = icmp slt i64 %w.next, %whole",
-        "  br i1 %w.more, label %out.vectors, label %out.rest",
-        "out.rest:", "  %out.tail = icmp slt i64 %cut, %m", "  br i1 %out.tail, label %out.copy, label %out.end",
-        "out.copy:", "  %q = phi i64 [%cut, %out.rest], [%q.next, %out.copy]",
-        "  %zp = getelementptr inbounds double, ptr %from.row, i64 %q", "  %z = load double, ptr %zp, align 8",
-        "  %qp = getelementptr inbounds double, ptr %dst.a, i64 %q", "  store double %z, ptr %qp, align 8",
-        "  %q.next = add nuw nsw i64 %q, 1", "  %q.more = icmp slt i64 %q.next, %m",
-        "  br i1 %q.more, label %out.copy, label %out.end",
-        "out.end:", "  %j.next = add nuw nsw i64 %j, 1", f"  %j.more = icmp slt i64 %j.next, {n_outputs}",
-        "  br i1 %j.more, label %out, label %block.end",
-        "block.end:", f"  %a.next = add nuw nsw i64 %a, {ROW}", "  %a.more = icmp slt i64 %a.next, %n",
-        "  br i1 %a.more, label %block, label %end",
-        "end:", "  ret void", "}", ""])
-
-
