@@ -2,7 +2,8 @@
 (the same second derivative, built by two nested reverse sweeps against one Taylor pass) and
 against ``jax.jit(jax.grad(jax.grad(f)))``, for f(t) = exp(−t²/2)·sin 3t: one call at one
 point (the per-call overhead of the transform: best of 5 loops of 2,000 calls) and one call on
-10⁵ points (``sad.vmap`` of the nested grad; ``jax.vmap`` under ``jit``; medians). The values
+10⁵ points (``sad.vmap`` of the nested grad; ``jax.vmap`` under ``jit``; medians, ours
+interleaved round by round). The values
 are checked against the closed form of f″ before anything is timed.
 
     python benchmarks/transforms.py [--quick] [--out DIR]
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import timeit
 from pathlib import Path
 from typing import Any, Callable
@@ -40,6 +42,19 @@ def per_call(fn: Callable[[], Any], number: int) -> float:
     return min(timeit.repeat(fn, number=number, repeat=5)) / number
 
 
+def interleaved(calls: dict[str, Callable[[], Any]], rounds: int = 15) -> dict[str, float]:
+    """Each call's median seconds over ``rounds`` rounds that run every call once in turn (after
+    one untimed round): a slow minute of the machine falls on all of them alike."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for r in range(rounds + 1):
+        for name, call in calls.items():
+            start = timeit.default_timer()
+            call()
+            if r:
+                times[name].append(timeit.default_timer() - start)
+    return {name: statistics.median(found) for name, found in times.items()}
+
+
 def nested(points: int) -> dict[str, Any]:
     """One point and ``points`` points, each way; the first calls (trace, build, compile) too."""
     batch = np.linspace(-2.0, 2.0, points)
@@ -60,8 +75,7 @@ def nested(points: int) -> dict[str, Any]:
         "points": points,
         "first": {"nested": first_nested, "derivative": first_derivative},
         "one": {"nested": per_call(lambda: twice(POINT), 2_000), "derivative": per_call(lambda: second(POINT), 2_000)},
-        "batch": {"nested": many_variables.timed(lambda: batched(batch), warm=True)[0],
-                  "derivative": many_variables.timed(lambda: second(batch), warm=True)[0]},
+        "batch": interleaved({"nested": lambda: batched(batch), "derivative": lambda: second(batch)}),
     }
     try:
         import jax

@@ -303,3 +303,20 @@ def test_batched_results_are_arrays_of_their_own():
     np.testing.assert_allclose(value, np.exp(x), rtol=1e-15)
     np.testing.assert_allclose(slope, np.exp(x), rtol=1e-15)
     assert not np.shares_memory(value, slope)
+
+
+def test_float64_batches_take_the_shortcut_and_still_see_what_changed():
+    """A second call with float64 arrays of the same shapes skips the pytree walk; it still
+    reads a closed-over array that changed in between, and float32 keeps its own path."""
+    data = np.array([1.0, 2.0, 3.0])
+    g = sad.vmap(sad.grad(lambda w: np.sum((w * data) ** 2)))
+    w = np.ones((4, 3))
+    np.testing.assert_allclose(g(w), np.tile(2 * data**2, (4, 1)), rtol=1e-15)
+    data[:] = 10.0
+    np.testing.assert_allclose(g(w), np.full((4, 3), 200.0), rtol=1e-15)
+    found = g(w.astype(np.float32))
+    assert found.dtype == np.float32 and np.allclose(found, 200.0)
+    h = sad.grad(lambda a, b: np.sum(a * b))
+    a, b = np.arange(3.0), np.arange(3.0, 6.0)
+    np.testing.assert_array_equal(h(a, b), b)
+    np.testing.assert_array_equal(h(a, b + 1), b + 1)

@@ -70,6 +70,8 @@ def columns(leaf: Any, batched: tuple[bool, ...]) -> list[Any]:
     for b in batched:
         full.append(outer[at] if b else 1)
         at += b
+    if array.ndim == nb:  # a number at each point: the array itself is its one column
+        return [np.ascontiguousarray(array.reshape(tuple(full)))]
     point = array.reshape(tuple(full) + (-1,))
     return list(np.ascontiguousarray(np.moveaxis(point, -1, 0)))
 
@@ -115,6 +117,17 @@ def strip(tree: Tree, nb: int) -> Tree:
 
 
 
+def _plain(args: Sequence[Any], kwargs: dict[str, Any], levels: Sequence[tuple[bool, ...]] | None) -> Any:
+    """For arguments that are all float64 arrays (the common batch) outside any trace: their
+    shapes and levels, all the signature key depends on; else None."""
+    if kwargs or not args or running() is not None:
+        return None
+    for a in args:
+        if type(a) is not np.ndarray or a.dtype != np.float64:
+            return None
+    return tuple(a.shape for a in args), None if levels is None else tuple(levels)
+
+
 class Transformed:
     """The transform ``build`` of ``f`` (see the module), compiled with ``backend``; ``cache``
     holds its program per signature."""
@@ -127,6 +140,7 @@ class Transformed:
         check_callable(f, what)
         self.f, self.what, self.build = f, what, build
         self._numbers: dict[int, Any] = {}  # the signature key of k Python numbers
+        self._plain: dict[Any, Any] = {}  # the signature key of float64 arrays, by shapes and levels
         # array arguments are one array var each: NumPy code on them builds array nodes
         self.cache: Programs[Assemble] = Programs(f, what, self._program, backend, arrays=self.ARRAYS)
         functools.update_wrapper(self, f, updated=())
@@ -165,6 +179,11 @@ class Transformed:
             entry = self.cache.get(self._numbers_key(len(args)))  # Python numbers: no pytrees to walk
             if entry is not None:
                 return self._run(entry, [float(a) for a in args], ())
+        plain = _plain(args, kwargs, levels)
+        if plain is not None and plain in self._plain:  # float64 arrays seen before: no pytrees to walk
+            entry = self.cache.get(self._plain[plain])
+            if entry is not None:
+                return self._call(entry, [[a] for a in args], levels, False)
         leaves, trees, key = self._signature(args, kwargs, levels)
         tape = outer_tape([leaf for found in leaves for leaf in found], self.what) if levels is None else None
         if tape is not None:
@@ -172,6 +191,8 @@ class Transformed:
         dtype = result_dtype(leaves)
         lazy = dask_arrays.any_lazy(leaves)
         cache = self._scalar_cache() if self.ARRAYS and lazy else self.cache  # Dask
+        if plain is not None:
+            self._plain[plain] = key
         entry = cache.get(key)
         if entry is not None:
             return cast(self._call(entry, leaves, levels, lazy), dtype)
