@@ -10,7 +10,7 @@ import pytest
 
 import subgraph_ad as sad
 
-from conftest import same_tree
+from conftest import jax_float64, same_tree
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -320,3 +320,40 @@ def test_float64_batches_take_the_shortcut_and_still_see_what_changed():
     a, b = np.arange(3.0), np.arange(3.0, 6.0)
     np.testing.assert_array_equal(h(a, b), b)
     np.testing.assert_array_equal(h(a, b + 1), b + 1)
+
+
+def test_parameter_pytrees_take_the_shortcut_with_the_general_paths_results():
+    """Dicts, tuples and lists of float64 arrays (a network's parameters) skip the pytree walk
+    after the first call: the same structure back, the same values as JAX's gradient and HVP,
+    and a changed key set or shape takes the general path (a new program)."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    rng = np.random.default_rng(4)
+    params = {"w": rng.normal(size=(3, 2)), "b": rng.normal(size=2)}
+    x = rng.normal(size=(5, 3))
+
+    def loss(p, xp=np):
+        return xp.sum(xp.tanh(x @ p["w"] + p["b"]) ** 2)
+
+    grad, hvp_v = sad.grad(loss), {"w": np.ones((3, 2)), "b": np.ones(2)}
+    with jax_float64():
+        want = jax.grad(lambda p: loss(p, jnp))(params)
+        want_hvp = jax.jvp(jax.grad(lambda p: loss(p, jnp)), (params,), (hvp_v,))[1]
+    for _ in range(3):
+        found = grad(params)
+        assert sorted(found) == ["b", "w"] and found["w"].shape == (3, 2)
+        for k in params:
+            np.testing.assert_allclose(found[k], want[k], rtol=1e-12)
+        found_hvp = sad.hvp(loss, params, hvp_v)
+        for k in params:
+            np.testing.assert_allclose(found_hvp[k], want_hvp[k], rtol=1e-12)
+    as_tuple = sad.grad(lambda p: np.sum(p[0] * p[1] ** 2))
+    for container in (tuple, list):
+        a, b = container((np.arange(3.0), np.arange(1.0, 4.0))), container((np.arange(3.0), np.arange(1.0, 4.0)))
+        for args in (a, b):
+            found = as_tuple(args)
+            assert type(found) is container
+            np.testing.assert_array_equal(found[0], np.arange(1.0, 4.0) ** 2)
+            np.testing.assert_array_equal(found[1], 2 * np.arange(3.0) * np.arange(1.0, 4.0))
+    wider = {"w": rng.normal(size=(3, 2)), "b": rng.normal(size=2), "c": np.zeros(1)}
+    assert sorted(sad.grad(lambda p: np.sum(p["w"]) + np.sum(p["c"]))(wider)) == ["b", "c", "w"]

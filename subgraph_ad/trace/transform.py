@@ -117,15 +117,35 @@ def strip(tree: Tree, nb: int) -> Tree:
 
 
 
-def _plain(args: Sequence[Any], kwargs: dict[str, Any], levels: Sequence[tuple[bool, ...]] | None) -> Any:
-    """For arguments that are all float64 arrays (the common batch) outside any trace: their
-    shapes and levels, all the signature key depends on; else None."""
+def _plain(args: Sequence[Any], kwargs: dict[str, Any], levels: Sequence[tuple[bool, ...]] | None
+           ) -> tuple[Any, list[list[Any]]] | None:
+    """For arguments that are float64 arrays, or dicts, tuples or lists of them (the common
+    batch, a network's parameters), outside any trace: what the signature key depends on (their
+    kinds, keys, shapes and the levels) and each one's leaves in JAX's order; else None."""
     if kwargs or not args or running() is not None:
         return None
+    shape: list[Any] = []
+    leaves: list[list[Any]] = []
     for a in args:
-        if type(a) is not np.ndarray or a.dtype != np.float64:
+        kind = type(a)
+        if kind is np.ndarray:
+            if a.dtype != np.float64:
+                return None
+            shape.append(a.shape)
+            leaves.append([a])
+            continue
+        if kind is dict:
+            keys = sorted(a)
+            items, label = [a[k] for k in keys], tuple(keys)
+        elif kind is tuple or kind is list:
+            items, label = list(a), kind
+        else:
             return None
-    return tuple(a.shape for a in args), None if levels is None else tuple(levels)
+        if not items or any(type(v) is not np.ndarray or v.dtype != np.float64 for v in items):
+            return None
+        shape.append((label, tuple(v.shape for v in items)))
+        leaves.append(items)
+    return (tuple(shape), None if levels is None else tuple(levels)), leaves
 
 
 class Transformed:
@@ -140,7 +160,7 @@ class Transformed:
         check_callable(f, what)
         self.f, self.what, self.build = f, what, build
         self._numbers: dict[int, Any] = {}  # the signature key of k Python numbers
-        self._plain: dict[Any, Any] = {}  # the signature key of float64 arrays, by shapes and levels
+        self._plain: dict[Any, Any] = {}  # the signature key of float64 arrays (``_plain``)
         # array arguments are one array var each: NumPy code on them builds array nodes
         self.cache: Programs[Assemble] = Programs(f, what, self._program, backend, arrays=self.ARRAYS)
         functools.update_wrapper(self, f, updated=())
@@ -180,10 +200,10 @@ class Transformed:
             if entry is not None:
                 return self._run(entry, [float(a) for a in args], ())
         plain = _plain(args, kwargs, levels)
-        if plain is not None and plain in self._plain:  # float64 arrays seen before: no pytrees to walk
-            entry = self.cache.get(self._plain[plain])
+        if plain is not None and plain[0] in self._plain:  # float64 arrays seen before: no pytrees to walk
+            entry = self.cache.get(self._plain[plain[0]])
             if entry is not None:
-                return self._call(entry, [[a] for a in args], levels, False)
+                return self._call(entry, plain[1], levels, False)
         leaves, trees, key = self._signature(args, kwargs, levels)
         tape = outer_tape([leaf for found in leaves for leaf in found], self.what) if levels is None else None
         if tape is not None:
@@ -192,7 +212,7 @@ class Transformed:
         lazy = dask_arrays.any_lazy(leaves)
         cache = self._scalar_cache() if self.ARRAYS and lazy else self.cache  # Dask
         if plain is not None:
-            self._plain[plain] = key
+            self._plain[plain[0]] = key
         entry = cache.get(key)
         if entry is not None:
             return cast(self._call(entry, leaves, levels, lazy), dtype)
