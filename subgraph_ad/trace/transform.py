@@ -134,6 +134,7 @@ def _plain(args: Sequence[Any], kwargs: dict[str, Any], levels: Sequence[tuple[b
             shape.append(a.shape)
             leaves.append([a])
             continue
+        label: Any
         if kind is dict:
             keys = sorted(a)
             items, label = [a[k] for k in keys], tuple(keys)
