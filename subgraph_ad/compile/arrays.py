@@ -129,6 +129,7 @@ class ArrayCompiled:
             raise ValueError(f"the arguments' batch axes {batches} do not broadcast") from None
 
     def __call__(self, *args: Any) -> Any:
+        batch: Shape
         if len(args) == len(self.shapes) and all(type(a) is np.ndarray and a.dtype == np.float64 and a.shape == s
                                                  for a, s in zip(args, self.shapes)):
             arrays, batch = list(args), ()  # one point of float64 arrays (the common call): nothing to check
@@ -277,6 +278,7 @@ class Expanded:
         return f"<expanded {self.inner!r}>"
 
     def __call__(self, *args: Any) -> Any:
+        batch: Shape
         if len(args) != len(self.names):
             raise TypeError(f"expected {len(self.names)} arguments ({', '.join(self.names)}), got {len(args)}")
         flat: list[Any] = []

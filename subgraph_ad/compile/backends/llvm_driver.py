@@ -8,8 +8,15 @@ from __future__ import annotations
 ROW = 256
 
 
-def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int) -> str:
-    """``@run(ins, numbers, outs, rows, n, S, K, H)``: the chunks run on each block of ``ROW``
+def scratch(rows: int, n_inputs: int) -> int:
+    """Doubles of a runner's scratch: its rows of ``ROW`` points, then the inputs' addresses
+    for the block in hand (held here, not on the stack, however many inputs there are)."""
+    return rows * ROW + n_inputs
+
+
+def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int) -> str:
+    """``@run(ins, numbers, outs, rows, n, S, K, H)`` over a scratch ``S`` of ``rows`` rows
+    (``scratch``): the chunks run on each block of ``ROW``
     points, reading input k (``ins[k]``, one value when ``numbers[k]``) where it lies — its
     array at the block, or scratch row k, where a number is written over the row once per
     call — then the row ``rows[j]`` of output j (an input's: where it lies) is copied into
@@ -20,7 +27,7 @@ def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int) -> str:
     calls = [f"  call void @c{k}(ptr %S, ptr %K, ptr %H, i64 %vectors, ptr %B)" for k in range(n_chunks)]
     return "\n".join([
         "define void @run(ptr %ins, ptr %numbers, ptr %outs, ptr %rows, i64 %n, ptr noalias %S, ptr %K, ptr %H) {",
-        "entry:", f"  %B = alloca ptr, i64 {max(1, n_inputs)}, align 8",
+        "entry:", f"  %B = getelementptr inbounds double, ptr %S, i64 {rows * ROW}",
         "  %any = icmp sgt i64 %n, 0", f"  br i1 %any, label %{'fill.next' if n_inputs else 'block'}, label %end",
         # the numbers, once: each written over its scratch row
         "fill.next:", "  %k = phi i64 [0, %entry], [%k.next, %fill.end]",
@@ -93,4 +100,4 @@ def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int) -> str:
         "end:", "  ret void", "}", ""])
 
 
-__all__ = ["ROW", "driver"]
+__all__ = ["ROW", "driver", "scratch"]

@@ -323,7 +323,7 @@ def source(program: Program, chunk: int, width: int, features: str) -> tuple[str
             if dest in stored:
                 e.store(local[dest], n_inputs + cut.column[dest])
         functions.append(_chunk_function(k, e))
-    functions.append(driver(len(cut.bounds), n_inputs, len(program.outputs), width))
+    functions.append(driver(len(cut.bounds), n_inputs, len(program.outputs), width, n_inputs + cut.columns))
     text = "\n".join(sorted(tables.declarations) + functions)
     return text, tables
 

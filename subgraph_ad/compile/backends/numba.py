@@ -34,7 +34,7 @@ import numpy as np
 from ...functions import Function
 from ..cache import CACHE_MIN_STEPS, cache_key, cache_load, cache_store
 from ..program import CHUNK, Program, callee, define, namespace, scalar_call
-from . import llvm_ir
+from . import llvm_driver, llvm_ir
 from .llvm_ir import LOWERING as LOWERING  # the table the backend compiles by, written there
 from .llvm_ir import ROW, Tables
 
@@ -158,6 +158,7 @@ class Kernel:
     run: Any
     engine: Any  # owns the machine code
     rows: int  # scratch rows: the inputs, then the columns
+    inputs: int
     constants: np.ndarray
     helpers: np.ndarray  # function addresses
     keep: tuple[Any, ...]  # the Numba callbacks whose addresses ``helpers`` holds
@@ -194,7 +195,7 @@ def kernel(program: Program, scalars: tuple[bool, ...], chunk: int = CHUNK, cach
     output_rows = np.array([k if kind == "in" else n_inputs + column[k] if kind == "t" else -1
                             for kind, k in program.outputs], dtype=np.int64)
     fills = tuple((j, float(v)) for j, (kind, v) in enumerate(program.outputs) if kind == "c")
-    return Kernel(code.run, code, n_inputs + tables.cut.columns, np.array(tables.values or [0.0]),
+    return Kernel(code.run, code, n_inputs + tables.cut.columns, n_inputs, np.array(tables.values or [0.0]),
                   np.array(addresses or [0], dtype=np.uintp), tuple(keep), output_rows, fills)
 
 
@@ -258,7 +259,7 @@ def slices(kernel: Kernel, ins: Sequence[Any], outs: Sequence[np.ndarray]) -> Ca
     targets = np.array([o.ctypes.data for o in outs], dtype=np.uintp)
 
     def runner() -> Callable[[int, int], None]:
-        scratch = _aligned(kernel.rows * ROW)
+        scratch = _aligned(llvm_driver.scratch(kernel.rows, kernel.inputs))
 
         def run(a: int, b: int, _held: tuple[Any, ...] = (ins, values)) -> None:  # (alive while it runs)
             pointers, at = base + moves * np.uintp(a), targets + np.uintp(8 * a)
@@ -274,7 +275,7 @@ def slices(kernel: Kernel, ins: Sequence[Any], outs: Sequence[np.ndarray]) -> Ca
 
 def worker(kernel: Kernel, step: int) -> Callable[[Sequence[Any], Sequence[np.ndarray]], None]:
     """A thread's runner, with its own scratch: inputs (numbers, or contiguous slices) -> outputs."""
-    scratch = _aligned(kernel.rows * ROW)
+    scratch = _aligned(llvm_driver.scratch(kernel.rows, kernel.inputs))
 
     def run(ins: Sequence[Any], outs: Sequence[np.ndarray]) -> None:
         numbers = np.array([np.ndim(v) == 0 for v in ins], dtype=np.uint8)
