@@ -103,6 +103,19 @@ def test_numba_reads_inputs_where_they_lie_at_every_size(size):
         assert np.array_equal(compiled(*args)[1], u) and np.array_equal(compiled(*args)[2], v * 2.0)
 
 
+def test_numba_with_thousands_of_inputs_numbers_and_arrays_mixed():
+    """3,000 inputs, every third a number, over 1,001 points on every core: the kernel keeps
+    each input's address for the block in its scratch; the values are NumPy's."""
+    tape = Tape()
+    xs = [tape.var(f"x{k}") for k in range(3000)]
+    outputs = [xs[k] * xs[k + 1] - xs[k + 2] for k in range(0, 2997, 3)]
+    compiled = lambdify(xs, outputs, backend="numba", cache=False)
+    rng = np.random.default_rng(3)
+    args = [float(rng.normal()) if k % 3 == 0 else rng.normal(size=1001) for k in range(3000)]
+    for k, found in zip(range(0, 2997, 3), compiled(*args)):
+        assert _close(found, np.broadcast_to(args[k] * args[k + 1] - args[k + 2], (1001,)))
+
+
 GUARDED = """
 import ctypes, mmap, sys
 import numpy as np
