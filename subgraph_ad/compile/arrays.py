@@ -278,7 +278,6 @@ class Expanded:
         return f"<expanded {self.inner!r}>"
 
     def __call__(self, *args: Any) -> Any:
-        batch: Shape
         if len(args) != len(self.names):
             raise TypeError(f"expected {len(self.names)} arguments ({', '.join(self.names)}), got {len(args)}")
         flat: list[Any] = []
