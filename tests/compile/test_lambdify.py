@@ -116,6 +116,22 @@ def test_numba_with_thousands_of_inputs_numbers_and_arrays_mixed():
         assert _close(found, np.broadcast_to(args[k] * args[k + 1] - args[k + 2], (1001,)))
 
 
+def test_numba_kernels_of_different_sizes_take_turns_with_one_scratch():
+    """A thread lends its scratch from call to call: a big program, a small one and the big one
+    again, on serial and threaded calls, each equal to NumPy's values every time."""
+    tape = Tape()
+    xs = [tape.var(f"x{k}") for k in range(300)]
+    big = lambdify(xs, [sin(xs[k]) * xs[k + 1] for k in range(299)], backend="numba", cache=False)
+    small = lambdify(xs[:2], [xs[0] - xs[1]], backend="numba", cache=False)
+    rng = np.random.default_rng(5)
+    for size in (9, 2_000, 20_001, 9):
+        args = list(rng.normal(size=(300, size)))
+        for _ in range(2):
+            found = big(*args)
+            assert all(_close(found[k], np.sin(args[k]) * args[k + 1]) for k in (0, 150, 298))
+            assert _close(small(*args[:2])[0], args[0] - args[1])
+
+
 GUARDED = """
 import ctypes, mmap, sys
 import numpy as np
