@@ -169,3 +169,20 @@ def test_a_traced_per_particle_laplacian_on_a_batch() -> None:
     found = sad.laplacian(lambda v: _per_row(v.reshape(6, 3), layers, [np.tanh, np.tanh]).sum())(points)
     expected = _jax_laplacian(lambda v: _per_row(v.reshape(6, 3), layers, [jnp.tanh, jnp.tanh]).sum(), points)
     _close(found, expected, 1e-10)
+
+
+def test_biharmonic_and_hessian_tensor_of_a_per_particle_function():
+    """The biharmonic (the pass over its own result, whose blocks mix their rows' axis with the
+    direction axis) and the order-2 derivative tensor on points, against JAX's Δ(Δu) and
+    Hessian."""
+    rng = np.random.default_rng(10)
+    layers = _rows_network(rng, 3, [6])
+    points = rng.uniform(-1, 1, (5, 12))
+    u = lambda v: _per_row(v.reshape(4, 3), layers, [np.tanh]).sum()  # noqa: E731
+    w = lambda v: _per_row(v.reshape(4, 3), layers, [jnp.tanh]).sum()  # noqa: E731
+    with jax_float64():
+        lap = lambda f: lambda v: jnp.trace(jax.hessian(f)(v))  # noqa: E731
+        expected = np.asarray(jax.vmap(lap(lap(w)))(jnp.asarray(points)))
+        hessians = np.asarray(jax.vmap(jax.hessian(w))(jnp.asarray(points)))
+    _close(sad.biharmonic(u)(points), expected, 1e-10)
+    _close(sad.derivative_tensor(u, 2)(points), hessians, 1e-12)
