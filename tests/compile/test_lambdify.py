@@ -1,6 +1,7 @@
 """lambdify: both backends against eval (itself checked against SymPy elsewhere), register reuse,
 IEEE values, argument errors, the Numba fallback, pickling and Dask on a local cluster."""
 
+import math
 import pickle
 import sys
 import warnings
@@ -130,6 +131,37 @@ def test_numba_kernels_of_different_sizes_take_turns_with_one_scratch():
             found = big(*args)
             assert all(_close(found[k], np.sin(args[k]) * args[k + 1]) for k in (0, 150, 298))
             assert _close(small(*args[:2])[0], args[0] - args[1])
+
+
+def test_numba_runs_one_point_of_a_large_program_natively_with_ieee_values():
+    """A call on one point of a program past ``NATIVE_POINT`` steps runs on the Numba kernel
+    (one vector per scratch row): NumPy's values, inf and nan where a point divides by zero
+    or takes a root of a negative number, no exception and no warning; ``warn=True`` keeps
+    the reporting path."""
+    from subgraph_ad.compile.lambdify import NATIVE_POINT
+
+    tape = Tape()
+    xs = [tape.var(f"x{k}") for k in range(400)]
+    outputs = [sin(xs[k]) * xs[k + 1] / xs[k + 2] + sqrt(xs[k + 3]) for k in range(396)]
+    outputs += [log(xs[0]), tape.const(2.5), xs[7]]
+    compiled = lambdify(xs, outputs, backend="numba", cache=False)
+    assert len(compiled.program.steps) >= NATIVE_POINT
+    rng = np.random.default_rng(6)
+    point = list(rng.uniform(0.5, 2.0, 400))
+    point[2], point[5] = 0.0, -1.0  # x₀·x₁/x₂ = inf, √x₅ = nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = compiled(*point)
+    assert compiled.built == ("numba (point)",)
+    x = np.array(point)
+    with np.errstate(all="ignore"):
+        expected = [np.sin(x[k]) * x[k + 1] / x[k + 2] + np.sqrt(x[k + 3]) for k in range(396)]
+    expected += [np.log(x[0]), 2.5, x[7]]
+    assert all(type(v) is float for v in found)
+    assert _close(np.array(found), np.array(expected))
+    assert found[0] == math.inf and math.isnan(found[2]) and found[-1] == point[7]
+    with pytest.warns(RuntimeWarning):
+        lambdify(xs, outputs, backend="numba", cache=False, warn=True)(*point)
 
 
 GUARDED = """

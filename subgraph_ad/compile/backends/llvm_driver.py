@@ -8,15 +8,15 @@ from __future__ import annotations
 ROW = 256
 
 
-def scratch(rows: int, n_inputs: int) -> int:
+def scratch(rows: int, n_inputs: int, row: int = ROW) -> int:
     """Doubles of a runner's scratch: its rows of ``ROW`` points, then the inputs' addresses
     for the block in hand (held here, not on the stack, however many inputs there are)."""
-    return rows * ROW + n_inputs
+    return rows * row + n_inputs
 
 
-def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int) -> str:
+def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int, row: int = ROW) -> str:
     """``@run(ins, numbers, outs, rows, n, S, K, H)`` over a scratch ``S`` of ``rows`` rows
-    (``scratch``): the chunks run on each block of ``ROW``
+    (``scratch``): the chunks run on each block of ``row`` (``ROW``; one vector for one point)
     points, reading input k (``ins[k]``, one value when ``numbers[k]``) where it lies — its
     array at the block, or scratch row k, where a number is written over the row once per
     call — then the row ``rows[j]`` of output j (an input's: where it lies) is copied into
@@ -27,27 +27,27 @@ def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int) 
     calls = [f"  call void @c{k}(ptr %S, ptr %K, ptr %H, i64 %vectors, ptr %B)" for k in range(n_chunks)]
     return "\n".join([
         "define void @run(ptr %ins, ptr %numbers, ptr %outs, ptr %rows, i64 %n, ptr noalias %S, ptr %K, ptr %H) {",
-        "entry:", f"  %B = getelementptr inbounds double, ptr %S, i64 {rows * ROW}",
+        "entry:", f"  %B = getelementptr inbounds double, ptr %S, i64 {rows * row}",
         "  %any = icmp sgt i64 %n, 0", f"  br i1 %any, label %{'fill.next' if n_inputs else 'block'}, label %end",
         # the numbers, once: each written over its scratch row
         "fill.next:", "  %k = phi i64 [0, %entry], [%k.next, %fill.end]",
         "  %srcp = getelementptr inbounds ptr, ptr %ins, i64 %k", "  %src = load ptr, ptr %srcp, align 8",
         "  %flagp = getelementptr inbounds i8, ptr %numbers, i64 %k", "  %flag = load i8, ptr %flagp, align 1",
         "  %number = icmp ne i8 %flag, 0", "  br i1 %number, label %fill, label %fill.end",
-        "fill:", f"  %in.row = mul nuw nsw i64 %k, {ROW}", "  %to = getelementptr inbounds double, ptr %S, i64 %in.row",
+        "fill:", f"  %in.row = mul nuw nsw i64 %k, {row}", "  %to = getelementptr inbounds double, ptr %S, i64 %in.row",
         "  %x1 = load double, ptr %src, align 8",
         f"  %x.first = insertelement {vector} poison, double %x1, i64 0",
         f"  %x.all = shufflevector {vector} %x.first, {vector} poison, <{width} x i32> zeroinitializer",
         "  br label %fill.loop",
         "fill.loop:", "  %f = phi i64 [0, %fill], [%f.next, %fill.loop]",
         f"  %fp = getelementptr inbounds {vector}, ptr %to, i64 %f", f"  store {vector} %x.all, ptr %fp, align 8",
-        "  %f.next = add nuw nsw i64 %f, 1", f"  %f.more = icmp slt i64 %f.next, {ROW // width}",
+        "  %f.next = add nuw nsw i64 %f, 1", f"  %f.more = icmp slt i64 %f.next, {row // width}",
         "  br i1 %f.more, label %fill.loop, label %fill.end",
         "fill.end:", "  %k.next = add nuw nsw i64 %k, 1", f"  %k.more = icmp slt i64 %k.next, {n_inputs}",
         "  br i1 %k.more, label %fill.next, label %block",
         "block:", f"  %a = phi i64 [0, %{'fill.end' if n_inputs else 'entry'}], [%a.next, %block.end]",
-        "  %left = sub i64 %n, %a", f"  %short = icmp slt i64 %left, {ROW}",
-        f"  %m = select i1 %short, i64 %left, i64 {ROW}", f"  %whole = udiv i64 %m, {width}",
+        "  %left = sub i64 %n, %a", f"  %short = icmp slt i64 %left, {row}",
+        f"  %m = select i1 %short, i64 %left, i64 {row}", f"  %whole = udiv i64 %m, {width}",
         f"  %cut = mul nuw nsw i64 %whole, {width}", "  %exact = icmp eq i64 %cut, %m",
         f"  br label %{'base' if n_inputs else 'compute'}",
         # where each input's points of the block lie: in its array, or (a number; the points of
@@ -55,7 +55,7 @@ def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int) 
         "base:", "  %b = phi i64 [0, %block], [%b.next, %base.set]",
         "  %bsrcp = getelementptr inbounds ptr, ptr %ins, i64 %b", "  %bsrc = load ptr, ptr %bsrcp, align 8",
         "  %bflagp = getelementptr inbounds i8, ptr %numbers, i64 %b", "  %bflag = load i8, ptr %bflagp, align 1",
-        "  %bnumber = icmp ne i8 %bflag, 0", f"  %brow = mul nuw nsw i64 %b, {ROW}",
+        "  %bnumber = icmp ne i8 %bflag, 0", f"  %brow = mul nuw nsw i64 %b, {row}",
         "  %bfilled = getelementptr inbounds double, ptr %S, i64 %brow",
         "  %bat = getelementptr inbounds double, ptr %bsrc, i64 %a",
         "  br i1 %bnumber, label %base.set, label %base.array",
@@ -75,7 +75,7 @@ def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int) 
         "  %rowp = getelementptr inbounds i64, ptr %rows, i64 %j", "  %row = load i64, ptr %rowp, align 8",
         "  %skip = icmp slt i64 %row, 0", "  br i1 %skip, label %out.end, label %out.start",
         "out.start:", "  %dstp = getelementptr inbounds ptr, ptr %outs, i64 %j", "  %dst = load ptr, ptr %dstp, align 8",
-        "  %dst.a = getelementptr inbounds double, ptr %dst, i64 %a", f"  %out.row = mul nuw nsw i64 %row, {ROW}",
+        "  %dst.a = getelementptr inbounds double, ptr %dst, i64 %a", f"  %out.row = mul nuw nsw i64 %row, {row}",
         "  %scratch.row = getelementptr inbounds double, ptr %S, i64 %out.row",
         f"  %is.input = icmp slt i64 %row, {n_inputs}", "  %inputp = getelementptr inbounds ptr, ptr %B, i64 %row",
         "  br i1 %is.input, label %out.input, label %out.ready",
@@ -95,7 +95,7 @@ def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int) 
         "  br i1 %q.more, label %out.copy, label %out.end",
         "out.end:", "  %j.next = add nuw nsw i64 %j, 1", f"  %j.more = icmp slt i64 %j.next, {n_outputs}",
         "  br i1 %j.more, label %out, label %block.end",
-        "block.end:", f"  %a.next = add nuw nsw i64 %a, {ROW}", "  %a.more = icmp slt i64 %a.next, %n",
+        "block.end:", f"  %a.next = add nuw nsw i64 %a, {row}", "  %a.more = icmp slt i64 %a.next, %n",
         "  br i1 %a.more, label %block, label %end",
         "end:", "  ret void", "}", ""])
 

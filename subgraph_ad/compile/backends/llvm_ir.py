@@ -160,7 +160,7 @@ class Emitter:
         return name
 
     def address(self, row: int) -> str:
-        offset = self.emit(f"add nuw nsw i64 %i, {row * ROW // self.width}")
+        offset = self.emit(f"add nuw nsw i64 %i, {row * self.tables.row // self.width}")
         return self.emit(f"getelementptr inbounds {self.vector}, ptr %S, i64 {offset}")
 
     def load(self, row: int) -> str:
@@ -271,6 +271,7 @@ class Tables:
 
     cut: Chunks
     features: str  # the CPU's, for the vector functions it has
+    row: int  # points per scratch row (``llvm_driver.ROW``; one vector for the one-point kernel)
     constants: dict[str, int] = field(default_factory=dict)  # by exact hex text: nan and -0.0 as themselves
     values: list[float] = field(default_factory=list)
     helpers: list[tuple[Any, ...]] = field(default_factory=list)
@@ -292,14 +293,14 @@ class Tables:
         return self.index[ident]
 
 
-def source(program: Program, chunk: int, width: int, features: str) -> tuple[str, Tables]:
+def source(program: Program, chunk: int, width: int, features: str, row: int = ROW) -> tuple[str, Tables]:
     """The IR of the program for vectors of ``width`` doubles on a CPU of these ``features``: a
-    function ``@c<k>(S, K, H, vectors)`` per chunk of ``chunk`` steps and the driver ``@run``,
-    with the tables of constants and functions it reads. The same code serves every pattern of
-    number and array inputs (the driver broadcasts a number)."""
+    function ``@c<k>(S, K, H, vectors)`` per chunk of ``chunk`` steps and the driver ``@run``
+    over blocks of ``row`` points, with the tables of constants and functions it reads. The same
+    code serves every pattern of number and array inputs (the driver broadcasts a number)."""
     n_inputs = program.n_inputs
     cut = chunks(program, chunk)
-    tables = Tables(cut, features)
+    tables = Tables(cut, features, row)
     functions = []
     for k, (a, b) in enumerate(cut.bounds):
         e = Emitter(width, tables)
@@ -323,7 +324,7 @@ def source(program: Program, chunk: int, width: int, features: str) -> tuple[str
             if dest in stored:
                 e.store(local[dest], n_inputs + cut.column[dest])
         functions.append(_chunk_function(k, e))
-    functions.append(driver(len(cut.bounds), n_inputs, len(program.outputs), width, n_inputs + cut.columns))
+    functions.append(driver(len(cut.bounds), n_inputs, len(program.outputs), width, n_inputs + cut.columns, row))
     text = "\n".join(sorted(tables.declarations) + functions)
     return text, tables
 

@@ -92,12 +92,12 @@ def _host() -> _Target:
 
 
 def kernel_source(program: Program, scalars: tuple[bool, ...] = (), chunk: int = CHUNK,
-                  width: int | None = None) -> tuple[str, Tables]:
+                  width: int | None = None, row: int = ROW) -> tuple[str, Tables]:
     """The LLVM IR of the program for this CPU (``llvm_ir.source``) and the tables it reads; the
     same for every pattern of number and array inputs, so ``scalars`` changes nothing; ``width``
     defaults to the host's."""
     target = _target()
-    return llvm_ir.source(program, chunk, width or target.width, target.features)
+    return llvm_ir.source(program, chunk, width or target.width, target.features, row)
 
 
 # -- Numba callbacks: what has no IR of its own ------------------------------------------------------
@@ -159,6 +159,7 @@ class Kernel:
     engine: Any  # owns the machine code
     rows: int  # scratch rows: the inputs, then the columns
     inputs: int
+    row: int  # points per scratch row
     constants: np.ndarray
     helpers: np.ndarray  # function addresses
     keep: tuple[Any, ...]  # the Numba callbacks whose addresses ``helpers`` holds
@@ -172,11 +173,13 @@ _LIVE: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
 _LIVE_LOCK = threading.Lock()
 
 
-def kernel(program: Program, scalars: tuple[bool, ...], chunk: int = CHUNK, cache: bool = True) -> Kernel:
+def kernel(program: Program, scalars: tuple[bool, ...], chunk: int = CHUNK, cache: bool = True,
+           row: int = ROW) -> Kernel:
     """The program compiled for this CPU (every pattern of numbers and arrays alike), from the
-    persistent cache when ``cache`` and it holds this IR; ImportError without Numba."""
+    persistent cache when ``cache`` and it holds this IR, over blocks of ``row`` points;
+    ImportError without Numba."""
     target = _target()
-    source, tables = kernel_source(program, scalars, chunk, target.width)
+    source, tables = kernel_source(program, scalars, chunk, target.width, row)
     digest = cache_key("numba", target.identity, source)
     with _LIVE_LOCK:
         code = _LIVE.get(digest)
@@ -195,7 +198,7 @@ def kernel(program: Program, scalars: tuple[bool, ...], chunk: int = CHUNK, cach
     output_rows = np.array([k if kind == "in" else n_inputs + column[k] if kind == "t" else -1
                             for kind, k in program.outputs], dtype=np.int64)
     fills = tuple((j, float(v)) for j, (kind, v) in enumerate(program.outputs) if kind == "c")
-    return Kernel(code.run, code, n_inputs + tables.cut.columns, n_inputs, np.array(tables.values or [0.0]),
+    return Kernel(code.run, code, n_inputs + tables.cut.columns, n_inputs, row, np.array(tables.values or [0.0]),
                   np.array(addresses or [0], dtype=np.uintp), tuple(keep), output_rows, fills)
 
 
@@ -280,7 +283,7 @@ def slices(kernel: Kernel, ins: Sequence[Any], outs: Sequence[np.ndarray]) -> Ca
     moves = np.where(numbers, 0, 8).astype(np.uintp)  # bytes a point moves each input
     targets = np.array([o.ctypes.data for o in outs], dtype=np.uintp)
 
-    size = llvm_driver.scratch(kernel.rows, kernel.inputs)
+    size = llvm_driver.scratch(kernel.rows, kernel.inputs, kernel.row)
 
     def runner() -> Callable[[int, int], None]:
         def run(a: int, b: int, _held: tuple[Any, ...] = (ins, values)) -> None:  # (alive while it runs)
@@ -297,9 +300,34 @@ def slices(kernel: Kernel, ins: Sequence[Any], outs: Sequence[np.ndarray]) -> Ca
     return runner
 
 
+def point(program: Program, chunk: int = CHUNK, cache: bool = True) -> Callable[[Sequence[float]], tuple[float, ...]]:
+    """The program on one point, compiled with one vector of points per scratch row (so its
+    scratch is the program's columns, not ``ROW`` times them): the numbers laid out as one
+    array, one point each, and the outputs read from one array — microseconds of Python
+    whatever the program's size, where the one-point Python code runs a statement per step."""
+    compiled = kernel(program, (), chunk, cache, _target().width)
+    n_in, n_out = compiled.inputs, len(compiled.output_rows)
+    numbers = np.zeros(max(1, n_in), dtype=np.uint8)
+    ins, outs = np.arange(n_in, dtype=np.uintp) * np.uintp(8), np.arange(n_out, dtype=np.uintp) * np.uintp(8)
+    size = llvm_driver.scratch(compiled.rows, n_in, compiled.row)
+
+    def run(values: Sequence[float]) -> tuple[float, ...]:
+        given, found = np.array(values, dtype=float), np.empty(n_out)
+        pointers, targets = ins + np.uintp(given.ctypes.data), outs + np.uintp(found.ctypes.data)
+        scratch = _scratch(size)
+        compiled.run(pointers.ctypes.data, numbers.ctypes.data, targets.ctypes.data, compiled.output_rows.ctypes.data,
+                     1, scratch.ctypes.data, compiled.constants.ctypes.data, compiled.helpers.ctypes.data)
+        _spare(scratch)
+        for j, value in compiled.fills:
+            found[j] = value
+        return tuple(found.tolist())
+
+    return run
+
+
 def worker(kernel: Kernel, step: int) -> Callable[[Sequence[Any], Sequence[np.ndarray]], None]:
     """A thread's runner, with its own scratch: inputs (numbers, or contiguous slices) -> outputs."""
-    scratch = _aligned(llvm_driver.scratch(kernel.rows, kernel.inputs))
+    scratch = _aligned(llvm_driver.scratch(kernel.rows, kernel.inputs, kernel.row))
 
     def run(ins: Sequence[Any], outs: Sequence[np.ndarray]) -> None:
         numbers = np.array([np.ndim(v) == 0 for v in ins], dtype=np.uint8)
