@@ -42,6 +42,17 @@ def timed(fn: Any, most: int = 7) -> tuple[float, Any]:
     return many_variables.timed(fn, most=most, warm=True)
 
 
+def jax64() -> Any:
+    """JAX with its 64-bit types on (the peers compute in float64 as ours do), or None where it
+    is not installed."""
+    try:
+        import jax
+    except ImportError:
+        return None
+    jax.config.update("jax_enable_x64", True)
+    return jax
+
+
 def measured(operator: Any, *args: Any, most: int = 7) -> tuple[Any, float, float]:
     """An operator's values, its first call (trace, build, compile) and its later calls' median."""
     start = time.perf_counter()
@@ -125,11 +136,9 @@ def biharmonic(d: int = 4, n: int = POINTS) -> dict[str, Any]:
     batch = np.random.default_rng(1).uniform(-1.0, 1.0, (n, d))
     found, first, later = measured(sad.biharmonic(lambda x: w3 @ np.tanh(W2 @ np.tanh(W1 @ x + b1) + b2)), batch)
     row: dict[str, Any] = {"d": d, "points": n, "first": first, "eval": later, "jax": None, "target": 0.5}
-    try:
-        import jax
-    except ImportError:
+    jax = jax64()
+    if jax is None:
         return row
-    jax.config.update("jax_enable_x64", True)
     jnp = jax.numpy
     Ws = [jnp.asarray(w) for w in (W1, b1, W2, b2, w3)]
     f = lambda x: Ws[4] @ jnp.tanh(Ws[2] @ jnp.tanh(Ws[0] @ x + Ws[1]) + Ws[3])  # noqa: E731
@@ -161,11 +170,9 @@ def particles(n: int = 1_000, count: int = PARTICLES) -> dict[str, Any]:
     batch = rng.uniform(-1.0, 1.0, (n, 3 * count))
     found, first, later = measured(sad.laplacian(u), batch)
     row: dict[str, Any] = {"points": n, "d": 3 * count, "first": first, "eval": later, "peer": None, "target": None}
-    try:
-        import jax
-    except ImportError:
+    jax = jax64()
+    if jax is None:
         return row
-    jax.config.update("jax_enable_x64", True)
     jnp = jax.numpy
     points_ = jnp.asarray(batch)
     peers = {"jax": jax.jit(jax.vmap(lambda x: jnp.trace(jax.hessian(lambda y: u(y, jnp))(x))))}
@@ -207,12 +214,11 @@ def wide(n: int = 1_000) -> dict[str, Any]:
     batch = rng.uniform(-1.0, 1.0, (n, WIDE[0]))
     found, first, later = measured(sad.laplacian(u), batch, most=3)
     row: dict[str, Any] = {"points": n, "first": first, "eval": later, "folx": None, "target": 1.0}
+    jax = jax64()
     try:
-        import jax
         from folx import forward_laplacian
     except ImportError:
         return row
-    jax.config.update("jax_enable_x64", True)
     folx = jax.jit(jax.vmap(lambda x: forward_laplacian(lambda y: u(y, jax.numpy))(x).laplacian))
     points_ = jax.numpy.asarray(batch)
     expected = np.asarray(folx(points_))
@@ -229,12 +235,11 @@ def wide_jet(n: int = 1_000, order: int = 10) -> dict[str, Any]:
     points, directions = rng.uniform(-1.0, 1.0, (n, WIDE[0])), rng.standard_normal((n, WIDE[0]))
     found, first, later = measured(sad.taylor_graph(u, order), points, directions, most=3)
     row: dict[str, Any] = {"points": n, "order": order, "first": first, "eval": later, "jax": None, "target": 0.5}
-    try:
-        import jax
-        from jax.experimental import jet
-    except ImportError:
+    jax = jax64()
+    if jax is None:
         return row
-    jax.config.update("jax_enable_x64", True)
+    from jax.experimental import jet
+
     jnp = jax.numpy
     zeros = jnp.zeros(WIDE[0])
     theirs = jax.jit(jax.vmap(lambda x, v: jnp.stack(jet.jet(lambda y: u(y, jnp), (x,), ((v,) + (zeros,) * (order - 1),))[1])))
