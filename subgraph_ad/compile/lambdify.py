@@ -55,7 +55,7 @@ import numpy as np
 from ..core import Term
 from ..core.var_names import vars_of
 from ..numeric.modes import floating
-from . import config, registry, threads
+from . import registry, threads
 from .arrays import ArrayCompiled, Expanded, JaxArrayCompiled, mostly_scalar, needs_arrays
 from .backends import numpy as numpy_backend
 from .cache import CACHE_MIN_STEPS
@@ -290,32 +290,26 @@ class Compiled:
             backend = registry.as_host(registry.backend(self.backend))  # after the kernel: it may have fallen back
             step = self._step(backend, size)
             prepared = getattr(backend, "slices", None)  # a backend that reads every address once a call
-            if prepared is not None:
-                runner = prepared(kernel, flat, outs)
-
-                def floating_runner() -> Run:
-                    run = runner()
-
-                    def slice_run(a: int, b: int) -> None:
-                        with floating(self.warn):  # per thread: NumPy's error state is thread-local
-                            run(a, b)
-
-                    return slice_run
-
-                self._split(floating_runner, size, step)
-                return tuple(o.reshape(shape) for o in outs)
+            runner: Callable[[], Run] = prepared(kernel, flat, outs) if prepared is not None else (
+                lambda: self._sliced(backend.worker(kernel, step), flat, outs))
 
             def worker() -> Run:
-                run = backend.worker(kernel, step)
+                run = runner()
 
                 def slice_run(a: int, b: int) -> None:
                     with floating(self.warn):  # per thread: NumPy's error state is thread-local
-                        run([_part(v, a, b) for v in flat], [o[a:b] for o in outs])
+                        run(a, b)
 
                 return slice_run
 
             self._split(worker, size, step)
         return tuple(o.reshape(shape) for o in outs)
+
+    @staticmethod
+    def _sliced(run: Callable[[Sequence[Any], Sequence[np.ndarray]], None], flat: list[Any],
+                outs: list[np.ndarray]) -> Run:
+        """A backend's runner on whole inputs and outputs, as one on points a..b of them."""
+        return lambda a, b: run([_part(v, a, b) for v in flat], [o[a:b] for o in outs])
 
     def _step(self, backend: Host, size: int) -> int:
         """Points per slice: a block; for a backend with a ``GRAIN`` (its own blocking inside a
@@ -361,20 +355,7 @@ def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], back
     generated on first use, in chunks of ``chunk`` steps; ``cache=False`` skips the persistent
     cache of compiled code (``SUBGRAPH_AD_CACHE``).
     """
-    if backend is None:
-        backend = config.default_backend()
-        if backend not in registry.BACKENDS:
-            raise ValueError(f"lambdify: the default backend is {backend!r} (subgraph_ad.compile.config.backend, or "
-                             f"the environment variable {config.ENV}), expected "
-                             f"{' or '.join(map(repr, registry.names()))}")
-    module = registry.backend(backend)
-    dtypes = getattr(module, "DTYPES", ("float64",))
-    if dtype is not None and dtype not in dtypes:
-        takers = [name for name in registry.names() if dtype in getattr(registry.backend(name), "DTYPES", ())]
-        if not takers:
-            raise ValueError(f"lambdify dtype must be one of {dtypes} for backend {backend!r}, got {dtype!r}")
-        raise ValueError(f"lambdify dtype={dtype!r} is for backend {' or '.join(map(repr, takers))}; "
-                         f"backend {backend!r} computes in {' or '.join(dtypes)}")
+    backend, module, dtypes = registry.chosen(backend, dtype)
     outs, single = _as_list(outputs, "outputs")
     ins, _ = _as_list(vars_of(outs[0].tape, inputs, "lambdify"), "inputs")  # names and Symbols: vars
     tape = ins[0].tape

@@ -5,7 +5,9 @@ and ``"fn"``), names itself in ``NAME`` (for messages) and runs in one of two wa
 
 - on the host, over NumPy arrays (``"numpy"``, ``"numba"``): ``kernel(program, scalars,
   **options)`` compiles the program for a pattern of number (True) and array inputs and
-  ``worker(kernel, step)`` makes one thread's runner (``Host``); ``lambdify``'s ``Compiled``
+  ``worker(kernel, step)`` makes one thread's runner (``Host``; a backend may also offer
+  ``slices(kernel, ins, outs)``, runners that read every address once a call, and
+  ``point(program, **options)``, one point of a large program natively); ``lambdify``'s ``Compiled``
   splits the points over the cores, runs Dask arrays blockwise, and runs the NumPy backend
   instead, with a ``BackendWarning``, where a kernel cannot be built;
 - on a device, handed the whole call (``"jax"``, ``"cuda"``): ``compiled(program, names, single,
@@ -31,6 +33,7 @@ from typing import Any, Callable, Protocol, Sequence, cast
 
 import numpy as np
 
+from . import config
 from .devices import DeviceCompiled
 from .program import Program
 
@@ -83,6 +86,26 @@ def backend(name: str) -> ModuleType:
     if entry is None:
         raise ValueError(f"lambdify backend must be {' or '.join(map(repr, BACKENDS))}, got {name!r}")
     return importlib.import_module(entry, __package__) if isinstance(entry, str) else entry
+
+
+def chosen(name: str | None, dtype: str | None) -> tuple[str, ModuleType, tuple[str, ...]]:
+    """The backend ``lambdify`` runs (``name``, else ``config.default_backend()``), its module and
+    dtypes; a ValueError for a default that names none, or a ``dtype`` it does not compute in
+    (naming the backends that do)."""
+    if name is None:
+        name = config.default_backend()
+        if name not in BACKENDS:
+            raise ValueError(f"lambdify: the default backend is {name!r} (subgraph_ad.compile.config.backend, or "
+                             f"the environment variable {config.ENV}), expected {' or '.join(map(repr, names()))}")
+    module = backend(name)
+    dtypes: tuple[str, ...] = getattr(module, "DTYPES", ("float64",))
+    if dtype is not None and dtype not in dtypes:
+        takers = [other for other in names() if dtype in getattr(backend(other), "DTYPES", ())]
+        if not takers:
+            raise ValueError(f"lambdify dtype must be one of {dtypes} for backend {name!r}, got {dtype!r}")
+        raise ValueError(f"lambdify dtype={dtype!r} is for backend {' or '.join(map(repr, takers))}; "
+                         f"backend {name!r} computes in {' or '.join(dtypes)}")
+    return name, module, dtypes
 
 
 def host(module: ModuleType) -> bool:
