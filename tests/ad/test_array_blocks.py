@@ -38,12 +38,21 @@ READOUTS: dict[str, tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]]]
                           lambda h, x: jnp.tanh(jnp.ones((3, h.shape[1])) @ h.sum(0)).sum()),
     "times the input's norm": (lambda h, x: h.sum() * (x * x).sum(), lambda h, x: h.sum() * (x * x).sum()),
     "flattened": (lambda h, x: sad.cos(h.reshape(-1)).sum(), lambda h, x: jnp.cos(h.reshape(-1)).sum()),
+    # a condition exactly on its switch (h − h ≥ 0 holds with equality) and one beside it
+    "where on and beside its switch": (
+        lambda h, x: (sad.where(h - h >= 0, h * h, -h) + sad.where(h > 0.1, sad.sin(h), h)).sum(),
+        lambda h, x: (jnp.where(h - h >= 0, h * h, -h) + jnp.where(h > 0.1, jnp.sin(h), h)).sum()),
+    # repeated operands (h·h, h − h) and a term whose tangent is zero (no var reaches it)
+    "repeated operands, a zero tangent": (
+        lambda h, x: (h * h + (h - h) * sad.exp(h) + 0.0 * sad.tanh(h)).sum() + float(np.pi),
+        lambda h, x: (h * h + (h - h) * jnp.exp(h) + 0.0 * jnp.tanh(h)).sum() + float(np.pi)),
 }
 
 
 def _corpus() -> list[tuple[int, int, int, list[int], list[str], str]]:
     """Seeded: P 2–6 rows of c 1–4 columns, depths 1–3, widths 1–12, every activation and every
-    readout."""
+    readout (conditions on and beside their switch, repeated operands and zero tangents among
+    them)."""
     rng = np.random.default_rng(38)
     names, readouts = list(ACTIVATIONS), list(READOUTS)
     cases = []
