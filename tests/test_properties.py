@@ -512,9 +512,9 @@ def test_lambdify_numba_matches_gen_graph(tree: tuple, point: dict[str, float]) 
     # in place), and the first var as one number (read from a row written once a call)
     grid: dict[str, Any] = {n: np.array([point[n], 0.25 * point[n] - 0.3, 0.7, -1.1, 0.3, -0.6, 1.4, 0.05, -1.9])
                             for n in NAMES}
-    for given in (grid, {**grid, NAMES[0]: point[NAMES[0]]}):
+    for fed in (grid, {**grid, NAMES[0]: point[NAMES[0]]}):
         with np.errstate(all="ignore"):
-            arrays = compiled(*given.values())
+            arrays = compiled(*fed.values())
         for got, term in zip(arrays, outputs):
-            want = np.broadcast_to(np.atleast_1d(term.eval({v[n]: given[n] for n in NAMES})), got.shape)
+            want = np.broadcast_to(np.atleast_1d(term.eval({v[n]: fed[n] for n in NAMES})), got.shape)
             assert all(same(a, b) for a, b in zip(got, want)), (compiled.backend, got, want)
