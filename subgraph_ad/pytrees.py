@@ -44,6 +44,11 @@ def _container(value: Any) -> tuple[str, Any, list[Any]] | None:
     return None
 
 
+#: The containers whose leaves ``unflatten`` and ``leaf_shapes`` take in one step when every
+#: child is a leaf (a dict of parameters, a tuple of arrays: the common trees).
+_FLAT = frozenset({"dict", "tuple", "list", "namedtuple"})
+
+
 def _build(tree: Tree, items: list[Any]) -> Any:
     if tree.kind == "dict":
         return dict(zip(tree.meta, items))
@@ -85,6 +90,8 @@ def flatten(value: Any, where: str = "argument",
 
 def unflatten(tree: Tree, leaves: Sequence[Any]) -> Any:
     """The pytree of ``tree``'s structure with these leaves, in order (iterative)."""
+    if tree.kind in _FLAT and all(c.kind == "leaf" for c in tree.children):  # a flat container (parameters)
+        return _build(tree, list(leaves))
     values = iter(leaves)
     done: list[Any] = []
     todo: list[tuple[Tree, bool]] = [(tree, False)]
@@ -107,6 +114,8 @@ def unflatten(tree: Tree, leaves: Sequence[Any]) -> Any:
 
 def leaf_shapes(tree: Tree) -> list[tuple[int, ...]]:
     """The shapes of a tree's leaves, in order."""
+    if tree.kind in _FLAT and all(c.kind == "leaf" for c in tree.children):
+        return [c.meta for c in tree.children]
     shapes, todo = [], [tree]
     while todo:
         node = todo.pop()

@@ -355,5 +355,12 @@ def test_parameter_pytrees_take_the_shortcut_with_the_general_paths_results():
             assert type(found) is container
             np.testing.assert_array_equal(found[0], np.arange(1.0, 4.0) ** 2)
             np.testing.assert_array_equal(found[1], 2 * np.arange(3.0) * np.arange(1.0, 4.0))
+    g = sad.grad(lambda p: p["s"] ** 3 + np.sum(p["v"] ** 2) + np.sum(p.get("e", 0.0)))
+    for odd in ({"s": np.array(2.0), "e": np.zeros((0, 3)), "v": np.arange(3.0)},  # a 0-d and an empty leaf
+                {"s": np.array(2.0), "v": np.arange(3.0)}):
+        for _ in range(3):  # the first call, then the shortcut: each leaf as the general path feeds it
+            found = g(odd)
+            assert type(found["s"]) is float and found["s"] == 12.0 and found.get("e", np.zeros((0, 3))).shape == (0, 3)
+            np.testing.assert_array_equal(found["v"], 2 * np.arange(3.0))
     wider = {"w": rng.normal(size=(3, 2)), "b": rng.normal(size=2), "c": np.zeros(1)}
     assert sorted(sad.grad(lambda p: np.sum(p["w"]) + np.sum(p["c"]))(wider)) == ["b", "c", "w"]

@@ -146,7 +146,8 @@ class ArrayCompiled:
                         found = run(*arrays)
                 else:
                     found = run(*arrays)
-            results = tuple(_full(v, batch + s) for v, s in zip(found, self.out_shapes))
+            results = tuple(v if type(v) is np.ndarray and v.shape == s and v.dtype == np.float64 and not batch
+                            else _full(v, batch + s) for v, s in zip(found, self.out_shapes))
         return results[0] if self.single else results
 
     def _rows(self, batch: Shape) -> int | None:

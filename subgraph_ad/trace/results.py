@@ -12,6 +12,7 @@ holds them (a ``TermArray`` for an array).
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from typing import Any, Callable, Sequence
 
@@ -59,9 +60,7 @@ class Packed(Sequence[Any]):
     def __init__(self, values: Any, shapes: Sequence[tuple[int, ...]]) -> None:
         self.values = list(values) if isinstance(values, tuple) else [values]
         self.shapes = list(shapes)
-        self.starts = [0]
-        for shape in self.shapes:
-            self.starts.append(self.starts[-1] + math.prod(shape))
+        self.starts = [0, *itertools.accumulate(map(math.prod, self.shapes))]
 
     def __len__(self) -> int:
         return self.starts[-1]

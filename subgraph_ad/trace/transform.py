@@ -142,11 +142,21 @@ def _plain(args: Sequence[Any], kwargs: dict[str, Any], levels: Sequence[tuple[b
             items, label = list(a), kind
         else:
             return None
-        if not items or any(type(v) is not np.ndarray or v.dtype != np.float64 for v in items):
+        if not items:
             return None
-        shape.append((label, tuple(v.shape for v in items)))
+        for v in items:
+            if type(v) is not np.ndarray or v.dtype != np.float64:
+                return None
+        shape.append((label, tuple([v.shape for v in items])))
         leaves.append(items)
     return (tuple(shape), None if levels is None else tuple(levels)), leaves
+
+
+def _fed_whole(compiled: Any) -> bool:
+    """Whether a program takes each array argument whole: an array program over array vars, not
+    one over scalar vars (a build that went to the scalar engines: ``Traced.inputs``), which
+    takes one column per number as any program."""
+    return hasattr(compiled, "out_shapes") and any(compiled.shapes)
 
 
 class Transformed:
@@ -202,8 +212,11 @@ class Transformed:
                 return self._run(entry, [float(a) for a in args], ())
         plain = _plain(args, kwargs, levels)
         if plain is not None and plain[0] in self._plain:  # float64 arrays seen before: no pytrees to walk
-            entry = self.cache.get(self._plain[plain[0]])
+            key, sized = self._plain[plain[0]]
+            entry = self.cache.get(key)
             if entry is not None:
+                if sized and levels is None and _fed_whole(entry[0]):  # one point: the leaves are the inputs
+                    return self._run(entry, [leaf for found in plain[1] for leaf in found], ())
                 return self._call(entry, plain[1], levels, False)
         leaves, trees, key = self._signature(args, kwargs, levels)
         tape = outer_tape([leaf for found in leaves for leaf in found], self.what) if levels is None else None
@@ -213,7 +226,7 @@ class Transformed:
         lazy = dask_arrays.any_lazy(leaves)
         cache = self._scalar_cache() if self.ARRAYS and lazy else self.cache  # Dask
         if plain is not None:
-            self._plain[plain[0]] = key
+            self._plain[plain[0]] = key, all(leaf.ndim and leaf.size for found in leaves for leaf in found)
         entry = cache.get(key)
         if entry is not None:
             return cast(self._call(entry, leaves, levels, lazy), dtype)
@@ -261,9 +274,7 @@ class Transformed:
             return dask_arrays.over_batch(compiled, assemble, leaves, levels, columns)
         inputs: list[Any] = []
         points: list[tuple[int, ...]] = []
-        # an array program over array vars takes whole arrays; over scalar vars (a build that went
-        # to the scalar engines: ``Traced.inputs``), one column per number as any program
-        fed_whole = hasattr(compiled, "out_shapes") and any(compiled.shapes)
+        fed_whole = _fed_whole(compiled)
         feed = whole if fed_whole else columns
         if levels is None:  # one point: no batch to find
             return Transformed._run(entry, [v for found in leaves for leaf in found for v in feed(leaf, ())], ())
