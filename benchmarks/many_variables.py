@@ -85,7 +85,9 @@ def peer_function(name: str, xp: Any) -> Callable[[Any], Any]:
 
 
 #: The code each tool is given, as the tables say it.
-FORMS = {"ours": "scalar loop over x[i] (Terms)", "casadi": "scalar loop over x[i] (SX)",
+FORMS = {"ours": "scalar loop over x[i] (Terms)",
+         "ours, array code": "array code (NumPy: slicing, sum, matmul) traced as array nodes: sad.grad, sad.hessian, "
+                             "sad.hvp, sad.vmap", "casadi": "scalar loop over x[i] (SX)",
          "symengine": "scalar loop over x[i] (symbols)", "jax": "array code (jax.numpy: slicing, sum, matmul)",
          "torch": "array code (torch: slicing, sum, matmul)"}
 PROGRAMS = ("gradient", "hessian", "hvp")
@@ -174,6 +176,35 @@ def ours(name: str) -> dict[str, Any]:
                      "eval_batch_numba": None if numba_note else on_batch(numba)}
         if sparse:
             row[what]["nonzeros"] = len(sparse.terms)
+    return row
+
+
+def ours_arrays(name: str) -> dict[str, Any]:
+    """Ours given the array code JAX is given (``ARRAY_CODE`` on NumPy), traced as array nodes:
+    ``sad.grad``, ``sad.hessian`` and ``sad.hvp`` at one point, under ``sad.vmap`` on the batch
+    (one row per point, as JAX's), each checked against the scalar loop's program first."""
+    _, n = CASES[name]
+    point, v, batch, hessian_batch = inputs(name)
+    fun = peer_function(name, np)
+    many, hessian_many = np.ascontiguousarray(batch.T), np.ascontiguousarray(hessian_batch.T)
+    programs = {"gradient": (sad.grad(fun), many), "hessian": (sad.hessian(fun), hessian_many),
+                "hvp": (lambda x: sad.hvp(fun, x, v), many)}
+    tape = sad.Tape()
+    xs = [tape.var(f"x{i}") for i in range(n)]
+    z = CASES[name][0](xs, SAD)
+    vs = [tape.var(f"v{i}") for i in range(n)]
+    scalar = {"gradient": sad.lambdify(xs, list(z.grad_graph(xs))),
+              "hvp": sad.lambdify(xs + vs, sad.hvp(z, xs, vs))}
+    row: dict[str, Any] = {}
+    for what, (g, points) in programs.items():
+        one = g(point)
+        if what in scalar:  # the same numbers as the scalar loop's program
+            args = list(point) + (list(v) if what == "hvp" else [])
+            np.testing.assert_allclose(one, scalar[what](*args), rtol=1e-10, atol=1e-12)
+        batched = sad.vmap(g)
+        batched(points)  # (and the warm-up's call: the second call grows the heap by the result's size, once)
+        row[what] = {"eval_1": timed(lambda: g(point), warm=True)[0],
+                     "eval_batch": timed(lambda: batched(points), warm=True)[0]}
     return row
 
 
@@ -273,8 +304,9 @@ def tables(results: dict[str, Any]) -> list[str]:
     graphs = ["| case | f nodes: ours / CasADi | gradient graph: ours / CasADi (appended ÷ f) | SymEngine cse gradient ops "
               "| Hessian graph: ours / CasADi (nonzeros) | HVP graph: ours / CasADi jtimes |", "|---|---|---|---|---|---|"]
     times = ["| case | program | build (ms) | compile: ours NumPy / ours Numba / JAX (s) "
-             "| 1 point: ours NumPy / ours Numba / JAX / PyTorch, µs (ours' best ÷ JAX) "
-             "| batch: ours NumPy / ours Numba / JAX / PyTorch, ms (ours NumPy ÷ JAX, Numba ÷ JAX) |", "|---|---|---|---|---|---|"]
+             "| 1 point: ours NumPy / ours Numba / ours array code / JAX / PyTorch, µs (ours' best ÷ JAX) "
+             "| batch: ours NumPy / ours Numba / ours array code / JAX / PyTorch, ms (ours NumPy ÷ JAX, Numba ÷ JAX, "
+             "array code ÷ JAX) |", "|---|---|---|---|---|---|"]
     for name, row in results.items():
         o, c, s = row["ours"], row["casadi"] or {}, row["symengine"] or {}
         graphs.append(f"| {name} | {o['f']:,} / {c.get('f', '–')} "
@@ -284,15 +316,17 @@ def tables(results: dict[str, Any]) -> list[str]:
                       f"| {o['hvp']['graph']:,} / {c.get('hvp', '–')} |")
         for what in PROGRAMS:
             p, j, t = o[what], (row["jax"] or {}).get(what, {}), (row["torch"] or {}).get(what, {})
+            a = row["arrays"][what]
             points = f"{HESSIAN_POINTS:,}" if what == "hessian" else f"{POINTS:,}"
-            batch_ratios = _ratio(p["eval_batch"], j.get("eval_batch")) + (
-                f", {_ratio(p['eval_batch_numba'], j.get('eval_batch'))}" if p["eval_batch_numba"] else "")
+            batch_ratios = ", ".join(_ratio(mine, j.get("eval_batch"))
+                                     for mine in (p["eval_batch"], p["eval_batch_numba"], a["eval_batch"]) if mine)
             jax_compile = f"{j['compile']:.2f}" if j else "–"
+            best = min(v for v in (p["eval_1"], p.get("eval_1_numba"), a["eval_1"]) if v)
             times.append(f"| {name} | {what} | {p['build'] * 1e3:,.1f} | {p['compile_numpy']:.2f} / {p['compile_numba']:.2f}{p['numba']} / {jax_compile} "
-                         f"| {_us(p['eval_1'])} / {_us(p.get('eval_1_numba'))} / {_us(j.get('eval_1'))} / {_us(t.get('eval_1'))} "
-                         f"({_ratio(min(v for v in (p['eval_1'], p.get('eval_1_numba')) if v), j.get('eval_1'))}) "
-                         f"| {points} points: {_ms(p['eval_batch'])} / {_ms(p['eval_batch_numba'])} / {_ms(j.get('eval_batch'))} "
-                         f"/ {_ms(t.get('eval_batch'))} ({batch_ratios}) |")
+                         f"| {_us(p['eval_1'])} / {_us(p.get('eval_1_numba'))} / {_us(a['eval_1'])} / {_us(j.get('eval_1'))} "
+                         f"/ {_us(t.get('eval_1'))} ({_ratio(best, j.get('eval_1'))}) "
+                         f"| {points} points: {_ms(p['eval_batch'])} / {_ms(p['eval_batch_numba'])} / {_ms(a['eval_batch'])} "
+                         f"/ {_ms(j.get('eval_batch'))} / {_ms(t.get('eval_batch'))} ({batch_ratios}) |")
     return forms + graphs + [""] + times
 
 
@@ -306,8 +340,8 @@ def main() -> int:
     rounds: dict[str, list[Any]] = {name: [] for name in names}
     for r in range(args.rounds):
         for name in names:
-            rounds[name].append({"ours": ours(name), "casadi": casadi_peer(name), "symengine": symengine_peer(name),
-                                 "jax": jax_peer(name), "torch": torch_peer(name)})
+            rounds[name].append({"ours": ours(name), "arrays": ours_arrays(name), "casadi": casadi_peer(name),
+                                 "symengine": symengine_peer(name), "jax": jax_peer(name), "torch": torch_peer(name)})
             print(f"{name} measured (round {r + 1} of {args.rounds})", flush=True)
     results = {name: median_of(found) for name, found in rounds.items()}
     lines = tables(results)

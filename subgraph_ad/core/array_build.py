@@ -10,6 +10,7 @@ constant tables only) and interns the rest.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -98,6 +99,12 @@ def _signs(tape: Tape, p: str | Function, args: tuple[int, ...]) -> int | None:
             if factor.op == "const":
                 d, x = _scaled(tape, args[1 - k])
                 return None if x == args[1 - k] else scaled(tape, float(factor.payload) * d, x)
+        for k in (0, 1):  # (c·x)·T for a table T and c = ±2ⁿ: x·(cT), exactly the same numbers, one pass less
+            if tape.nodes[args[k]].op == "table":
+                d, x = _scaled(tape, args[1 - k])
+                if x != args[1 - k] and abs(math.frexp(d)[0]) == 0.5:
+                    shape = broadcast([shape_of(tape, a) for a in args], "mul")
+                    return node(tape, "map", (x, table(tape, d * _constant(tape, args[k]))), (shape, "mul"))
     return None
 
 

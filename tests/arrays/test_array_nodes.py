@@ -281,8 +281,8 @@ def test_hessian_and_jacobian_by_array_vars_are_the_scalar_forms():
 
 def test_constant_factors_and_signs_gather_as_on_scalars():
     """−(c·x) is (−c)·x, c·(d·x) is (cd)·x, x + x is 2·x, x ** 1 is x and x ** 0 ones: what a
-    derivative writes (tanh″ = −2·tanh·sech², (x²)′ = 2·x¹) is one pass, not three; each
-    value is NumPy's on the same array."""
+    derivative writes (tanh″ = −2·tanh·sech², (x²)′ = 2·x¹) is one pass, not three; (c·x)·T is
+    x·(cT) for a table T where c = ±2ⁿ makes that exact; each value is NumPy's on the same array."""
     tape = sad.Tape()
     v = np.array([0.5, -1.5, 2.0])
     x = tape.array("x", v)
@@ -294,6 +294,9 @@ def test_constant_factors_and_signs_gather_as_on_scalars():
         "power one": (y ** 1.0, np.sin(v), 1),
         "power zero times": ((y ** 0.0) * x, v, 0),
         "minus one": (-1.0 * y, -np.sin(v), 2),
+        "power of two by a table": ((-2.0 * y) * np.array([1.0, 3.0, 0.1]), -2.0 * np.sin(v) * [1.0, 3.0, 0.1], 2),
+        "a table by a power of two": (np.array([1.0, 3.0, 0.1]) * (0.25 * y), 0.25 * np.sin(v) * [1.0, 3.0, 0.1], 2),
+        "three by a table (inexact: kept)": ((3.0 * y) * np.array([1.0, 3.0, 0.1]), 3.0 * np.sin(v) * [1.0, 3.0, 0.1], 3),
     }
     for name, (term, value, nodes) in cases.items():
         built = [i for i in sad.core.dependencies(tape, [term.index]) if tape.nodes[i].op == "map"]

@@ -89,14 +89,16 @@ def test_a_scalar_input_over_many_blocks_and_threads(backend):
 def test_numba_reads_inputs_where_they_lie_at_every_size(size):
     """The kernel reads arrays in place and numbers from a row written once a call: every
     size around a vector and a block, numbers and arrays mixed, outputs that are an input, a
-    constant or one value twice — each NumPy's value of the same expression."""
+    constant or one value twice, a read-only input — each NumPy's value of the same expression."""
     tape = Tape()
     x, y = tape.var("x"), tape.var("y")
     outputs = [sin(x) * y, x, y * 2.0, tape.const(3.0), x + y, x + y, exp(-x * y)]
     compiled = lambdify([x, y], outputs, backend="numba", cache=False)
     rng = np.random.default_rng(size)
     a, b = rng.uniform(-2, 2, size), rng.uniform(-2, 2, size)
-    for args in ((a, b), (a, 0.5), (0.25, b)):
+    frozen = a.copy()
+    frozen.flags.writeable = False  # lends no writable buffer: its address is read another way
+    for args in ((a, b), (a, 0.5), (0.25, b), (frozen, b)):
         u, v = np.broadcast_arrays(*(np.asarray(w, dtype=float) for w in args))
         expected = [np.sin(u) * v, u, v * 2.0, np.full(u.shape, 3.0), u + v, u + v, np.exp(-u * v)]
         for found, want in zip(compiled(*args), expected):
