@@ -29,6 +29,7 @@ from ..core.arrays import ARRAY_OPS, Shape, as_index, batched_times, shape_of, t
 from ..functions.base import Function
 from ..functions.elementary import steps
 from ..tables import rule_table
+from . import array_kernels
 from .array_fusion import fusions
 from .array_reuse import Reuse, into
 from .program import callee
@@ -103,10 +104,17 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
     order = dependencies(tape, [t.index for t in outputs])
     fused = fusions(tape, order, [t.index for t in outputs], SMALL_SUM if flavour != "jax" else 0, SMALL_CONSTANT,
                     placed=flavour == "point")
+    kernels = _groups(tape, order, [t.index for t in outputs], fused, flavour)
+    fused = {**fused, **{i: g.fused() for i, g in kernels.items()}}
     reuse = Reuse(tape, order, [t.index for t in outputs], ufunc_chain, fused) if flavour != "jax" else None
     absorbed = {a for f in fused.values() for a in f.absorbed}
     copied = _right_transposes(tape, order, fused) if flavour != "jax" else set()
     temps: set[int] = set()
+    for i in order:  # the constants first: a group (``_group``) may read one made after it runs
+        if nodes[i].op == "const":
+            names[f"_k{i}"], ref[i], batched[i] = np.float64(nodes[i].payload), f"_k{i}", False
+        elif nodes[i].op == "table":
+            names[f"_t{i}"], ref[i], batched[i] = nodes[i].payload[1].array, f"_t{i}", False
     for i in order:
         node = nodes[i]
         if i in absorbed:  # written inside the node that fuses it (``array_fusion``)
@@ -131,6 +139,13 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
         if node.op == "table":
             names[f"_t{i}"] = node.payload[1].array
             ref[i] = f"_t{i}"
+            continue
+        if i in kernels:  # a group of elementwise nodes: one kernel, or the members' own code
+            _group(kernels[i], tape, ref, batched, names, xp, flavour, lines)
+            temps.update(kernels[i].outputs)
+            if reuse is not None and (dead := reuse.dead(i, temps)):
+                lines.append(f"    del {', '.join(f't{a}' for a in dead)}")
+                temps.difference_update(dead)
             continue
         shapes = [shape_of(tape, a) for a in node.args]
         operands = [ref.get(a, "") for a in node.args]  # (an absorbed product has none)
@@ -227,6 +242,43 @@ def _expression(node: Any, i: int, a: list[str], shapes: list[Shape], batched: l
         return f"_jx.value(_n{i}, [{', '.join(a)}], _s{i})"
     names[f"_a_{op}"] = ARRAY_OPS[op].value
     return f"_a_{op}(_n{i}, [{', '.join(a)}], _s{i})"
+
+
+def _groups(tape: Tape, order: Sequence[int], outputs: Sequence[int], fused: dict[int, Any], flavour: str
+            ) -> dict[int, array_kernels.Group]:
+    """The elementwise groups of a NumPy program (``array_kernels``), where Numba can compile."""
+    if flavour == "jax" or not array_kernels.available():
+        return {}
+    from .backends.llvm_ir import native
+
+    batched: dict[int, bool] = {}
+    for i in order:
+        node = tape.nodes[i]
+        batched[i] = flavour != "point" and (node.op == "var" or any(batched[a] for a in node.args))
+    return array_kernels.groups(tape, order, outputs, fused, batched, native, ufunc_chain, flavour == "point")
+
+
+def _group(group: array_kernels.Group, tape: Tape, ref: dict[int, str], batched: dict[int, bool],
+           names: dict[str, Any], xp: str, flavour: str, lines: list[str]) -> None:
+    """A group's code: its kernel where its inputs fit one (``array_kernels.fits``), else each
+    member's NumPy expression in turn (its values the members' own; those only the group reads
+    dropped after it)."""
+    names[f"_g{group.anchor}"], names["_fits"] = group, array_kernels.fits
+    inputs = ", ".join(ref[a] for a in group.inputs)
+    lines.append(f"    if _fits({inputs}):")
+    lines.append(f"        {''.join(f't{o}, ' for o in group.outputs)}= _g{group.anchor}({inputs})")
+    lines.append("    else:")
+    for j in group.members:
+        node = tape.nodes[j]
+        shapes = [shape_of(tape, a) for a in node.args]
+        expression = _expression(node, j, [ref[a] for a in node.args], shapes, [batched[a] for a in node.args], names,
+                                 xp, flavour)
+        lines.append(f"        t{j} = {expression}")
+        ref[j] = f"t{j}"
+        batched[j] = flavour != "point" and any(batched[a] for a in node.args)
+    inner = [j for j in group.members if j not in group.outputs]
+    if inner:
+        lines.append(f"        del {', '.join(f't{j}' for j in inner)}")
 
 
 def _right_transposes(tape: Tape, order: Sequence[int], fused: dict[int, Any]) -> set[int]:

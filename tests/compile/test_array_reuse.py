@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import subgraph_ad as sad
+from subgraph_ad.compile import array_kernels
 from subgraph_ad.compile.array_code import ufunc_chain
 from subgraph_ad.compile.array_reuse import Reuse, float_valued
 from subgraph_ad.compile.arrays import ArrayCompiled
@@ -80,7 +81,11 @@ def test_the_seeds_apply_every_built_in():
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_random_array_programs_equal_numpy_and_leave_their_inputs_alone(seed):
+@pytest.mark.parametrize("grouped", [False, True])
+def test_random_array_programs_equal_numpy_and_leave_their_inputs_alone(seed, grouped, monkeypatch):
+    """``grouped``: chains of elementwise nodes run as one Numba kernel even on these small
+    arrays (``array_kernels``); else NumPy's code always."""
+    monkeypatch.setattr(array_kernels, "SMALLEST", 1 if grouped else 1 << 62)
     rng = np.random.default_rng(100 + seed)
     f = random_function(seed)
     jitted = sad.jit(f)

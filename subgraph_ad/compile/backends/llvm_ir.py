@@ -120,6 +120,7 @@ NATIVE: dict[str, Callable[[Emitter, list[str]], str]] = {
     "sec": _reciprocal_of("cos"),
     "csc": _reciprocal_of("sin"),
     "cot": _reciprocal_of("tan"),
+    "sech2": lambda e, a: (lambda r: e.op("fmul", r, r))(_reciprocal_of("cosh")(e, a)),  # tanh′, NumPy's three steps
     "sign": _sign,
     "sigmoid": _sigmoid,
     "xlogy": _xlogy,
@@ -239,14 +240,20 @@ class Emitter:
         return result
 
 
+def native(fn: Any) -> bool:
+    """Whether a function is written in IR here (every step of its spelling a built-in with IR),
+    not called back."""
+    chain = steps(fn.spelling) if fn.spelling else ()
+    return bool(chain) and all(_native(elementary) for elementary in chain)
+
+
 def _function(e: Emitter, a: list[str], step: Step) -> str:
     """A function node through its spelling: the native IR of each built-in step, or the whole
     function as one callback when any step (or the function, unspelled) is not native."""
     fn = step[3]
     assert fn is not None  # a "fn" step carries its function
-    chain = steps(fn.spelling) if fn.spelling else ()
-    if chain and all(_native(elementary) for elementary in chain):
-        for elementary in chain:  # the first takes the operands, each next one the result so far
+    if native(fn):
+        for elementary in steps(fn.spelling):  # the first takes the operands, each next one the result so far
             a = [NATIVE[elementary.name](e, a)]
         return a[0]
     return e.call(e.tables.helper(("fn", fn, len(a))), a)
