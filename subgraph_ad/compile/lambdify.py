@@ -89,6 +89,8 @@ _FLOAT = frozenset((float,))
 def _numbers(value: Any, name: str) -> np.ndarray:
     """An argument as floats: a number or an array of numbers (not None, text or objects, which
     NumPy would quietly read as nan or parse)."""
+    if type(value) is np.ndarray and value.dtype == np.float64:  # the common argument: as it is
+        return value
     array = np.asarray(value)
     if array.dtype.kind not in "biuf":
         raise TypeError(f"argument {name} must be a number or an array of numbers, got {type(value).__name__} "
@@ -223,7 +225,8 @@ class Compiled:
             return self._dask(args)
         else:
             arrays = [_numbers(a, name) for a, name in zip(args, self.names)]
-            shape = np.broadcast_shapes(*(a.shape for a in arrays))
+            shapes = {a.shape for a in arrays if a.ndim}  # one shape and numbers (the common batch): no broadcast
+            shape = next(iter(shapes)) if len(shapes) == 1 else np.broadcast_shapes(*(a.shape for a in arrays))
             results = self._arrays(arrays, shape) if shape else self._point([float(a) for a in arrays])
         return results[0] if self.single else results
 

@@ -286,10 +286,11 @@ def slices(kernel: Kernel, ins: Sequence[Any], outs: Sequence[np.ndarray]) -> Ca
     points; the outputs' arrays): every address is read once per call, and a slice (a, b)
     moves them by a points with one vector addition, so a program of hundreds of inputs costs
     microseconds a slice, not a Python step per input. Each runner has its own scratch."""
-    numbers = np.array([type(v) is not np.ndarray or v.ndim == 0 for v in ins], dtype=np.uint8)
-    values = np.array([v if flag else 0.0 for v, flag in zip(ins, numbers)], dtype=float)
-    base = np.array([values.ctypes.data + 8 * k if flag else address(v)
-                     for k, (v, flag) in enumerate(zip(ins, numbers))], dtype=np.uintp)
+    flags = [type(v) is not np.ndarray or v.ndim == 0 for v in ins]
+    numbers = np.array(flags, dtype=np.uint8)
+    values = np.array([v if flag else 0.0 for v, flag in zip(ins, flags)], dtype=float)
+    at = address(values)
+    base = np.array([at + 8 * k if flag else address(v) for k, (v, flag) in enumerate(zip(ins, flags))], dtype=np.uintp)
     moves = np.where(numbers, 0, 8).astype(np.uintp)  # bytes a point moves each input
     targets = np.array([address(o) for o in outs], dtype=np.uintp)
 
