@@ -246,8 +246,9 @@ def _expression(node: Any, i: int, a: list[str], shapes: list[Shape], batched: l
 
 def _groups(tape: Tape, order: Sequence[int], outputs: Sequence[int], fused: dict[int, Any], flavour: str
             ) -> dict[int, array_kernels.Group]:
-    """The elementwise groups of a NumPy program (``array_kernels``), where Numba can compile."""
-    if flavour == "jax" or not array_kernels.available():
+    """The elementwise groups of a NumPy program (``array_kernels``), where Numba can compile
+    (asked only of a program that has some: loading LLVM costs a first call ~0.1 s)."""
+    if flavour == "jax":
         return {}
     from .backends.llvm_ir import native
 
@@ -255,7 +256,8 @@ def _groups(tape: Tape, order: Sequence[int], outputs: Sequence[int], fused: dic
     for i in order:
         node = tape.nodes[i]
         batched[i] = flavour != "point" and (node.op == "var" or any(batched[a] for a in node.args))
-    return array_kernels.groups(tape, order, outputs, fused, batched, native, ufunc_chain, flavour == "point")
+    found = array_kernels.groups(tape, order, outputs, fused, batched, native, ufunc_chain, flavour == "point")
+    return found if found and array_kernels.available() else {}
 
 
 def _group(group: array_kernels.Group, tape: Tape, ref: dict[int, str], batched: dict[int, bool],
