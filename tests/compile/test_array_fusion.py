@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import subgraph_ad as sad
+from subgraph_ad.compile import array_kernels
 from subgraph_ad.compile import arrays as arrays_module
 from subgraph_ad.compile.arrays import ArrayCompiled
 
@@ -84,7 +85,10 @@ def test_a_batch_in_chunks_equals_the_batch_whole(monkeypatch, parallel):
     assert unbatched[0][4, 2] == pytest.approx(outs[0].eval({x: points[4, 2], s: 0.25}), rel=1e-13)
 
 
-def test_a_network_laplacian_through_fusion_and_chunks_equals_jax(monkeypatch):
+@pytest.mark.parametrize("grouped", [False, True])
+def test_a_network_laplacian_through_fusion_and_chunks_equals_jax(monkeypatch, grouped):
+    """``grouped``: its elementwise chains as Numba loops (``array_kernels``) on every chunk."""
+    monkeypatch.setattr(array_kernels, "SMALLEST", 1 if grouped else 1 << 62)
     jax = pytest.importorskip("jax")  # in the dev extra: present in make test
     jax.config.update("jax_enable_x64", True)
     jnp = jax.numpy

@@ -1,9 +1,10 @@
 """Chains of elementwise nodes of an array program run as one Numba kernel
 (``compile/array_kernels.py``): the values are NumPy's code's (to the few ulp glibc's vector
 functions differ by), inf and nan included; inputs are never written; batches whose axes
-broadcast, small arrays and a machine without Numba run the members' NumPy code; a network's
-Laplacian and a loss's Hessian-vector product equal JAX's. The random corpus of
-``test_array_reuse.py`` runs grouped too (every built-in, a − a, f(a, a), conditions, views)."""
+broadcast, small arrays and a machine without Numba run the members' NumPy code; a loss's
+Hessian-vector product equals JAX's. The random corpus of ``test_array_reuse.py`` and the
+network Laplacian of ``test_array_fusion.py`` run grouped too (every built-in, a − a, f(a, a),
+conditions, views)."""
 
 import numpy as np
 import pytest
@@ -76,19 +77,6 @@ def test_the_corpus_forms_groups(monkeypatch):
         f(A, B, c)
         grouped += "_fits(" in _program(f)._point[2]
     assert grouped >= len(SEEDS) // 2
-
-
-@pytest.mark.parametrize("d", [4, 16])
-def test_a_network_laplacian_with_kernels_equals_jax(d):
-    rng = np.random.default_rng(d)
-    W1, b1, W2, b2, w3 = (rng.normal(size=(32, d)) / np.sqrt(d), rng.normal(size=32),
-                          rng.normal(size=(32, 32)) / 6, rng.normal(size=32), rng.normal(size=32) / 6)
-    lap = sad.laplacian(lambda x: w3 @ np.tanh(W2 @ np.tanh(W1 @ x + b1) + b2))
-    points = rng.uniform(-1, 1, (2000, d))
-    found = lap(points)
-    u = lambda x: w3 @ jnp.tanh(W2 @ jnp.tanh(W1 @ x + b1) + b2)  # noqa: E731
-    expected = jax.vmap(lambda x: jnp.trace(jax.hessian(u)(x)))(points)
-    np.testing.assert_allclose(found, np.asarray(expected), rtol=1e-10, atol=1e-12)
 
 
 def test_a_loss_hvp_with_kernels_equals_jax():
