@@ -27,6 +27,7 @@ from ..core import Tape, Term, dependencies
 from ..functions import Function, UnaryFn, sqrt
 from ..functions.elementary import steps
 from .cache import cache_key, cache_load, cache_store
+from .order import demand_order, most_live, operand_reads
 
 #: An operand: ``("in", k)`` the k-th input, ``("c", value)`` a constant, ``("t", node)`` a temporary.
 Operand = tuple[str, Any]
@@ -99,33 +100,10 @@ def _twins(tape: Tape, needed: Sequence[int]) -> dict[int, int]:
     return twins
 
 
-def _demand_order(tape: Tape, needed: Sequence[int], roots: Sequence[int], twins: dict[int, int]) -> list[int]:
-    """The nodes in the order the outputs ask for them: a depth-first walk from each output in
-    turn, every node placed right after its operands (−g(u) after g(u)), so that a value is
-    computed near where it is read (iterative)."""
-    nodes = tape.nodes
-    order: list[int] = [i for i in needed if not nodes[i].args]  # vars and constants first
-    placed = set(order)
-    for root in roots:
-        todo = [(root, False)]
-        while todo:
-            i, ready = todo.pop()
-            if ready:
-                order.append(i)
-                continue
-            if i in placed:
-                continue
-            placed.add(i)
-            todo.append((i, True))
-            operands = (twins[i],) if i in twins else nodes[i].args
-            todo.extend((a, False) for a in reversed(operands) if a not in placed)
-    return order
-
-
 def build_program(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) -> Program:
     """Lay out the nodes the outputs need (iterative), powers lowered (``POWERS``) and −g(u)
     computed as the negation of g(u) where the program computes g(u) before it; in tape order,
-    or output by output (``_demand_order``) where that keeps fewer values live (``_most_live``): a
+    or output by output (``order.demand_order``) where that keeps fewer values live (``order.most_live``): a
     gradient or a Hessian-vector product read from a sweep over the whole tape holds every
     partial result until its output, where output by output each lives a few steps (R100's
     HVP: 104 scratch columns instead of 323, twice as fast on the Numba backend), while a
@@ -134,9 +112,9 @@ def build_program(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term]) -
     roots = [t.index for t in outputs]
     needed = dependencies(tape, roots)
     twins = _twins(tape, needed)
-    demand = _demand_order(tape, needed, roots, twins)
-    reads = _reads(tape, needed)
-    order = demand if _most_live(reads, demand) < _most_live(reads, needed) else needed
+    demand = demand_order(tape, needed, roots, twins)
+    reads = operand_reads(tape, needed)
+    order = demand if most_live(reads, demand) < most_live(reads, needed) else needed
     return _laid_out(tape, inputs, outputs, order, twins)
 
 
@@ -169,41 +147,6 @@ def _laid_out(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], order
                 steps.append((i, op, operands, payload if op == "fn" else None))
             refs[i] = ("t", i)
     return Program(len(inputs), tuple(steps), tuple(refs[t.index] for t in outputs))
-
-
-def _reads(tape: Tape, needed: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The nodes that are values (not inputs or constants), and each operand read: (operand,
-    reader) node pairs."""
-    nodes = tape.nodes
-    operand: list[int] = []
-    reader: list[int] = []
-    values: list[int] = []
-    for i in needed:
-        args = nodes[i].args
-        if args:
-            values.append(i)
-            operand.extend(args)
-            reader.extend([i] * len(args))
-    return np.array(values, dtype=np.intp), np.array(operand, dtype=np.intp), np.array(reader, dtype=np.intp)
-
-
-def _most_live(reads: tuple[np.ndarray, np.ndarray, np.ndarray], order: Sequence[int]) -> int:
-    """The most values computed and still to be read at once, the nodes computed in ``order``:
-    what a program's registers and scratch columns grow with. A value lives from its step to its
-    last reader's (which may write over it), one step if nothing reads it; an output is stored
-    where it goes (every order stores the same outputs)."""
-    values, operand, reader = reads
-    if not values.size:
-        return 0
-    rank = np.zeros(max(order) + 1, dtype=np.intp)
-    rank[np.asarray(order, dtype=np.intp)] = np.arange(len(order))
-    last = np.full(rank.size, -1)
-    np.maximum.at(last, operand, rank[reader])
-    born = rank[values]
-    change = np.zeros(len(order) + 2, dtype=np.intp)
-    np.add.at(change, born, 1)
-    np.add.at(change, np.maximum(last[values], born + 1), -1)
-    return int(np.cumsum(change).max())
 
 
 # -- generated code: its starting names, constants, calls, loading --------------------------------
