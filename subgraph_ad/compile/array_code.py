@@ -262,12 +262,12 @@ def _groups(tape: Tape, order: Sequence[int], outputs: Sequence[int], fused: dic
 
 def _group(group: array_kernels.Group, tape: Tape, ref: dict[int, str], batched: dict[int, bool],
            names: dict[str, Any], xp: str, flavour: str, lines: list[str]) -> None:
-    """A group's code: its kernel where its inputs fit one (``array_kernels.fits``), else each
+    """A group's code: its kernel where its inputs fit one (``Group.fits``), else each
     member's NumPy expression in turn (its values the members' own; those only the group reads
     dropped after it)."""
-    names[f"_g{group.anchor}"], names["_fits"] = group, array_kernels.fits
+    names[f"_g{group.anchor}"] = group
     inputs = ", ".join(ref[a] for a in group.inputs)
-    lines.append(f"    if _fits({inputs}):")
+    lines.append(f"    if _g{group.anchor}.fits({inputs}):")
     lines.append(f"        {''.join(f't{o}, ' for o in group.outputs)}= _g{group.anchor}({inputs})")
     lines.append("    else:")
     for j in group.members:

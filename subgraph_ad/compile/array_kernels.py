@@ -4,14 +4,14 @@ of the scalar program the chain is at each element.
 NumPy makes one pass over memory per node: a tanh layer's Laplacian writes tanh(z), 1/cosh(z),
 its square and four products as seven arrays of the batch, each read back by the next. A
 *group* — elementwise nodes whose array operands all have the group's shape (no broadcasting
-but by numbers), consecutive in the program's order — is one scalar ``Program`` (its external
-operands in, the members read outside it out), compiled by the Numba backend as for
-``lambdify`` (SIMD loops, glibc's vector ``tanh``, ``cosh``…): one pass that reads the inputs
-and writes the outputs. The code runs a group's kernel where its inputs have one shape of at
-least ``SMALLEST`` numbers, and the members' NumPy code otherwise (small arrays, where a call's
-own cost outweighs the passes saved, or batches whose axes broadcast); without Numba there are
-no groups. The kernel's functions are glibc's vector ones, 3 ulp at most as NumPy's own SIMD
-functions: values agree with NumPy's code to that, not bit for bit.
+but by numbers) — is one scalar ``Program`` (its external operands in, the members read outside
+it out), compiled by the Numba backend as for ``lambdify`` (SIMD loops, glibc's vector ``tanh``,
+``cosh``…): one pass that reads the inputs and writes the outputs. The code runs a group's
+kernel where its inputs have one shape of at least ``SMALLEST`` numbers (``Group.fits``), and
+the members' NumPy code otherwise (small arrays, where a call's own cost outweighs the passes
+saved, batches whose axes broadcast, a kernel LLVM refused); without Numba there are no groups.
+The kernel's functions are glibc's vector ones, 3 ulp at most as NumPy's own SIMD functions:
+values agree with NumPy's code to that, not bit for bit.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import threading
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -63,32 +64,45 @@ class Group:
         writes every member (``array_reuse`` then knows when each input dies)."""
         return Fused(absorbed=tuple(m for m in self.members if m != self.anchor), reads=self.inputs)
 
-    def __call__(self, *values: np.ndarray) -> tuple[np.ndarray, ...]:
-        """The outputs at these inputs (arrays of one shape, numbers), each a new array."""
-        from .backends import numba as backend
-
+    def fits(self, *values: Any) -> bool:
+        """Whether the kernel takes these inputs: arrays of one shape (numbers aside), of at
+        least ``SMALLEST`` numbers — and the kernel compiled (on the first such call; where it
+        does not, a warning, and the members' NumPy code from then on)."""
+        shape = None
+        for v in values:
+            if type(v) is np.ndarray and v.ndim:
+                if shape is None:
+                    shape = v.shape
+                elif v.shape != shape:
+                    return False
+        if shape is None or math.prod(shape) < SMALLEST:
+            return False
         if not self._kernel:
             with self._lock:
                 if not self._kernel:
-                    self._kernel.append(backend.kernel(self.program, (), cache=True))
+                    self._kernel.append(self._compiled())
+        return self._kernel[0] is not None
+
+    def _compiled(self) -> Any:
+        from .backends import numba as backend
+        from .lambdify import BackendWarning
+
+        try:
+            return backend.kernel(self.program, (), cache=True)
+        except Exception as error:  # LLVM refusing a kernel must not lose the values
+            warnings.warn(f"an elementwise chain of an array program did not compile for Numba ({type(error).__name__}: "
+                          f"{error}); it runs as NumPy passes", BackendWarning, stacklevel=3)
+            return None
+
+    def __call__(self, *values: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The outputs at inputs that ``fits`` took, each a new array."""
+        from .backends import numba as backend
+
         shape = next(v.shape for v in values if np.ndim(v))
         flat = [np.ascontiguousarray(v).reshape(-1) if np.ndim(v) else np.float64(v) for v in values]
         outs = [np.empty(shape) for _ in self.outputs]
         backend.slices(self._kernel[0], flat, [o.reshape(-1) for o in outs])()(0, outs[0].size)
         return tuple(outs)
-
-
-def fits(*values: Any) -> bool:
-    """Whether a group's kernel takes these inputs: arrays of one shape (numbers aside), of at
-    least ``SMALLEST`` numbers."""
-    shape = None
-    for v in values:
-        if type(v) is np.ndarray and v.ndim:
-            if shape is None:
-                shape = v.shape
-            elif v.shape != shape:
-                return False
-    return shape is not None and int(np.prod(shape)) >= SMALLEST
 
 
 def available() -> bool:
@@ -201,4 +215,4 @@ def _program(tape: Tape, members: Sequence[int], inputs: Sequence[int], outputs:
     return Program(len(inputs), tuple(steps), tuple(refs[o] for o in outputs))
 
 
-__all__ = ["FEWEST", "SMALLEST", "Group", "available", "fits", "groups"]
+__all__ = ["FEWEST", "SMALLEST", "Group", "available", "groups"]
