@@ -49,6 +49,10 @@ def _container(value: Any) -> tuple[str, Any, list[Any]] | None:
 _FLAT = frozenset({"dict", "tuple", "list", "namedtuple"})
 
 
+def _flat(tree: Tree) -> bool:
+    return tree.kind in _FLAT and all(c.kind == "leaf" for c in tree.children)
+
+
 def _build(tree: Tree, items: list[Any]) -> Any:
     if tree.kind == "dict":
         return dict(zip(tree.meta, items))
@@ -90,7 +94,7 @@ def flatten(value: Any, where: str = "argument",
 
 def unflatten(tree: Tree, leaves: Sequence[Any]) -> Any:
     """The pytree of ``tree``'s structure with these leaves, in order (iterative)."""
-    if tree.kind in _FLAT and all(c.kind == "leaf" for c in tree.children):  # a flat container (parameters)
+    if _flat(tree):  # a flat container (parameters)
         return _build(tree, list(leaves))
     values = iter(leaves)
     done: list[Any] = []
@@ -114,7 +118,7 @@ def unflatten(tree: Tree, leaves: Sequence[Any]) -> Any:
 
 def leaf_shapes(tree: Tree) -> list[tuple[int, ...]]:
     """The shapes of a tree's leaves, in order."""
-    if tree.kind in _FLAT and all(c.kind == "leaf" for c in tree.children):
+    if _flat(tree):
         return [c.meta for c in tree.children]
     shapes, todo = [], [tree]
     while todo:

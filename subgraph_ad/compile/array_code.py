@@ -97,28 +97,28 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
     given = {v.index: f"i{k}" for k, v in enumerate(inputs)}
     parts = elements(tape) if tape.elements else {}
     ref: dict[int, str] = {}
-    batched: dict[int, bool] = {}
     lines = [f"def _f({', '.join(given[v.index] for v in inputs)}):"]
     nodes = tape.nodes
     work = 0
     order = dependencies(tape, [t.index for t in outputs])
+    batched: dict[int, bool] = {}  # whether a value carries batch axes: what reads an input does
+    for i in order:
+        batched[i] = flavour != "point" and (nodes[i].op == "var" or any(batched[a] for a in nodes[i].args))
+        if nodes[i].op == "const":  # named first: a group (``_group``) may read one made after it runs
+            names[f"_k{i}"], ref[i] = np.float64(nodes[i].payload), f"_k{i}"  # a NumPy number: 1/0 is inf
+        elif nodes[i].op == "table":
+            names[f"_t{i}"], ref[i] = nodes[i].payload[1].array, f"_t{i}"
     fused = fusions(tape, order, [t.index for t in outputs], SMALL_SUM if flavour != "jax" else 0, SMALL_CONSTANT,
                     placed=flavour == "point")
-    kernels = _groups(tape, order, [t.index for t in outputs], fused, flavour)
+    kernels = _groups(tape, order, [t.index for t in outputs], fused, batched, flavour)
     fused = {**fused, **{i: g.fused() for i, g in kernels.items()}}
     reuse = Reuse(tape, order, [t.index for t in outputs], ufunc_chain, fused) if flavour != "jax" else None
     absorbed = {a for f in fused.values() for a in f.absorbed}
     copied = _right_transposes(tape, order, fused) if flavour != "jax" else set()
     temps: set[int] = set()
-    for i in order:  # the constants first: a group (``_group``) may read one made after it runs
-        if nodes[i].op == "const":
-            names[f"_k{i}"], ref[i], batched[i] = np.float64(nodes[i].payload), f"_k{i}", False
-        elif nodes[i].op == "table":
-            names[f"_t{i}"], ref[i], batched[i] = nodes[i].payload[1].array, f"_t{i}", False
     for i in order:
         node = nodes[i]
-        if i in absorbed:  # written inside the node that fuses it (``array_fusion``)
-            batched[i] = flavour != "point" and any(batched[a] for a in node.args)
+        if i in absorbed or node.op in ("const", "table"):  # written inside the node that fuses it, or named
             continue
         if node.op == "var":
             if i in given:
@@ -129,16 +129,6 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
             else:
                 raise ValueError(f"an output depends on var {node.payload!r}, which is not among the inputs "
                                  f"{[v.name for v in inputs]}")
-            batched[i] = flavour != "point"
-            continue
-        batched[i] = flavour != "point" and any(batched[a] for a in node.args)
-        if node.op == "const":
-            names[f"_k{i}"] = np.float64(node.payload)  # a NumPy number: 1/0 is inf, not an exception
-            ref[i] = f"_k{i}"
-            continue
-        if node.op == "table":
-            names[f"_t{i}"] = node.payload[1].array
-            ref[i] = f"_t{i}"
             continue
         if i in kernels:  # a group of elementwise nodes: one kernel, or the members' own code
             _group(kernels[i], tape, ref, batched, names, xp, flavour, lines)
@@ -244,18 +234,14 @@ def _expression(node: Any, i: int, a: list[str], shapes: list[Shape], batched: l
     return f"_a_{op}(_n{i}, [{', '.join(a)}], _s{i})"
 
 
-def _groups(tape: Tape, order: Sequence[int], outputs: Sequence[int], fused: dict[int, Any], flavour: str
-            ) -> dict[int, array_kernels.Group]:
+def _groups(tape: Tape, order: Sequence[int], outputs: Sequence[int], fused: dict[int, Any],
+            batched: dict[int, bool], flavour: str) -> dict[int, array_kernels.Group]:
     """The elementwise groups of a NumPy program (``array_kernels``), where Numba can compile
     (asked only of a program that has some: loading LLVM costs a first call ~0.1 s)."""
     if flavour == "jax":
         return {}
     from .backends.llvm_ir import native
 
-    batched: dict[int, bool] = {}
-    for i in order:
-        node = tape.nodes[i]
-        batched[i] = flavour != "point" and (node.op == "var" or any(batched[a] for a in node.args))
     found = array_kernels.groups(tape, order, outputs, fused, batched, native, ufunc_chain, flavour == "point")
     return found if found and array_kernels.available() else {}
 
@@ -277,7 +263,6 @@ def _group(group: array_kernels.Group, tape: Tape, ref: dict[int, str], batched:
                                  xp, flavour)
         lines.append(f"        t{j} = {expression}")
         ref[j] = f"t{j}"
-        batched[j] = flavour != "point" and any(batched[a] for a in node.args)
     inner = [j for j in group.members if j not in group.outputs]
     if inner:
         lines.append(f"        del {', '.join(f't{j}' for j in inner)}")

@@ -184,8 +184,7 @@ def groups(tape: Tape, order: Sequence[int], outputs: Sequence[int], fused: dict
                 inside.add(i)
         if len(members) < FEWEST:
             continue
-        outside = {order[r] for m in members for r in readers.get(m, ()) if order[r] not in inside}
-        outs = tuple(m for m in members if m in kept or any(order[r] in outside for r in readers.get(m, ())))
+        outs = tuple(m for m in members if m in kept or any(order[r] not in inside for r in readers.get(m, ())))
         if not outs:
             continue
         inputs = tuple(dict.fromkeys(a for i in members for a in nodes[i].args

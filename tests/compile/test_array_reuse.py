@@ -200,9 +200,12 @@ def test_a_long_sum_of_a_product_keeps_numpys_sum_and_a_short_one_is_one_einsum(
 
 
 @pytest.mark.parametrize("beside", [0.0, 1e-9, -1e-9])
-def test_a_switch_and_a_pairwise_kernel_compile_to_numpys_values_and_jaxs_gradient(beside):
+@pytest.mark.parametrize("grouped", [False, True])
+def test_a_switch_and_a_pairwise_kernel_compile_to_numpys_values_and_jaxs_gradient(beside, grouped, monkeypatch):
     """where(x > 0.3, sin x, x²) on and beside its switch, and Σᵢⱼ exp(−(xᵢ − xⱼ)²) (x − x on the
-    diagonal): the compiled value against NumPy, the gradient against ``jax.grad``."""
+    diagonal): the compiled value against NumPy, the gradient against ``jax.grad``; ``grouped``:
+    elementwise chains as Numba loops (``array_kernels``) on these small arrays too."""
+    monkeypatch.setattr(array_kernels, "SMALLEST", 1 if grouped else 1 << 62)
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
     jnp = jax.numpy
