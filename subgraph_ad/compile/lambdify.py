@@ -86,16 +86,32 @@ _NUMBERS = frozenset((float, int, np.float64))
 #: Arguments of these types go to the one-point code as they are.
 _FLOAT = frozenset((float,))
 
-def _numbers(value: Any, name: str) -> np.ndarray:
+def _numbers(value: Any, name: str) -> np.ndarray | np.float64:
     """An argument as floats: a number or an array of numbers (not None, text or objects, which
     NumPy would quietly read as nan or parse)."""
     if type(value) is np.ndarray and value.dtype == np.float64:  # the common argument: as it is
         return value
+    if type(value) in _NUMBERS:  # a number beside arrays (a direction's entries): no array made
+        number: np.float64 = np.float64(value)
+        return number
     array = np.asarray(value)
     if array.dtype.kind not in "biuf":
         raise TypeError(f"argument {name} must be a number or an array of numbers, got {type(value).__name__} "
                         f"{value!r:.80}")
     return array.astype(float, copy=False)
+
+
+def _outputs(count: int, size: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """``count`` outputs of ``size`` points and their addresses: rows of one block, each
+    starting on a cache line (64 bytes) so that the Numba kernels' whole-vector stores never
+    straddle two (R100's HVP: 0.78 → 0.70 ms), made in one allocation (a hundred outputs:
+    ~60 µs of Python less than one by one)."""
+    stride = -(-size // 8) * 8
+    raw = np.empty(count * stride + 8)
+    at = raw.ctypes.data
+    skip = (-at % 64) // 8
+    starts = skip + np.arange(count, dtype=np.uintp) * np.uintp(stride)
+    return [raw[a:a + size] for a in starts.tolist()], np.uintp(at) + np.uintp(8) * starts
 
 
 #: Runs the program over points a..b of the inputs into the same points of the outputs.
@@ -280,20 +296,21 @@ class Compiled:
         self.backend = "numpy"
         self._kernels.clear()
 
-    def _arrays(self, arrays: list[np.ndarray], shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    def _arrays(self, arrays: list[np.ndarray | np.float64], shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
         size = math.prod(shape)
         # A single number stays one (a ufunc or the kernel broadcasts it, no copy per point);
         # other broadcasts are copied, as the kernel takes contiguous arrays of the points.
         flat = [np.float64(a) if a.ndim == 0 else
+                a if a.ndim == 1 and a.shape == shape and a.strides == (8,) else  # (the common input: as it is)
                 np.ascontiguousarray(a if a.shape == shape else np.broadcast_to(a, shape).copy()).reshape(size)
                 for a in arrays]
-        outs = [np.empty(size) for _ in self.program.outputs]
+        outs, at = _outputs(len(self.program.outputs), size)
         if size:
             kernel = self._kernel(tuple(v.ndim == 0 for v in flat))
             backend = registry.as_host(registry.backend(self.backend))  # after the kernel: it may have fallen back
             step = self._step(backend, size)
             prepared = getattr(backend, "slices", None)  # a backend that reads every address once a call
-            runner: Callable[[], Run] = prepared(kernel, flat, outs) if prepared is not None else (
+            runner: Callable[[], Run] = prepared(kernel, flat, outs, at) if prepared is not None else (
                 lambda: self._sliced(backend.worker(kernel, step), flat, outs))
 
             def worker() -> Run:

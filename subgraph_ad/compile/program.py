@@ -339,8 +339,7 @@ class Chunks:
     """A program cut into chunks of consecutive steps that pass values on through scratch columns.
 
     A chunk reads its operands from the inputs, constants, its own steps, or the column where
-    an earlier chunk stored them; it stores each value it defines that a later chunk or an
-    output reads. A column is reused once the last chunk that reads its value is done, so the
+    an earlier chunk stored them; it stores each value it defines that a later chunk reads. A column is reused once the last chunk that reads its value is done, so the
     scratch holds what is live across chunk boundaries, not every value.
     """
 
@@ -353,11 +352,12 @@ class Chunks:
 
 def chunks(program: Program, size: int = CHUNK) -> Chunks:
     """Cut ``program`` into chunks of at most ``size`` steps and give every value read across a
-    chunk boundary (or by an output) a scratch column: the lowest one free when its chunk starts."""
+    chunk boundary a scratch column: the lowest one free when its chunk starts. (Outputs are
+    written where the backend puts them, not into columns.)"""
     steps = program.steps
     bounds = tuple((a, min(a + size, len(steps))) for a in range(0, len(steps), size)) or ((0, 0),)
     owner = {dest: k for k, (a, b) in enumerate(bounds) for dest, _, _, _ in steps[a:b]}
-    last: dict[int, int] = {}  # value -> last chunk reading it from a column; outputs: past the end
+    last: dict[int, int] = {}  # value -> last chunk reading it from a column
     reads: list[dict[int, None]] = [{} for _ in bounds]
     for k, (a, b) in enumerate(bounds):
         for _, _, args, _ in steps[a:b]:
@@ -365,9 +365,6 @@ def chunks(program: Program, size: int = CHUNK) -> Chunks:
                 if kind == "t" and owner[v] != k:
                     reads[k][v] = None
                     last[v] = k
-    for kind, v in program.outputs:
-        if kind == "t":
-            last[v] = len(bounds)
     freed_after: dict[int, list[int]] = {}
     for v, k in last.items():
         freed_after.setdefault(k, []).append(v)

@@ -8,22 +8,25 @@ from __future__ import annotations
 ROW = 256
 
 
-def scratch(rows: int, n_inputs: int, row: int = ROW) -> int:
-    """Doubles of a runner's scratch: its rows of ``ROW`` points, then the inputs' addresses
-    for the block in hand (held here, not on the stack, however many inputs there are)."""
-    return rows * row + n_inputs
+def scratch(rows: int, n_inputs: int, row: int = ROW, n_outputs: int = 0) -> int:
+    """Doubles of a runner's scratch: its rows of ``ROW`` points, then the inputs' and the
+    outputs' addresses for the block in hand (held here, not on the stack, however many)."""
+    return rows * row + n_inputs + n_outputs
 
 
 def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int, row: int = ROW) -> str:
     """``@run(ins, numbers, outs, rows, n, S, K, H)`` over a scratch ``S`` of ``rows`` rows
     (``scratch``): the chunks run on each block of ``row`` (``ROW``; one vector for one point)
-    points, reading input k (``ins[k]``, one value when ``numbers[k]``) where it lies — its
-    array at the block, or scratch row k, where a number is written over the row once per
-    call — then the row ``rows[j]`` of output j (an input's: where it lies) is copied into
-    ``outs[j]`` (none when -1). The copies move whole vectors, and the points past the last
-    whole vector one at a time (the IR is not optimised before code generation, so nothing
-    would vectorise a loop of doubles)."""
+    points, reading input k (``ins[k]``) where it lies — its array at the block; a number
+    (``numbers[k]`` 1) from scratch row k, written over the row once per call, or (2: code
+    that reads it as one double) from where it is. The chunks write output j where the driver points them (after the inputs'
+    addresses): into ``outs[j]`` itself for a block of whole vectors, else its row ``rows[j]``,
+    copied into ``outs[j]`` after the block, as an output that is an input is (where it lies;
+    none when -1). The copies move whole vectors, and the points past the last whole vector
+    one at a time (the IR is not optimised before code generation, so nothing would vectorise
+    a loop of doubles)."""
     vector = f"<{width} x double>"
+    after_base = "aim" if n_outputs else "compute"
     calls = [f"  call void @c{k}(ptr %S, ptr %K, ptr %H, i64 %vectors, ptr %B)" for k in range(n_chunks)]
     return "\n".join([
         "define void @run(ptr %ins, ptr %numbers, ptr %outs, ptr %rows, i64 %n, ptr noalias %S, ptr %K, ptr %H) {",
@@ -33,7 +36,7 @@ def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int, 
         "fill.next:", "  %k = phi i64 [0, %entry], [%k.next, %fill.end]",
         "  %srcp = getelementptr inbounds ptr, ptr %ins, i64 %k", "  %src = load ptr, ptr %srcp, align 8",
         "  %flagp = getelementptr inbounds i8, ptr %numbers, i64 %k", "  %flag = load i8, ptr %flagp, align 1",
-        "  %number = icmp ne i8 %flag, 0", "  br i1 %number, label %fill, label %fill.end",
+        "  %number = icmp eq i8 %flag, 1", "  br i1 %number, label %fill, label %fill.end",
         "fill:", f"  %in.row = mul nuw nsw i64 %k, {row}", "  %to = getelementptr inbounds double, ptr %S, i64 %in.row",
         "  %x1 = load double, ptr %src, align 8",
         f"  %x.first = insertelement {vector} poison, double %x1, i64 0",
@@ -49,7 +52,7 @@ def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int, 
         "  %left = sub i64 %n, %a", f"  %short = icmp slt i64 %left, {row}",
         f"  %m = select i1 %short, i64 %left, i64 {row}", f"  %whole = udiv i64 %m, {width}",
         f"  %cut = mul nuw nsw i64 %whole, {width}", "  %exact = icmp eq i64 %cut, %m",
-        f"  br label %{'base' if n_inputs else 'compute'}",
+        f"  br label %{'base' if n_inputs else after_base}",
         # where each input's points of the block lie: in its array, or (a number; the points of
         # the last block where they end inside a vector, which must not be read past) its row
         "base:", "  %b = phi i64 [0, %block], [%b.next, %base.set]",
@@ -57,6 +60,7 @@ def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int, 
         "  %bflagp = getelementptr inbounds i8, ptr %numbers, i64 %b", "  %bflag = load i8, ptr %bflagp, align 1",
         "  %bnumber = icmp ne i8 %bflag, 0", f"  %brow = mul nuw nsw i64 %b, {row}",
         "  %bfilled = getelementptr inbounds double, ptr %S, i64 %brow",
+        "  %bplace = icmp eq i8 %bflag, 2", "  %bnumber.at = select i1 %bplace, ptr %bsrc, ptr %bfilled",
         "  %bat = getelementptr inbounds double, ptr %bsrc, i64 %a",
         "  br i1 %bnumber, label %base.set, label %base.array",
         "base.array:", "  br i1 %exact, label %base.set, label %base.copy",
@@ -65,15 +69,29 @@ def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int, 
         "  %yp = getelementptr inbounds double, ptr %bfilled, i64 %p", "  store double %x, ptr %yp, align 8",
         "  %p.next = add nuw nsw i64 %p, 1", "  %p.more = icmp slt i64 %p.next, %m",
         "  br i1 %p.more, label %base.copy, label %base.set",
-        "base.set:", "  %bptr = phi ptr [%bfilled, %base], [%bat, %base.array], [%bfilled, %base.copy]",
+        "base.set:", "  %bptr = phi ptr [%bnumber.at, %base], [%bat, %base.array], [%bfilled, %base.copy]",
         "  %bdst = getelementptr inbounds ptr, ptr %B, i64 %b", "  store ptr %bptr, ptr %bdst, align 8",
         "  %b.next = add nuw nsw i64 %b, 1", f"  %b.more = icmp slt i64 %b.next, {n_inputs}",
-        "  br i1 %b.more, label %base, label %compute",
+        f"  br i1 %b.more, label %base, label %{after_base}",
+        # where each output of the block goes: its array, or (a last block that ends inside a
+        # vector, which must not be written past) its row, copied out below
+        "aim:", f"  %o = phi i64 [0, %{'base.set' if n_inputs else 'block'}], [%o.next, %aim]",
+        "  %orowp = getelementptr inbounds i64, ptr %rows, i64 %o", "  %orow = load i64, ptr %orowp, align 8",
+        "  %odstp = getelementptr inbounds ptr, ptr %outs, i64 %o", "  %odst = load ptr, ptr %odstp, align 8",
+        "  %odst.a = getelementptr inbounds double, ptr %odst, i64 %a", f"  %oscratch = mul nsw i64 %orow, {row}",
+        "  %orow.at = getelementptr inbounds double, ptr %S, i64 %oscratch",
+        "  %oaim = select i1 %exact, ptr %odst.a, ptr %orow.at",
+        f"  %oslot = getelementptr inbounds ptr, ptr %B, i64 {n_inputs} ", "  %oslot.j = getelementptr inbounds ptr, ptr %oslot, i64 %o",
+        "  store ptr %oaim, ptr %oslot.j, align 8",
+        "  %o.next = add nuw nsw i64 %o, 1", f"  %o.more = icmp slt i64 %o.next, {n_outputs}",
+        "  br i1 %o.more, label %aim, label %compute",
         "compute:", f"  %m.up = add nuw nsw i64 %m, {width - 1}", f"  %vectors = udiv i64 %m.up, {width}",
         *calls, "  br label %out",
         "out:", "  %j = phi i64 [0, %compute], [%j.next, %out.end]",
         "  %rowp = getelementptr inbounds i64, ptr %rows, i64 %j", "  %row = load i64, ptr %rowp, align 8",
-        "  %skip = icmp slt i64 %row, 0", "  br i1 %skip, label %out.end, label %out.start",
+        "  %none = icmp slt i64 %row, 0", f"  %written = icmp sge i64 %row, {n_inputs}",
+        "  %there = and i1 %written, %exact", "  %skip = or i1 %none, %there",
+        "  br i1 %skip, label %out.end, label %out.start",
         "out.start:", "  %dstp = getelementptr inbounds ptr, ptr %outs, i64 %j", "  %dst = load ptr, ptr %dstp, align 8",
         "  %dst.a = getelementptr inbounds double, ptr %dst, i64 %a", f"  %out.row = mul nuw nsw i64 %row, {row}",
         "  %scratch.row = getelementptr inbounds double, ptr %S, i64 %out.row",

@@ -168,25 +168,42 @@ class Emitter:
         return self.emit(f"load {self.vector}, ptr {self.address(row)}, align 8")
 
     def load_input(self, k: int) -> str:
-        """Input k where it lies: the block's points of its array (or its number's row), by
-        the base pointer the driver wrote for the block, read once before the loop."""
+        """Input k where it lies: the block's points of its array, by the base pointer the
+        driver wrote for the block, read once before the loop; a number (``Tables.numbers``)
+        is one double there, broadcast at its use as a constant is (its row is not read: a
+        row per number would crowd the block's columns out of cache)."""
         base = f"%in{k}"
         if base not in self.inputs:
             self.entry.append(f"  %inp{k} = getelementptr inbounds ptr, ptr %B, i64 {k}")
             self.entry.append(f"  {base} = load ptr, ptr %inp{k}, align 8")
             self.inputs.add(base)
+        if k < len(self.tables.numbers) and self.tables.numbers[k]:
+            return self.broadcast(self.emit(f"load double, ptr {base}, align 8"))
         address = self.emit(f"getelementptr inbounds {self.vector}, ptr {base}, i64 %i")
         return self.emit(f"load {self.vector}, ptr {address}, align 8")
 
     def store(self, value: str, row: int) -> None:
         self.lines.append(f"  store {self.vector} {value}, ptr {self.address(row)}, align 8")
 
+    def store_output(self, value: str, j: int, n_inputs: int) -> None:
+        """Output j's value where the driver points it for the block (its array, or its row)."""
+        base = f"%out{j}"
+        if base not in self.inputs:
+            self.entry.append(f"  %outp{j} = getelementptr inbounds ptr, ptr %B, i64 {n_inputs + j}")
+            self.entry.append(f"  {base} = load ptr, ptr %outp{j}, align 8")
+            self.inputs.add(base)
+        address = self.emit(f"getelementptr inbounds {self.vector}, ptr {base}, i64 %i")
+        self.lines.append(f"  store {self.vector} {value}, ptr {address}, align 8")
+
     def constant(self, value: float) -> str:
         """A program constant, read from the constants table at its use (folded into the
         instruction as a broadcast operand) rather than held in a register."""
         index = self.tables.constant(value)
         pointer = self.emit(f"getelementptr inbounds double, ptr %K, i64 {index}")
-        scalar = self.emit(f"load double, ptr {pointer}, align 8")
+        return self.broadcast(self.emit(f"load double, ptr {pointer}, align 8"))
+
+    def broadcast(self, scalar: str) -> str:
+        """A double in every lane."""
         first = self.emit(f"insertelement {self.vector} poison, double {scalar}, i64 0")
         return self.emit(f"shufflevector {self.vector} {first}, {self.vector} poison, <{self.width} x i32> zeroinitializer")
 
@@ -279,6 +296,7 @@ class Tables:
     cut: Chunks
     features: str  # the CPU's, for the vector functions it has
     row: int  # points per scratch row (``llvm_driver.ROW``; one vector for the one-point kernel)
+    numbers: tuple[bool, ...] = ()  # per input: a number on every call, read as one double (``in_place``)
     constants: dict[str, int] = field(default_factory=dict)  # by exact hex text: nan and -0.0 as themselves
     values: list[float] = field(default_factory=list)
     helpers: list[tuple[Any, ...]] = field(default_factory=list)
@@ -300,14 +318,21 @@ class Tables:
         return self.index[ident]
 
 
-def source(program: Program, chunk: int, width: int, features: str, row: int = ROW) -> tuple[str, Tables]:
+def source(program: Program, chunk: int, width: int, features: str, row: int = ROW,
+           numbers: tuple[bool, ...] = ()) -> tuple[str, Tables]:
     """The IR of the program for vectors of ``width`` doubles on a CPU of these ``features``: a
     function ``@c<k>(S, K, H, vectors)`` per chunk of ``chunk`` steps and the driver ``@run``
-    over blocks of ``row`` points, with the tables of constants and functions it reads. The same
-    code serves every pattern of number and array inputs (the driver broadcasts a number)."""
+    over blocks of ``row`` points, with the tables of constants and functions it reads. An input
+    that ``numbers`` marks is read as one double, so such code serves that pattern of numbers
+    only; the rest read a vector of points, which also serves a number (the driver writes it
+    over a row)."""
     n_inputs = program.n_inputs
     cut = chunks(program, chunk)
-    tables = Tables(cut, features, row)
+    tables = Tables(cut, features, row, in_place(program, numbers))
+    outputs: dict[int, list[int]] = {}  # a step's value -> the outputs that are it
+    for j, (kind, v) in enumerate(program.outputs):
+        if kind == "t":
+            outputs.setdefault(v, []).append(j)
     functions = []
     for k, (a, b) in enumerate(cut.bounds):
         e = Emitter(width, tables)
@@ -330,10 +355,32 @@ def source(program: Program, chunk: int, width: int, features: str, row: int = R
             local[dest] = LOWERING[op](e, [value(r) for r in args], step)
             if dest in stored:
                 e.store(local[dest], n_inputs + cut.column[dest])
+            for j in outputs.get(dest, ()):
+                e.store_output(local[dest], j, n_inputs)
         functions.append(_chunk_function(k, e))
-    functions.append(driver(len(cut.bounds), n_inputs, len(program.outputs), width, n_inputs + cut.columns, row))
+    functions.append(driver(len(cut.bounds), n_inputs, len(program.outputs), width, rows(program, cut), row))
     text = "\n".join(sorted(tables.declarations) + functions)
     return text, tables
+
+
+def in_place(program: Program, numbers: tuple[bool, ...]) -> tuple[bool, ...]:
+    """The number inputs the code reads as one double where it lies: all but those that are
+    outputs too (copied out from a row of the number)."""
+    copied = {v for kind, v in program.outputs if kind == "in"}
+    return tuple(number and k not in copied for k, number in enumerate(numbers))
+
+
+def rows(program: Program, cut: Chunks) -> int:
+    """Scratch rows: the inputs' (a number written over its row), the columns, then a row per
+    output (written there in a block that ends inside a vector, and copied out)."""
+    return program.n_inputs + cut.columns + len(program.outputs)
+
+
+def output_rows(program: Program, cut: Chunks) -> list[int]:
+    """Per output, the scratch row the driver copies it from: an input's, its own row (a
+    step's value), or -1 (a constant)."""
+    own = program.n_inputs + cut.columns
+    return [v if kind == "in" else own + j if kind == "t" else -1 for j, (kind, v) in enumerate(program.outputs)]
 
 
 def _chunk_function(k: int, e: Emitter) -> str:

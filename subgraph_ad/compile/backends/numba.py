@@ -93,11 +93,10 @@ def _host() -> _Target:
 
 def kernel_source(program: Program, scalars: tuple[bool, ...] = (), chunk: int = CHUNK,
                   width: int | None = None, row: int = ROW) -> tuple[str, Tables]:
-    """The LLVM IR of the program for this CPU (``llvm_ir.source``) and the tables it reads; the
-    same for every pattern of number and array inputs, so ``scalars`` changes nothing; ``width``
-    defaults to the host's."""
+    """The LLVM IR of the program for this CPU (``llvm_ir.source``) and the tables it reads, for
+    this pattern of number (``scalars``) and array inputs; ``width`` defaults to the host's."""
     target = _target()
-    return llvm_ir.source(program, chunk, width or target.width, target.features, row)
+    return llvm_ir.source(program, chunk, width or target.width, target.features, row, scalars)
 
 
 # -- Numba callbacks: what has no IR of its own ------------------------------------------------------
@@ -164,6 +163,7 @@ class Kernel:
     helpers: np.ndarray  # function addresses
     keep: tuple[Any, ...]  # the Numba callbacks whose addresses ``helpers`` holds
     output_rows: np.ndarray  # per output: its scratch row, or -1 for a constant
+    in_place: np.ndarray  # per input, 1 where the code reads a number as one double where it lies
     fills: tuple[tuple[int, float], ...]  # (output, value) of the constant outputs
 
 
@@ -194,12 +194,12 @@ def kernel(program: Program, scalars: tuple[bool, ...], chunk: int = CHUNK, cach
             made = _callback(key[1], key[2])
             keep.append(made)
             addresses.append(made.address)
-    n_inputs, column = program.n_inputs, tables.cut.column
-    output_rows = np.array([k if kind == "in" else n_inputs + column[k] if kind == "t" else -1
-                            for kind, k in program.outputs], dtype=np.int64)
+    output_rows = np.array(llvm_ir.output_rows(program, tables.cut), dtype=np.int64)
     fills = tuple((j, float(v)) for j, (kind, v) in enumerate(program.outputs) if kind == "c")
-    return Kernel(code.run, code, n_inputs + tables.cut.columns, n_inputs, row, np.array(tables.values or [0.0]),
-                  np.array(addresses or [0], dtype=np.uintp), tuple(keep), output_rows, fills)
+    in_place = np.zeros(program.n_inputs, dtype=np.uint8)
+    in_place[:len(tables.numbers)] = tables.numbers
+    return Kernel(code.run, code, llvm_ir.rows(program, tables.cut), program.n_inputs, row, np.array(tables.values or [0.0]),
+                  np.array(addresses or [0], dtype=np.uintp), tuple(keep), output_rows, in_place, fills)
 
 
 class _Code:
@@ -281,20 +281,24 @@ def address(array: np.ndarray) -> int:
         return int(array.ctypes.data)
 
 
-def slices(kernel: Kernel, ins: Sequence[Any], outs: Sequence[np.ndarray]) -> Callable[[], Callable[[int, int], None]]:
+def slices(kernel: Kernel, ins: Sequence[Any], outs: Sequence[np.ndarray],
+           targets: np.ndarray | None = None) -> Callable[[], Callable[[int, int], None]]:
     """The runners of slices of one call (the inputs: numbers, or contiguous arrays of the
     points; the outputs' arrays): every address is read once per call, and a slice (a, b)
     moves them by a points with one vector addition, so a program of hundreds of inputs costs
-    microseconds a slice, not a Python step per input. Each runner has its own scratch."""
-    flags = [type(v) is not np.ndarray or v.ndim == 0 for v in ins]
-    numbers = np.array(flags, dtype=np.uint8)
-    values = np.array([v if flag else 0.0 for v, flag in zip(ins, flags)], dtype=float)
-    at = address(values)
-    base = np.array([at + 8 * k if flag else address(v) for k, (v, flag) in enumerate(zip(ins, flags))], dtype=np.uintp)
-    moves = np.where(numbers, 0, 8).astype(np.uintp)  # bytes a point moves each input
-    targets = np.array([address(o) for o in outs], dtype=np.uintp)
+    microseconds a slice, not a Python step per input (``targets``: the outputs' addresses,
+    where the caller knows them). Each runner has its own scratch."""
+    arrays = [type(v) is np.ndarray and v.ndim > 0 for v in ins]
+    number = np.logical_not(arrays)
+    numbers = number * (1 + kernel.in_place)  # 1: filled over a row; 2: read in place
+    values = np.array([0.0 if array else v for v, array in zip(ins, arrays)], dtype=float)
+    base = np.array([address(v) if array else 0 for v, array in zip(ins, arrays)], dtype=np.uintp)
+    base[number] = address(values) + 8 * np.flatnonzero(number).astype(np.uintp)
+    moves = np.array(arrays, dtype=np.uintp) * np.uintp(8)  # bytes a point moves each input
+    if targets is None:
+        targets = np.array([address(o) for o in outs], dtype=np.uintp)
 
-    size = llvm_driver.scratch(kernel.rows, kernel.inputs, kernel.row)
+    size = llvm_driver.scratch(kernel.rows, kernel.inputs, kernel.row, len(kernel.output_rows))
 
     def runner() -> Callable[[int, int], None]:
         def run(a: int, b: int, _held: tuple[Any, ...] = (ins, values)) -> None:  # (alive while it runs)
@@ -320,7 +324,7 @@ def point(program: Program, chunk: int = CHUNK, cache: bool = True) -> Callable[
     n_in, n_out = compiled.inputs, len(compiled.output_rows)
     numbers = np.zeros(max(1, n_in), dtype=np.uint8)
     ins, outs = np.arange(n_in, dtype=np.uintp) * np.uintp(8), np.arange(n_out, dtype=np.uintp) * np.uintp(8)
-    size = llvm_driver.scratch(compiled.rows, n_in, compiled.row)
+    size = llvm_driver.scratch(compiled.rows, n_in, compiled.row, n_out)
 
     def run(values: Sequence[float]) -> tuple[float, ...]:
         given, found = np.array(values, dtype=float), np.empty(n_out)
@@ -338,10 +342,11 @@ def point(program: Program, chunk: int = CHUNK, cache: bool = True) -> Callable[
 
 def worker(kernel: Kernel, step: int) -> Callable[[Sequence[Any], Sequence[np.ndarray]], None]:
     """A thread's runner, with its own scratch: inputs (numbers, or contiguous slices) -> outputs."""
-    scratch = _aligned(llvm_driver.scratch(kernel.rows, kernel.inputs, kernel.row))
+    scratch = _aligned(llvm_driver.scratch(kernel.rows, kernel.inputs, kernel.row, len(kernel.output_rows)))
 
     def run(ins: Sequence[Any], outs: Sequence[np.ndarray]) -> None:
         numbers = np.array([np.ndim(v) == 0 for v in ins], dtype=np.uint8)
+        numbers *= 1 + kernel.in_place  # 1: a number filled over a row; 2: read where it lies
         values = np.array([v if flag else 0.0 for v, flag in zip(ins, numbers)], dtype=float)
         pointers = np.array([values.ctypes.data + 8 * k if flag else v.ctypes.data
                              for k, (v, flag) in enumerate(zip(ins, numbers))], dtype=np.uintp)

@@ -1,0 +1,82 @@
+"""Where a Numba kernel writes its outputs and reads its numbers (``llvm_driver``, ``llvm_ir``).
+
+A kernel stores each output straight into the caller's array for every block of whole
+vectors, and into a row of its scratch (copied out afterwards) for a last block that ends
+inside a vector; a number input is read as one double where it lies unless it is an output
+too. These must never change a value: random many-output programs (every built-in, a − a,
+f(a, a), conditions, a zero tangent) with the same value as two outputs, an input, a number
+input and a constant among the outputs, on point counts around the vector width and the block
+(``ROW``), in chunks of a few steps and of many, on one thread and two, equal the graph's own
+values (``Term.eval``).
+"""
+
+import numpy as np
+import pytest
+
+import subgraph_ad as sad
+from subgraph_ad.compile.backends import llvm_driver
+from random_programs import ARITHMETIC, BINARY, UNARY, arithmetic, function
+
+pytest.importorskip("llvmlite")  # numba is in the dev extra: always present in make test
+
+SEEDS = range(8)
+ROW = llvm_driver.ROW
+SIZES = (1, 7, 8, 9, ROW - 1, ROW, ROW + 1, 4 * ROW + 3)
+
+
+def random_outputs(seed: int):
+    """x, y (a number when called), z and a random function f of them; the outputs: f, its
+    gradient, f again, x, y, a constant and a product of two partials."""
+    rng = np.random.default_rng(seed)
+    tape = sad.Tape()
+    xs = [tape.var(name, 0.1 + 0.2 * k) for k, name in enumerate("xyz")]
+    pool = list(xs) + [xs[0] * 0.0]  # a term whose tangent is zero
+    for name in (UNARY + BINARY)[seed::len(SEEDS)]:
+        a, b = (pool[int(k)] for k in rng.integers(0, len(pool), 2))
+        pool.append(function(name, a, a if rng.integers(2) else b))  # f(a, a) at times
+        c, d = (pool[int(k)] for k in rng.integers(0, len(pool), 2))
+        pool.append(arithmetic(ARITHMETIC[int(rng.integers(len(ARITHMETIC)))], c, d))
+    f = sum(pool[-4:], pool[3])
+    gradient = list(f.grad_graph(xs))
+    return tape, xs, [f, *gradient, f, xs[0], xs[1], tape.const(2.5), gradient[0] * gradient[2]]
+
+
+def test_the_seeds_apply_every_built_in():
+    assert {n for s in SEEDS for n in (UNARY + BINARY)[s::len(SEEDS)]} == set(UNARY + BINARY)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("chunk", [3, 250])
+@pytest.mark.filterwarnings("ignore::subgraph_ad.compile.lambdify.BackendWarning")  # sinc's derivative: NumPy
+def test_outputs_written_in_place_or_through_a_row_give_the_graphs_values(seed, chunk):
+    tape, xs, outputs = random_outputs(seed)
+    compiled = sad.lambdify(xs, outputs, backend="numba", cache=False, chunk=chunk)
+    rng = np.random.default_rng(50 + seed)
+    for size in SIZES:
+        x, z = rng.uniform(-0.9, 0.9, size), rng.uniform(-0.9, 0.9, size)
+        y = float(rng.uniform(-0.9, 0.9))
+        found = compiled(x, y, z)
+        assert all(v.shape == (size,) for v in found)
+        assert np.array_equal(found[len(outputs) - 4], x) and np.all(found[len(outputs) - 3] == y)
+        assert np.all(found[len(outputs) - 2] == 2.5)
+        for k in sorted({0, size // 2, size - 1}):
+            values = {xs[0]: float(x[k]), xs[1]: y, xs[2]: float(z[k])}
+            for got, term in zip(found, outputs):
+                want = term.eval(values)
+                assert got[k] == pytest.approx(want, rel=1e-12, abs=1e-12, nan_ok=True), (seed, size, term)
+
+
+@pytest.mark.filterwarnings("ignore::subgraph_ad.compile.lambdify.BackendWarning")
+def test_outputs_are_separate_aligned_arrays_on_one_thread_or_two():
+    tape, xs, outputs = random_outputs(0)
+    rng = np.random.default_rng(3)
+    x, z = rng.uniform(-0.9, 0.9, 10_001), rng.uniform(-0.9, 0.9, 10_001)
+    one = sad.lambdify(xs, outputs, backend="numba", cache=False, parallel=False)(x, 0.4, z)
+    two = sad.lambdify(xs, outputs, backend="numba", cache=False)(x, 0.4, z)
+    for a, b in zip(one, two):
+        assert np.array_equal(a, b, equal_nan=True)
+    assert all(v.ctypes.data % 64 == 0 for v in two)  # whole-vector stores stay on cache lines
+    kept = two[1].copy()
+    two[0][:] = -1.0  # an output is its own array: writing one leaves the others
+    assert np.array_equal(two[1], kept, equal_nan=True)
+    assert np.array_equal(x, rng.__class__(np.random.PCG64(3)).uniform(-0.9, 0.9, 10_001))  # inputs untouched
