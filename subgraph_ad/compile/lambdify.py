@@ -66,11 +66,13 @@ from .registry import Host
 #: Points per block of the NumPy backend: 16384 float64 = 128 KiB per register (measured best).
 BLOCK = 16384
 #: Steps from which a call on one point runs on the backend's kernel where it can (Numba: one
-#: vector of points per scratch row), not as Python floats: the Python code takes ~17 ns a step,
-#: the kernel ~1.6 ns a step and ~20 ns an input and output, even at ~1,200 steps (S's HVP,
-#: 1,137: 16.8 against 18.1 µs) and ahead past it (Rosenbrock-1000's gradient, 9,989 steps:
-#: 168 → 66 µs; its HVP, 13,985 steps: 272 → 107 µs; M's HVP, 5,951 steps: 68 → 33 µs).
-NATIVE_POINT = 1_500
+#: vector of points per scratch row), not as Python floats, plus ``NATIVE_POINT_PER_INPUT`` per
+#: input: the Python code takes ~0.7 µs and ~9 ns a step, the kernel's call ~1.6 µs, ~0.6 ns
+#: a step and ~15 ns an input (F3's 10th derivative, 359 steps: 3.9 → 1.9 µs; F3's 5th, 109
+#: steps, stays: 1.6 against 1.8; S's gradient, 445 steps and 50 inputs: 6.6 → 4.1; S itself,
+#: 247 steps, stays: 3.9 against 4.6; R100's HVP, 1,385 steps: 23 → 9 µs; M's HVP: 68 → 13).
+NATIVE_POINT = 150
+NATIVE_POINT_PER_INPUT = 2
 
 
 def _as_list(items: Any, what: str) -> tuple[list[Term], bool]:
@@ -148,6 +150,8 @@ class Compiled:
         self._scalar: Callable[..., tuple[Any, ...]] | None = None
         self._native: Callable[[Sequence[float]], tuple[float, ...]] | None = None
         self._no_native = False  # the backend has no one-point kernel (or could not build it)
+        #: Whether a call on one point takes the backend's kernel, where it has one.
+        self._natively = len(program.steps) >= NATIVE_POINT + NATIVE_POINT_PER_INPUT * program.n_inputs
         #: The active backend's kernels, by pattern of number (True) and array inputs.
         self._kernels: dict[tuple[bool, ...], Any] = {}
         self._lock = threading.Lock()  # two threads that call at once build a path once
@@ -234,7 +238,7 @@ class Compiled:
         results: tuple[float, ...] | tuple[np.ndarray, ...]
         types = set(map(type, args))
         if types <= _NUMBERS:  # one point: no array handling at all
-            native = self._native_point() if not self.warn and len(self.program.steps) >= NATIVE_POINT else None
+            native = self._native_point() if not self.warn and self._natively else None
             results = native(args) if native is not None else self._point(args if types == _FLOAT else
                                                                             list(map(float, args)))
         elif any(hasattr(a, "__dask_graph__") for a in args):
@@ -249,8 +253,8 @@ class Compiled:
     def _point(self, point: Sequence[float]) -> tuple[float, ...]:
         """One point: Python floats and ``math`` first; where that raises (1/0, log(0), an
         overflow), and always with ``warn=True`` (NumPy reports what it computes), the IEEE
-        result from NumPy scalars. (A call of numbers on a program of ``NATIVE_POINT`` steps or
-        more runs natively where the backend can: ``__call__``.)"""
+        result from NumPy scalars. (A call of numbers on a program of ``NATIVE_POINT`` steps, and
+        ``NATIVE_POINT_PER_INPUT`` more an input, runs natively where the backend can: ``__call__``.)"""
         if not self.warn:
             fast = self._fast_path()
             try:

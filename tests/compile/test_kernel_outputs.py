@@ -7,14 +7,18 @@ too. These must never change a value: random many-output programs (every built-i
 f(a, a), conditions, a zero tangent) with the same value as two outputs, an input, a number
 input and a constant among the outputs, on point counts around the vector width and the block
 (``ROW``), in chunks of a few steps and of many, on one thread and two, equal the graph's own
-values (``Term.eval``).
+values (``Term.eval``), and so does one point through the kernel, on one thread or many.
 """
+
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 
 import subgraph_ad as sad
+from subgraph_ad.compile import lambdify as lambdify_module
 from subgraph_ad.compile.backends import llvm_driver
+from subgraph_ad.compile.program import build_program
 from random_programs import ARITHMETIC, BINARY, UNARY, arithmetic, function
 
 pytest.importorskip("llvmlite")  # numba is in the dev extra: always present in make test
@@ -80,3 +84,50 @@ def test_outputs_are_separate_aligned_arrays_on_one_thread_or_two():
     two[0][:] = -1.0  # an output is its own array: writing one leaves the others
     assert np.array_equal(two[1], kept, equal_nan=True)
     assert np.array_equal(x, rng.__class__(np.random.PCG64(3)).uniform(-0.9, 0.9, 10_001))  # inputs untouched
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.filterwarnings("ignore::subgraph_ad.compile.lambdify.BackendWarning")  # sinc's derivative: NumPy
+def test_one_point_on_the_kernel_gives_the_graphs_values(seed, monkeypatch):
+    """One point through the kernel (forced for these small programs): numbers packed in and
+    unpacked out of buffers made once per thread, a constant output set once and kept."""
+    monkeypatch.setattr(lambdify_module, "NATIVE_POINT", 0)
+    tape, xs, outputs = random_outputs(seed)
+    compiled = sad.lambdify(xs, outputs, backend="numba", cache=False)
+    rng = np.random.default_rng(70 + seed)
+    for _ in range(3):
+        point = [float(v) for v in rng.uniform(-0.9, 0.9, 3)]
+        found = compiled(*point)
+        assert all(type(v) is float for v in found)
+        values = dict(zip(xs, point))
+        for got, term in zip(found, outputs):
+            assert got == pytest.approx(term.eval(values), rel=1e-12, abs=1e-12, nan_ok=True), (seed, term)
+    assert compiled.backend == "numpy" or compiled.built == ("numba (point)",)
+
+
+def test_one_point_from_many_threads_at_once(monkeypatch):
+    monkeypatch.setattr(lambdify_module, "NATIVE_POINT", 0)
+    tape, xs, outputs = random_outputs(1)
+    compiled = sad.lambdify(xs, outputs, backend="numba", cache=False)
+    points = [[0.1 * k, -0.2 + 0.01 * k, 0.3] for k in range(64)]
+    want = [compiled(*p) for p in points]
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(5):
+            assert list(pool.map(lambda p: compiled(*p), points)) == want
+    assert compiled.built == ("numba (point)",)
+
+
+def test_which_one_point_path_a_program_takes():
+    """The kernel from ``NATIVE_POINT`` steps plus ``NATIVE_POINT_PER_INPUT`` an input, the
+    Python code below: each where it is the faster (measured: docs/performance.md)."""
+    tape = sad.Tape()
+    x, y = tape.var("x"), tape.var("y")
+    small, large = x * y, x * y
+    while True:
+        large = sad.sin(large) * x + y
+        if len(build_program(tape, [x, y], [large]).steps) >= lambdify_module.NATIVE_POINT + 2 * lambdify_module.NATIVE_POINT_PER_INPUT:
+            break
+    fast, slow = sad.lambdify([x, y], large, backend="numba"), sad.lambdify([x, y], small, backend="numba")
+    assert fast(0.3, 0.4) == pytest.approx(large.eval({x: 0.3, y: 0.4}), rel=1e-13)
+    assert slow(0.3, 0.4) == 0.3 * 0.4
+    assert fast.built == ("numba (point)",) and slow.built == ("point",)
