@@ -103,6 +103,35 @@ def _numbers(value: Any, name: str) -> np.ndarray | np.float64:
     return array.astype(float, copy=False)
 
 
+_F64, _STEP = np.dtype(np.float64), (8,)
+
+
+def _fed(args: Sequence[Any]) -> tuple[list[Any], tuple[int], tuple[bool, ...]] | None:
+    """The arguments of the common batch — numbers, and contiguous float64 vectors of one
+    length — as ``_arrays`` takes them (numbers as np.float64, vectors as they are), their
+    shape and which are numbers, in one pass (R100's HVP, 200 arguments: ~100 µs less than
+    the general path's); None for any other call."""
+    flat: list[Any] = []
+    numbers: list[bool] = []
+    shape = None
+    for a in args:
+        if type(a) is np.ndarray:
+            if a.dtype is not _F64 or a.strides != _STEP:  # (one axis, contiguous)
+                return None
+            if shape is None:
+                shape = a.shape
+            elif a.shape != shape:
+                return None
+            flat.append(a)
+            numbers.append(False)
+        elif type(a) in _NUMBERS:
+            flat.append(np.float64(a))
+            numbers.append(True)
+        else:
+            return None
+    return None if shape is None else (flat, shape, tuple(numbers))
+
+
 def _outputs(count: int, size: int) -> tuple[list[np.ndarray], np.ndarray]:
     """``count`` outputs of ``size`` points and their addresses: rows of one block, each
     starting on a cache line (64 bytes) so that the Numba kernels' whole-vector stores never
@@ -241,6 +270,8 @@ class Compiled:
             native = self._native_point() if not self.warn and self._natively else None
             results = native(args) if native is not None else self._point(args if types == _FLOAT else
                                                                             list(map(float, args)))
+        elif (fed := _fed(args)) is not None:  # the common batch: numbers and float64 vectors of one length
+            results = self._arrays(*fed)
         elif any(hasattr(a, "__dask_graph__") for a in args):
             return self._dask(args)
         else:
@@ -300,17 +331,22 @@ class Compiled:
         self.backend = "numpy"
         self._kernels.clear()
 
-    def _arrays(self, arrays: list[np.ndarray | np.float64], shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    def _arrays(self, arrays: Sequence[np.ndarray | np.float64], shape: tuple[int, ...],
+                numbers: tuple[bool, ...] | None = None) -> tuple[np.ndarray, ...]:
+        """The program on a batch of ``shape``; ``numbers``: the arguments are already numbers
+        (np.float64) and contiguous float64 vectors of that shape (``_fed``), these the numbers."""
         size = math.prod(shape)
-        # A single number stays one (a ufunc or the kernel broadcasts it, no copy per point);
-        # other broadcasts are copied, as the kernel takes contiguous arrays of the points.
-        flat = [np.float64(a) if a.ndim == 0 else
-                a if a.ndim == 1 and a.shape == shape and a.strides == (8,) else  # (the common input: as it is)
-                np.ascontiguousarray(a if a.shape == shape else np.broadcast_to(a, shape).copy()).reshape(size)
-                for a in arrays]
+        if numbers is None:
+            # A single number stays one (a ufunc or the kernel broadcasts it, no copy per point);
+            # other broadcasts are copied, as the kernel takes contiguous arrays of the points.
+            arrays = [np.float64(a) if a.ndim == 0 else
+                      np.ascontiguousarray(a if a.shape == shape else np.broadcast_to(a, shape).copy()).reshape(size)
+                      for a in arrays]
+            numbers = tuple(type(a) is np.float64 for a in arrays)
+        flat = arrays
         outs, at = _outputs(len(self.program.outputs), size)
         if size:
-            kernel = self._kernel(tuple(v.ndim == 0 for v in flat))
+            kernel = self._kernel(numbers)
             backend = registry.as_host(registry.backend(self.backend))  # after the kernel: it may have fallen back
             step = self._step(backend, size)
             prepared = getattr(backend, "slices", None)  # a backend that reads every address once a call
@@ -327,10 +363,10 @@ class Compiled:
                 return slice_run
 
             self._split(worker, size, step)
-        return tuple(o.reshape(shape) for o in outs)
+        return tuple(outs) if len(shape) == 1 else tuple(o.reshape(shape) for o in outs)
 
     @staticmethod
-    def _sliced(run: Callable[[Sequence[Any], Sequence[np.ndarray]], None], flat: list[Any],
+    def _sliced(run: Callable[[Sequence[Any], Sequence[np.ndarray]], None], flat: Sequence[Any],
                 outs: list[np.ndarray]) -> Run:
         """A backend's runner on whole inputs and outputs, as one on points a..b of them."""
         return lambda a, b: run([_part(v, a, b) for v in flat], [o[a:b] for o in outs])

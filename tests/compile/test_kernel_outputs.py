@@ -131,3 +131,28 @@ def test_which_one_point_path_a_program_takes():
     assert fast(0.3, 0.4) == pytest.approx(large.eval({x: 0.3, y: 0.4}), rel=1e-13)
     assert slow(0.3, 0.4) == 0.3 * 0.4
     assert fast.built == ("numba (point)",) and slow.built == ("point",)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_every_kind_of_batch_call_gives_the_graphs_values(backend):
+    """Numbers and float64 vectors of one length take a one-pass feed; anything else (int
+    vectors, strided views, 2-D batches, NumPy float32 numbers, lengths that differ) the general
+    path, with its checks."""
+    tape = sad.Tape()
+    x, y = tape.var("x"), tape.var("y")
+    terms = [sad.sin(x) * y, x - x + y / 3, x]
+    f = sad.lambdify([x, y], terms, backend=backend, cache=False)
+    base = np.linspace(-1.0, 1.0, 12)
+    calls = [(base, 0.5), (base, base[::-1].copy()), (np.arange(12), 2), (base[::2], 0.5), (base, np.float32(0.25)),
+             (base.reshape(3, 4), base.reshape(3, 4) + 1), (base, np.float64(1.5)), (base.reshape(3, 4), base[:4])]
+    for a, b in calls:
+        found = f(a, b)
+        shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+        for got, term in zip(found, terms):
+            want = np.vectorize(lambda p, q: term.eval({x: float(p), y: float(q)}))(*np.broadcast_arrays(a, b))
+            assert got.shape == shape and got.dtype == np.float64
+            assert np.allclose(got, want, rtol=1e-13, atol=1e-15)
+    with pytest.raises(ValueError, match=r"\(12,\).*\(5,\)"):
+        f(base, np.ones(5))
+    with pytest.raises(TypeError, match="argument y must be a number or an array of numbers"):
+        f(base, "2")
