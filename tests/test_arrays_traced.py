@@ -171,6 +171,31 @@ def test_jax_array_programs_equal_eval_at_a_point_and_on_batches():
             np.testing.assert_allclose(np.asarray(value), expected, **TOL)
 
 
+@pytest.mark.parametrize("native", [False, True])
+def test_an_expanded_program_at_one_point_equals_eval(native, monkeypatch):
+    """An array graph on a backend that expands it (Numba) takes one point as one vector of
+    every input's numbers and gives each output as a view of one vector back — on the kernel
+    (``native``: forced for this small graph) or the Python code; calls that are not one point
+    of float64 arrays and numbers take the general path, with its checks."""
+    from subgraph_ad.compile import lambdify as lambdify_module
+
+    monkeypatch.setattr(lambdify_module, "NATIVE_POINT", 0 if native else 10**9)
+    rng = np.random.default_rng(12)
+    (W, x, s), outs = every_op_graph(rng)
+    f = sad.lambdify([W, x, s], outs, backend="numba")
+    assert isinstance(f, Expanded)
+    for args in ((W.value, x.value, 0.7), (W.value, x.value, np.float64(-0.3)), (W.value.astype(np.float32), x.value, 2),
+                 (np.asfortranarray(W.value), x.value[::-1].copy(), 0.1)):
+        found = f(*args)
+        for value, t in zip(found, outs):
+            want = t.eval({W: np.asarray(args[0], dtype=float), x: args[1], s: float(args[2])})
+            assert np.shape(value) == t.shape
+            np.testing.assert_allclose(np.asarray(value), want, **TOL)
+    assert f.inner.built == (("numba (point)",) if native else ("point",))
+    with pytest.raises(ValueError, match=r"argument x is an array of shape \(3,\)"):
+        f(W.value, np.ones(4), 0.7)
+
+
 @pytest.mark.parametrize("array_f", [mlp, einsum_net])
 def test_traced_transforms_on_the_jax_backend_match_jax(array_f):
     """sad.grad and sad.hvp with backend="jax" run the array program in JAX: values as JAX's."""

@@ -48,7 +48,7 @@ import functools
 import math
 import threading
 import warnings
-from typing import Any, Callable, Sequence, cast
+from typing import Any, Callable, Protocol, Sequence, cast
 
 import numpy as np
 
@@ -145,6 +145,15 @@ def _outputs(count: int, size: int) -> tuple[list[np.ndarray], np.ndarray]:
     return [raw[a:a + size] for a in starts.tolist()], np.uintp(at) + np.uintp(8) * starts
 
 
+class NativePoint(Protocol):
+    """A backend's kernel on one point (``numba.Point``): numbers in, numbers out; or one
+    float64 vector of them in, one out."""
+
+    def __call__(self, values: Sequence[float]) -> tuple[float, ...]: ...
+
+    def on_array(self, values: np.ndarray) -> np.ndarray: ...
+
+
 #: Runs the program over points a..b of the inputs into the same points of the outputs.
 Run = Callable[[int, int], None]
 
@@ -177,7 +186,7 @@ class Compiled:
         self._fast: Callable[..., tuple[Any, ...]] | None = None
         self._fast_pure = False
         self._scalar: Callable[..., tuple[Any, ...]] | None = None
-        self._native: Callable[[Sequence[float]], tuple[float, ...]] | None = None
+        self._native: NativePoint | None = None
         self._no_native = False  # the backend has no one-point kernel (or could not build it)
         #: Whether a call on one point takes the backend's kernel, where it has one.
         self._natively = len(program.steps) >= NATIVE_POINT + NATIVE_POINT_PER_INPUT * program.n_inputs
@@ -231,7 +240,7 @@ class Compiled:
                     self._fast = define(source, namespace, "point", self._cached)
         return self._fast
 
-    def _native_point(self) -> Callable[[Sequence[float]], tuple[float, ...]] | None:
+    def _native_point(self) -> NativePoint | None:
         """The backend's one-point runner of its kernel, where it has one (None: the Python code)."""
         if self._native is None and not self._no_native:
             with self._lock:
@@ -267,9 +276,7 @@ class Compiled:
         results: tuple[float, ...] | tuple[np.ndarray, ...]
         types = set(map(type, args))
         if types <= _NUMBERS:  # one point: no array handling at all
-            native = self._native_point() if not self.warn and self._natively else None
-            results = native(args) if native is not None else self._point(args if types == _FLOAT else
-                                                                            list(map(float, args)))
+            results = self._one(args, types == _FLOAT)
         elif (fed := _fed(args)) is not None:  # the common batch: numbers and float64 vectors of one length
             results = self._arrays(*fed)
         elif any(hasattr(a, "__dask_graph__") for a in args):
@@ -278,14 +285,32 @@ class Compiled:
             arrays = [_numbers(a, name) for a, name in zip(args, self.names)]
             shapes = {a.shape for a in arrays if a.ndim}  # one shape and numbers (the common batch): no broadcast
             shape = next(iter(shapes)) if len(shapes) == 1 else np.broadcast_shapes(*(a.shape for a in arrays))
-            results = self._arrays(arrays, shape) if shape else self._point([float(a) for a in arrays])
+            results = self._arrays(arrays, shape) if shape else self._one([float(a) for a in arrays], True)
         return results[0] if self.single else results
+
+    def flat_point(self, values: np.ndarray) -> np.ndarray:
+        """One point given as one float64 vector of every input's number, the outputs' numbers
+        as one vector: what a program of array nodes expanded to scalars calls (``arrays``),
+        on the backend's kernel with no number going through Python where the program is large
+        enough (as ``__call__`` decides for numbers)."""
+        native = self._native_point() if not self.warn and self._natively else None
+        if native is not None:
+            return native.on_array(values)
+        return np.array(self._point(values.tolist()), dtype=float)
+
+    def _one(self, point: Sequence[Any], floats: bool) -> tuple[float, ...]:
+        """One point of numbers (``floats``: all Python floats): on the backend's kernel where
+        the program is large enough, else the Python code (``_point``)."""
+        native = self._native_point() if not self.warn and self._natively else None
+        if native is not None:
+            return native(point)
+        return self._point(point if floats else list(map(float, point)))
 
     def _point(self, point: Sequence[float]) -> tuple[float, ...]:
         """One point: Python floats and ``math`` first; where that raises (1/0, log(0), an
         overflow), and always with ``warn=True`` (NumPy reports what it computes), the IEEE
         result from NumPy scalars. (A call of numbers on a program of ``NATIVE_POINT`` steps, and
-        ``NATIVE_POINT_PER_INPUT`` more an input, runs natively where the backend can: ``__call__``.)"""
+        ``NATIVE_POINT_PER_INPUT`` more an input, runs natively where the backend can: ``_one``.)"""
         if not self.warn:
             fast = self._fast_path()
             try:

@@ -118,4 +118,14 @@ def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int, 
         "end:", "  ret void", "}", ""])
 
 
-__all__ = ["ROW", "driver", "scratch"]
+def point_driver(n_chunks: int) -> str:
+    """``@run`` for one point, with the arguments of ``driver`` (only ``ins``, ``S``, ``K`` and
+    ``H`` read): the chunks run once on one vector, ``ins`` their table of addresses — each
+    input's number, then each output's slot of a vector — so nothing is copied in or out."""
+    calls = [f"  call void @c{k}(ptr %S, ptr %K, ptr %H, i64 1, ptr %ins)" for k in range(n_chunks)]
+    return "\n".join([
+        "define void @run(ptr %ins, ptr %numbers, ptr %outs, ptr %rows, i64 %n, ptr noalias %S, ptr %K, ptr %H) {",
+        "entry:", *calls, "  ret void", "}", ""])
+
+
+__all__ = ["ROW", "driver", "point_driver", "scratch"]

@@ -28,7 +28,7 @@ from typing import Any, Callable
 from ...functions.elementary import ELEMENTARY, Elementary, steps
 from ...tables import rule_table
 from ..program import Chunks, Lowering, Operand, Program, Step, chunks
-from .llvm_driver import ROW, driver
+from .llvm_driver import ROW, driver, point_driver
 
 
 
@@ -319,16 +319,17 @@ class Tables:
 
 
 def source(program: Program, chunk: int, width: int, features: str, row: int = ROW,
-           numbers: tuple[bool, ...] = ()) -> tuple[str, Tables]:
+           numbers: tuple[bool, ...] = (), point: bool = False) -> tuple[str, Tables]:
     """The IR of the program for vectors of ``width`` doubles on a CPU of these ``features``: a
     function ``@c<k>(S, K, H, vectors)`` per chunk of ``chunk`` steps and the driver ``@run``
     over blocks of ``row`` points, with the tables of constants and functions it reads. An input
     that ``numbers`` marks is read as one double, so such code serves that pattern of numbers
     only; the rest read a vector of points, which also serves a number (the driver writes it
-    over a row)."""
+    over a row). ``point``: code for one point (``llvm_driver.point_driver``), every input a
+    number where it lies and every output written into a vector's slot (``row``: one vector)."""
     n_inputs = program.n_inputs
     cut = chunks(program, chunk)
-    tables = Tables(cut, features, row, in_place(program, numbers))
+    tables = Tables(cut, features, row, (True,) * n_inputs if point else in_place(program, numbers))
     outputs: dict[int, list[int]] = {}  # a step's value -> the outputs that are it
     for j, (kind, v) in enumerate(program.outputs):
         if kind == "t":
@@ -358,7 +359,8 @@ def source(program: Program, chunk: int, width: int, features: str, row: int = R
             for j in outputs.get(dest, ()):
                 e.store_output(local[dest], j, n_inputs)
         functions.append(_chunk_function(k, e))
-    functions.append(driver(len(cut.bounds), n_inputs, len(program.outputs), width, rows(program, cut), row))
+    functions.append(point_driver(len(cut.bounds)) if point else
+                     driver(len(cut.bounds), n_inputs, len(program.outputs), width, rows(program, cut), row))
     text = "\n".join(sorted(tables.declarations) + functions)
     return text, tables
 

@@ -93,11 +93,13 @@ def _host() -> _Target:
 
 
 def kernel_source(program: Program, scalars: tuple[bool, ...] = (), chunk: int = CHUNK,
-                  width: int | None = None, row: int = ROW) -> tuple[str, Tables]:
+                  width: int | None = None, row: int = ROW, point: bool = False) -> tuple[str, Tables]:
     """The LLVM IR of the program for this CPU (``llvm_ir.source``) and the tables it reads, for
-    this pattern of number (``scalars``) and array inputs; ``width`` defaults to the host's."""
+    this pattern of number (``scalars``) and array inputs, or for one point; ``width`` defaults
+    to the host's."""
     target = _target()
-    return llvm_ir.source(program, chunk, width or target.width, target.features, row, scalars)
+    width = width or target.width
+    return llvm_ir.source(program, chunk, width, target.features, width if point else row, scalars, point)
 
 
 # -- Numba callbacks: what has no IR of its own ------------------------------------------------------
@@ -175,12 +177,12 @@ _LIVE_LOCK = threading.Lock()
 
 
 def kernel(program: Program, scalars: tuple[bool, ...], chunk: int = CHUNK, cache: bool = True,
-           row: int = ROW) -> Kernel:
-    """The program compiled for this CPU (every pattern of numbers and arrays alike), from the
-    persistent cache when ``cache`` and it holds this IR, over blocks of ``row`` points;
-    ImportError without Numba."""
+           row: int = ROW, point: bool = False) -> Kernel:
+    """The program compiled for this CPU for this pattern of numbers and arrays (or for one
+    ``point``: ``Point``), from the persistent cache when ``cache`` and it holds this IR, over
+    blocks of ``row`` points; ImportError without Numba."""
     target = _target()
-    source, tables = kernel_source(program, scalars, chunk, target.width, row)
+    source, tables = kernel_source(program, scalars, chunk, target.width, row, point)
     digest = cache_key("numba", target.identity, source)
     with _LIVE_LOCK:
         code = _LIVE.get(digest)
@@ -316,42 +318,69 @@ def slices(kernel: Kernel, ins: Sequence[Any], outs: Sequence[np.ndarray],
     return runner
 
 
-def point(program: Program, chunk: int = CHUNK, cache: bool = True) -> Callable[[Sequence[float]], tuple[float, ...]]:
-    """The program on one point, compiled with one vector of points per scratch row (so its
-    scratch is the program's columns, not ``ROW`` times them): the numbers packed into one
-    array, one point each, and the outputs unpacked from one, through buffers and arguments
-    made once per thread — a few microseconds of Python whatever the program's size (R100's
-    HVP, 200 numbers in and 100 out: ~4 µs, the kernel 1.4 of them), where the one-point
-    Python code runs a statement per step."""
-    compiled = kernel(program, (), chunk, cache, _target().width)
-    n_in, n_out = compiled.inputs, len(compiled.output_rows)
-    packed, unpacked = struct.Struct(f"{n_in}d"), struct.Struct(f"{n_out}d")
-    numbers = np.zeros(max(1, n_in), dtype=np.uint8)
-    size = llvm_driver.scratch(compiled.rows, n_in, compiled.row, n_out)
-    local = threading.local()
+def point(program: Program, chunk: int = CHUNK, cache: bool = True) -> Point:
+    """The program on one point: its kernel for one vector (``llvm_driver.point_driver``)."""
+    return Point(kernel(program, (), chunk, cache, point=True), program)
 
-    def made() -> _PointCall:
-        given, found, scratch = np.zeros(max(1, n_in)), np.zeros(max(1, n_out)), _aligned(size)
-        for j, value in compiled.fills:  # never written by the kernel: set once
-            found[j] = value
-        pointers = np.arange(n_in, dtype=np.uintp) * np.uintp(8) + np.uintp(given.ctypes.data)
-        targets = np.arange(n_out, dtype=np.uintp) * np.uintp(8) + np.uintp(found.ctypes.data)
-        arguments = (pointers.ctypes.data, numbers.ctypes.data, targets.ctypes.data, compiled.output_rows.ctypes.data,
-                     1, scratch.ctypes.data, compiled.constants.ctypes.data, compiled.helpers.ctypes.data)
-        return _PointCall(given.data, found.data, arguments, (pointers, targets, scratch, numbers, compiled))
 
-    def run(values: Sequence[float]) -> tuple[float, ...]:
-        call: _PointCall | None = getattr(local, "spare", None)
-        local.spare = None  # lent out: a call nested in a callback makes its own
-        if call is None:
-            call = made()
-        packed.pack_into(call.given, 0, *values)
-        compiled.run(*call.arguments)
-        found: tuple[float, ...] = unpacked.unpack_from(call.found)
-        local.spare = call
+class Point:
+    """A kernel of one point, run through buffers and a table of addresses made once per
+    thread: the numbers packed into one array read where they lie, each output written into
+    a vector's slot of another and read back from lane 0 — a few microseconds of Python
+    whatever the program's size (R100's HVP, 200 numbers in and 100 out: ~4 µs, the kernel 1.4
+    of them), where the one-point Python code runs a statement per step."""
+
+    def __init__(self, compiled: Kernel, program: Program) -> None:
+        self.compiled = compiled
+        self.n_in, self.n_out = program.n_inputs, len(program.outputs)
+        self._width = _target().width
+        self._packed = struct.Struct(f"{self.n_in}d")
+        self._size = llvm_driver.scratch(compiled.rows, 0, compiled.row)
+        # outputs the kernel does not write: an input's number (copied after the run) and constants (set once)
+        self._inputs = [(j, v) for j, (kind, v) in enumerate(program.outputs) if kind == "in"]
+        self._local = threading.local()
+
+    def _made(self) -> _PointCall:
+        compiled, n_in, n_out, width = self.compiled, self.n_in, self.n_out, self._width
+        given = np.zeros(n_in + width)  # a number read as a vector (an output too) reads past it
+        slots = _aligned(max(1, n_out) * width).reshape(max(1, n_out), width)
+        for j, value in compiled.fills:
+            slots[j, 0] = value
+        table = np.concatenate([np.arange(n_in, dtype=np.uintp) * np.uintp(8) + np.uintp(given.ctypes.data),
+                                np.arange(n_out, dtype=np.uintp) * np.uintp(8 * width) + np.uintp(slots.ctypes.data)])
+        scratch = _aligned(self._size)
+        arguments = (table.ctypes.data, 0, 0, 0, 1, scratch.ctypes.data, compiled.constants.ctypes.data,
+                     compiled.helpers.ctypes.data)
+        return _PointCall(given, slots[:n_out, 0], arguments, (table, scratch, slots, compiled))
+
+    def _lent(self) -> _PointCall:
+        """This thread's buffers, lent out: a call nested in a callback makes its own."""
+        call: _PointCall | None = getattr(self._local, "spare", None)
+        self._local.spare = None
+        return call if call is not None else self._made()
+
+    def _run(self, call: _PointCall) -> None:
+        self.compiled.run(*call.arguments)
+        for j, k in self._inputs:
+            call.found[j] = call.given[k]
+
+    def __call__(self, values: Sequence[float]) -> tuple[float, ...]:
+        call = self._lent()
+        self._packed.pack_into(call.given.data, 0, *values)
+        self._run(call)
+        found: tuple[float, ...] = tuple(call.found.tolist())
+        self._local.spare = call
         return found
 
-    return run
+    def on_array(self, values: np.ndarray) -> np.ndarray:
+        """The point given as one float64 vector of the inputs' numbers; the outputs' as one new
+        vector (what an expanded array program calls: no number goes through Python)."""
+        call = self._lent()
+        call.given[:self.n_in] = values
+        self._run(call)
+        found: np.ndarray = call.found.copy()
+        self._local.spare = call
+        return found
 
 
 @dataclass(frozen=True)
@@ -359,8 +388,8 @@ class _PointCall:
     """A thread's buffers for one-point calls: the numbers given, the outputs found, and the
     kernel's arguments (addresses into them and into what ``keep`` holds alive)."""
 
-    given: memoryview
-    found: memoryview
+    given: np.ndarray
+    found: np.ndarray
     arguments: tuple[int, ...]
     keep: tuple[Any, ...]
 
