@@ -182,7 +182,9 @@ def ours(name: str) -> dict[str, Any]:
 def ours_arrays(name: str) -> dict[str, Any]:
     """Ours given the array code JAX is given (``ARRAY_CODE`` on NumPy), traced as array nodes:
     ``sad.grad``, ``sad.hessian`` and ``sad.hvp`` at one point, under ``sad.vmap`` on the batch
-    (one row per point, as JAX's), each checked against the scalar loop's program first."""
+    (one row per point, as JAX's), each checked against the scalar loop's program first; and
+    the gradient and HVP at one point with ``backend="numba"`` (the array graph expanded to
+    scalars: one kernel call)."""
     _, n = CASES[name]
     point, v, batch, hessian_batch = inputs(name)
     fun = peer_function(name, np)
@@ -205,6 +207,12 @@ def ours_arrays(name: str) -> dict[str, Any]:
         dense_batch = what != "hessian" or n <= DENSE_BATCH_MAX  # n² numbers a point, as for the peers
         row[what] = {"eval_1": timed(lambda: g(point), warm=True)[0],
                      "eval_batch": timed(lambda: batched(points), budget=5.0, warm=True)[0] if dense_batch else None}
+    on_numba = {"gradient": sad.grad(fun, backend="numba"), "hvp": lambda x: sad.hvp(fun, x, v, backend="numba")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BackendWarning)
+        for what, g in on_numba.items():
+            np.testing.assert_allclose(g(point), programs[what][0](point), rtol=1e-10, atol=1e-12)
+            row[what]["eval_1_numba"] = timed(lambda: g(point), warm=True)[0]
     return row
 
 
@@ -304,7 +312,7 @@ def tables(results: dict[str, Any]) -> list[str]:
     graphs = ["| case | f nodes: ours / CasADi | gradient graph: ours / CasADi (appended ÷ f) | SymEngine cse gradient ops "
               "| Hessian graph: ours / CasADi (nonzeros) | HVP graph: ours / CasADi jtimes |", "|---|---|---|---|---|---|"]
     times = ["| case | program | build (ms) | compile: ours NumPy / ours Numba / JAX (s) "
-             "| 1 point: ours NumPy / ours Numba / ours array code / JAX / PyTorch, µs (ours' best ÷ JAX) "
+             "| 1 point: ours NumPy / ours Numba / ours array code on NumPy / on Numba / JAX / PyTorch, µs (ours' best ÷ JAX) "
              "| batch: ours NumPy / ours Numba / ours array code / JAX / PyTorch, ms (ours NumPy ÷ JAX, Numba ÷ JAX, "
              "array code ÷ JAX) |", "|---|---|---|---|---|---|"]
     for name, row in results.items():
@@ -321,9 +329,10 @@ def tables(results: dict[str, Any]) -> list[str]:
             batch_ratios = ", ".join(_ratio(mine, j.get("eval_batch"))
                                      for mine in (p["eval_batch"], p["eval_batch_numba"], a["eval_batch"]) if mine)
             jax_compile = f"{j['compile']:.2f}" if j else "–"
-            best = min(v for v in (p["eval_1"], p.get("eval_1_numba"), a["eval_1"]) if v)
+            best = min(v for v in (p["eval_1"], p.get("eval_1_numba"), a["eval_1"], a.get("eval_1_numba")) if v)
             times.append(f"| {name} | {what} | {p['build'] * 1e3:,.1f} | {p['compile_numpy']:.2f} / {p['compile_numba']:.2f}{p['numba']} / {jax_compile} "
-                         f"| {_us(p['eval_1'])} / {_us(p.get('eval_1_numba'))} / {_us(a['eval_1'])} / {_us(j.get('eval_1'))} "
+                         f"| {_us(p['eval_1'])} / {_us(p.get('eval_1_numba'))} / {_us(a['eval_1'])} / {_us(a.get('eval_1_numba'))} "
+                         f"/ {_us(j.get('eval_1'))} "
                          f"/ {_us(t.get('eval_1'))} ({_ratio(best, j.get('eval_1'))}) "
                          f"| {points} points: {_ms(p['eval_batch'])} / {_ms(p['eval_batch_numba'])} / {_ms(a['eval_batch'])} "
                          f"/ {_ms(j.get('eval_batch'))} / {_ms(t.get('eval_batch'))} ({batch_ratios}) |")

@@ -197,6 +197,22 @@ def test_an_expanded_program_at_one_point_equals_eval(native, monkeypatch):
 
 
 @pytest.mark.parametrize("array_f", [mlp, einsum_net])
+def test_traced_gradient_and_hvp_on_the_numba_backend_match_jax(array_f, monkeypatch):
+    """backend="numba" expands the array graph and runs it on the Numba kernel (at one point
+    too: forced for these small graphs)."""
+    from subgraph_ad.compile import lambdify as lambdify_module
+
+    monkeypatch.setattr(lambdify_module, "NATIVE_POINT", 0)
+    for x, W, v in corpus(4, 2):
+        f = lambda x, W=W, v=v: array_f(np, x, W, v)  # noqa: E731
+        jf = lambda x, W=W, v=v: array_f(jnp, x, W, v)  # noqa: E731
+        d = np.cos(np.arange(len(x)))
+        np.testing.assert_allclose(sad.grad(f, backend="numba")(x), np.asarray(jax.grad(jf)(x)), **TOL)
+        np.testing.assert_allclose(sad.hvp(f, x, d, backend="numba"),
+                                   np.asarray(jax.jvp(jax.grad(jf), (x,), (d,))[1]), **TOL)
+
+
+@pytest.mark.parametrize("array_f", [mlp, einsum_net])
 def test_traced_transforms_on_the_jax_backend_match_jax(array_f):
     """sad.grad and sad.hvp with backend="jax" run the array program in JAX: values as JAX's."""
     f = lambda x, W, v: array_f(np, x, W, v)  # noqa: E731

@@ -285,7 +285,7 @@ def vjp(f: Any, *primals: Any, values: Any = None, warn: bool = False) -> Any:
 
 
 @functools.lru_cache(maxsize=128)
-def _hvp_transform(f: Callable[..., Any]) -> Transformed:
+def _hvp_transform(f: Callable[..., Any], backend: str | None = None) -> Transformed:
     """H·v of a scalar function of one (pytree) argument: its gradient (reverse), then one forward
     sweep of that along v."""
 
@@ -298,13 +298,14 @@ def _hvp_transform(f: Callable[..., Any]) -> Transformed:
         terms = directional(gradient, dict(zip(xs, trace.vars[1])))
         return terms, lambda values, batch: leafwise(trace, 0, values, 0, batch)[0]
 
-    return Transformed(_first(f, 1), "hvp", build)
+    return Transformed(_first(f, 1), "hvp", build, backend)
 
 
-def hvp(f: Any, x: Any, v: Any) -> Any:
+def hvp(f: Any, x: Any, v: Any, *, backend: str | None = None) -> Any:
     """The Hessian-vector product H(x)·v of a scalar function of one argument x (an array, a
     number or a pytree; v of the same structure), in x's structure: ``jvp(grad(f), (x,), (v,))``
-    compiled as one program, without building H.
+    compiled as one program (by ``backend``; None: ``config.default_backend()``), without
+    building H.
 
     On Terms, the symbolic form: ``hvp(z, [x, y], [vx, vy])`` is a list of Terms
     (``ad.matrices.hvp``).
@@ -316,7 +317,7 @@ def hvp(f: Any, x: Any, v: Any) -> Any:
     """
     if not callable(f):
         return hvp_terms(f, x, v)
-    return _hvp_transform(f)(x, v)
+    return _hvp_transform(f, backend)(x, v)
 
 
 __all__ = ["derivative", "grad", "hvp", "jit", "jvp", "value_and_grad",
