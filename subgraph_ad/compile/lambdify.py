@@ -44,6 +44,7 @@ array([0.        , 2.84147098])
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import math
 import threading
@@ -55,7 +56,7 @@ import numpy as np
 from ..core import Term
 from ..core.var_names import vars_of
 from ..numeric.modes import floating
-from . import registry, threads
+from . import heap, registry, threads
 from .arrays import ArrayCompiled, Expanded, JaxArrayCompiled, mostly_scalar, needs_arrays
 from .backends import numpy as numpy_backend
 from .cache import CACHE_MIN_STEPS
@@ -133,16 +134,28 @@ def _fed(args: Sequence[Any]) -> tuple[list[Any], tuple[int], tuple[bool, ...]] 
 
 
 def _outputs(count: int, size: int) -> tuple[list[np.ndarray], np.ndarray]:
-    """``count`` outputs of ``size`` points and their addresses: rows of one block, each
-    starting on a cache line (64 bytes) so that the Numba kernels' whole-vector stores never
-    straddle two (R100's HVP: 0.78 → 0.70 ms), made in one allocation (a hundred outputs:
-    ~60 µs of Python less than one by one)."""
+    """``count`` outputs of ``size`` points and their addresses, each starting on a cache line
+    (64 bytes) so that the Numba kernels' whole-vector stores never straddle two (R100's HVP:
+    0.78 → 0.70 ms): rows of one block (a hundred outputs: ~60 µs of Python less than one by
+    one) up to ``heap.BLOCK`` bytes, which glibc serves from its heap once settled; past it
+    one allocation each, as a block that large would be mapped and faulted in afresh on
+    every call (R1000's HVP: 1,000 outputs of 10⁴ points, 80 MB)."""
     stride = -(-size // 8) * 8
-    raw = np.empty(count * stride + 8)
-    at = raw.ctypes.data
-    skip = (-at % 64) // 8
-    starts = skip + np.arange(count, dtype=np.uintp) * np.uintp(stride)
-    return [raw[a:a + size] for a in starts.tolist()], np.uintp(at) + np.uintp(8) * starts
+    if 8 * count * stride <= heap.BLOCK:
+        heap.settle()
+        raw = np.empty(count * stride + 8)
+        at = raw.ctypes.data
+        skip = (-at % 64) // 8
+        starts = skip + np.arange(count, dtype=np.uintp) * np.uintp(stride)
+        return [raw[a:a + size] for a in starts.tolist()], np.uintp(at) + np.uintp(8) * starts
+    outs, addresses = [], []
+    for _ in range(count):
+        raw = np.empty(size + 8)
+        at = ctypes.addressof(ctypes.c_char.from_buffer(raw.data))
+        skip = (-at % 64) // 8
+        outs.append(raw[skip:skip + size])
+        addresses.append(at + 8 * skip)
+    return outs, np.array(addresses, dtype=np.uintp)
 
 
 class NativePoint(Protocol):

@@ -70,8 +70,12 @@ def test_outputs_written_in_place_or_through_a_row_give_the_graphs_values(seed, 
                 assert got[k] == pytest.approx(want, rel=1e-12, abs=1e-12, nan_ok=True), (seed, size, term)
 
 
+@pytest.mark.parametrize("one_block", [True, False])
 @pytest.mark.filterwarnings("ignore::subgraph_ad.compile.lambdify.BackendWarning")
-def test_outputs_are_separate_aligned_arrays_on_one_thread_or_two():
+def test_outputs_are_separate_aligned_arrays_on_one_thread_or_two(one_block, monkeypatch):
+    """Outputs are rows of one allocation, or (past ``heap.BLOCK`` bytes) one each."""
+    if not one_block:
+        monkeypatch.setattr(lambdify_module.heap, "BLOCK", 0)
     tape, xs, outputs = random_outputs(0)
     rng = np.random.default_rng(3)
     x, z = rng.uniform(-0.9, 0.9, 10_001), rng.uniform(-0.9, 0.9, 10_001)
@@ -80,6 +84,7 @@ def test_outputs_are_separate_aligned_arrays_on_one_thread_or_two():
     for a, b in zip(one, two):
         assert np.array_equal(a, b, equal_nan=True)
     assert all(v.ctypes.data % 64 == 0 for v in two)  # whole-vector stores stay on cache lines
+    assert len({id(v.base) for v in two}) == (1 if one_block else len(two))
     kept = two[1].copy()
     two[0][:] = -1.0  # an output is its own array: writing one leaves the others
     assert np.array_equal(two[1], kept, equal_nan=True)
