@@ -48,3 +48,14 @@ def arithmetic(kind: str, a: Any, b: Any, chosen: Callable[[Any, Any], Any] = wh
     if kind == "div":
         return a / (2.0 + np.sin(b))
     return chosen(a, b)
+
+
+def grown(pool: list[Any], names: list[str], rng: np.random.Generator) -> list[Any]:
+    """``pool`` grown by two terms a name: the built-in ``name`` of random earlier terms (f(a, a)
+    at times), then a random ``arithmetic`` kind of two."""
+    for name in names:
+        a, b = (pool[int(k)] for k in rng.integers(0, len(pool), 2))
+        pool.append(function(name, a, a if rng.integers(2) else b))
+        c, d = (pool[int(k)] for k in rng.integers(0, len(pool), 2))
+        pool.append(arithmetic(ARITHMETIC[int(rng.integers(len(ARITHMETIC)))], c, d))
+    return pool

@@ -19,7 +19,7 @@ import subgraph_ad as sad
 from subgraph_ad.compile import lambdify as lambdify_module
 from subgraph_ad.compile.backends import llvm_driver
 from subgraph_ad.compile.program import build_program
-from random_programs import ARITHMETIC, BINARY, UNARY, arithmetic, function
+from random_programs import BINARY, UNARY, grown
 
 pytest.importorskip("llvmlite")  # numba is in the dev extra: always present in make test
 
@@ -34,12 +34,7 @@ def random_outputs(seed: int):
     rng = np.random.default_rng(seed)
     tape = sad.Tape()
     xs = [tape.var(name, 0.1 + 0.2 * k) for k, name in enumerate("xyz")]
-    pool = list(xs) + [xs[0] * 0.0]  # a term whose tangent is zero
-    for name in (UNARY + BINARY)[seed::len(SEEDS)]:
-        a, b = (pool[int(k)] for k in rng.integers(0, len(pool), 2))
-        pool.append(function(name, a, a if rng.integers(2) else b))  # f(a, a) at times
-        c, d = (pool[int(k)] for k in rng.integers(0, len(pool), 2))
-        pool.append(arithmetic(ARITHMETIC[int(rng.integers(len(ARITHMETIC)))], c, d))
+    pool = grown(list(xs) + [xs[0] * 0.0], (UNARY + BINARY)[seed::len(SEEDS)], rng)  # [.., a zero tangent, ..]
     f = sum(pool[-4:], pool[3])
     gradient = list(f.grad_graph(xs))
     return tape, xs, [f, *gradient, f, xs[0], xs[1], tape.const(2.5), gradient[0] * gradient[2]]

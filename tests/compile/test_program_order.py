@@ -12,7 +12,7 @@ import subgraph_ad as sad
 from subgraph_ad.benchmark_functions import SAD, rosenbrock
 from subgraph_ad.compile import program as program_module
 from subgraph_ad.compile.program import build_program, chunks
-from random_programs import ARITHMETIC, BINARY, UNARY, arithmetic, function
+from random_programs import BINARY, UNARY, grown
 
 SEEDS = range(16)
 
@@ -28,13 +28,7 @@ def random_outputs(seed: int):
     rng = np.random.default_rng(seed)
     tape = sad.Tape()
     xs = [tape.var(name, 0.1 + 0.2 * k) for k, name in enumerate("xyz")]
-    pool = list(xs) + [xs[0] * 0.0]  # a term whose tangent is zero
-    names = (UNARY + BINARY)[seed::len(SEEDS)]
-    for name in names:
-        a, b = (pool[int(k)] for k in rng.integers(0, len(pool), 2))
-        pool.append(function(name, a, a if rng.integers(2) else b))  # f(a, a) at times
-        c, d = (pool[int(k)] for k in rng.integers(0, len(pool), 2))
-        pool.append(arithmetic(ARITHMETIC[int(rng.integers(len(ARITHMETIC)))], c, d))
+    pool = grown(list(xs) + [xs[0] * 0.0], (UNARY + BINARY)[seed::len(SEEDS)], rng)  # [.., a zero tangent, ..]
     z = sum(pool[-4:], pool[3])
     gradient = list(z.grad_graph(xs))
     directional = z.gen_graph(xs[1])
