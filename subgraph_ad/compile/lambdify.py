@@ -144,7 +144,7 @@ def _outputs(count: int, size: int) -> tuple[list[np.ndarray], np.ndarray]:
     if 8 * count * stride <= heap.BLOCK:
         heap.settle()
         raw = np.empty(count * stride + 8)
-        at = raw.ctypes.data
+        at = ctypes.addressof(ctypes.c_char.from_buffer(raw.data))
         skip = (-at % 64) // 8
         starts = skip + np.arange(count, dtype=np.uintp) * np.uintp(stride)
         return [raw[a:a + size] for a in starts.tolist()], np.uintp(at) + np.uintp(8) * starts
@@ -382,14 +382,19 @@ class Compiled:
                       for a in arrays]
             numbers = tuple(type(a) is np.float64 for a in arrays)
         flat = arrays
-        outs, at = _outputs(len(self.program.outputs), size)
-        if size:
+        if not size:
+            outs = [np.empty(size) for _ in self.program.outputs]
+        else:
             kernel = self._kernel(numbers)
             backend = registry.as_host(registry.backend(self.backend))  # after the kernel: it may have fallen back
             step = self._step(backend, size)
             prepared = getattr(backend, "slices", None)  # a backend that reads every address once a call
-            runner: Callable[[], Run] = prepared(kernel, flat, outs, at) if prepared is not None else (
-                lambda: self._sliced(backend.worker(kernel, step), flat, outs))
+            if prepared is not None:  # (its kernels store whole vectors: outputs on cache lines)
+                outs, at = _outputs(len(self.program.outputs), size)
+                runner: Callable[[], Run] = prepared(kernel, flat, outs, at)
+            else:
+                outs = [np.empty(size) for _ in self.program.outputs]
+                runner = lambda: self._sliced(backend.worker(kernel, step), flat, outs)  # noqa: E731
 
             def worker() -> Run:
                 run = runner()
