@@ -44,7 +44,6 @@ array([0.        , 2.84147098])
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import math
 import threading
@@ -56,7 +55,7 @@ import numpy as np
 from ..core import Term
 from ..core.var_names import vars_of
 from ..numeric.modes import floating
-from . import heap, registry, threads
+from . import feed, registry, threads
 from .arrays import ArrayCompiled, Expanded, JaxArrayCompiled, mostly_scalar, needs_arrays
 from .backends import numpy as numpy_backend
 from .cache import CACHE_MIN_STEPS
@@ -84,82 +83,8 @@ def _as_list(items: Any, what: str) -> tuple[list[Term], bool]:
     raise TypeError(f"lambdify {what} must be a Term or a non-empty list of Terms, got {items!r}")
 
 
-#: Argument types that are one number: they take the one-point path directly.
-_NUMBERS = frozenset((float, int, np.float64))
-#: Arguments of these types go to the one-point code as they are.
-_FLOAT = frozenset((float,))
-
-def _numbers(value: Any, name: str) -> np.ndarray | np.float64:
-    """An argument as floats: a number or an array of numbers (not None, text or objects, which
-    NumPy would quietly read as nan or parse)."""
-    if type(value) is np.ndarray and value.dtype == np.float64:  # the common argument: as it is
-        return value
-    if type(value) in _NUMBERS:  # a number beside arrays (a direction's entries): no array made
-        number: np.float64 = np.float64(value)
-        return number
-    array = np.asarray(value)
-    if array.dtype.kind not in "biuf":
-        raise TypeError(f"argument {name} must be a number or an array of numbers, got {type(value).__name__} "
-                        f"{value!r:.80}")
-    return array.astype(float, copy=False)
-
-
-_F64, _STEP = np.dtype(np.float64), (8,)
-
-
-def _fed(args: Sequence[Any]) -> tuple[list[Any], tuple[int], tuple[bool, ...]] | None:
-    """The arguments of the common batch — numbers, and contiguous float64 vectors of one
-    length — as ``_arrays`` takes them (numbers as np.float64, vectors as they are), their
-    shape and which are numbers, in one pass (R100's HVP, 200 arguments: ~100 µs less than
-    the general path's); None for any other call."""
-    flat: list[Any] = []
-    numbers: list[bool] = []
-    shape = None
-    for a in args:
-        if type(a) is np.ndarray:
-            if a.dtype is not _F64 or a.strides != _STEP:  # (one axis, contiguous)
-                return None
-            if shape is None:
-                shape = a.shape
-            elif a.shape != shape:
-                return None
-            flat.append(a)
-            numbers.append(False)
-        elif type(a) in _NUMBERS:
-            flat.append(np.float64(a))
-            numbers.append(True)
-        else:
-            return None
-    return None if shape is None else (flat, shape, tuple(numbers))
-
-
-def _outputs(count: int, size: int) -> tuple[list[np.ndarray], np.ndarray]:
-    """``count`` outputs of ``size`` points and their addresses, each starting on a cache line
-    (64 bytes) so that the Numba kernels' whole-vector stores never straddle two (R100's HVP:
-    0.78 → 0.70 ms): rows of one block (a hundred outputs: ~60 µs of Python less than one by
-    one) up to ``heap.BLOCK`` bytes, which glibc serves from its heap once settled; past it
-    one allocation each, as a block that large would be mapped and faulted in afresh on
-    every call (R1000's HVP: 1,000 outputs of 10⁴ points, 80 MB)."""
-    stride = -(-size // 8) * 8
-    if 8 * count * stride <= heap.BLOCK:
-        heap.settle()
-        raw = np.empty(count * stride + 8)
-        at = ctypes.addressof(ctypes.c_char.from_buffer(raw.data))
-        skip = (-at % 64) // 8
-        starts = skip + np.arange(count, dtype=np.uintp) * np.uintp(stride)
-        return [raw[a:a + size] for a in starts.tolist()], np.uintp(at) + np.uintp(8) * starts
-    outs, addresses = [], []
-    for _ in range(count):
-        raw = np.empty(size + 8)
-        at = ctypes.addressof(ctypes.c_char.from_buffer(raw.data))
-        skip = (-at % 64) // 8
-        outs.append(raw[skip:skip + size])
-        addresses.append(at + 8 * skip)
-    return outs, np.array(addresses, dtype=np.uintp)
-
-
 class NativePoint(Protocol):
-    """A backend's kernel on one point (``numba.Point``): numbers in, numbers out; or one
+    """A backend's kernel on one point (``numba_point.Point``): numbers in, numbers out; or one
     float64 vector of them in, one out."""
 
     def __call__(self, values: Sequence[float]) -> tuple[float, ...]: ...
@@ -169,11 +94,6 @@ class NativePoint(Protocol):
 
 #: Runs the program over points a..b of the inputs into the same points of the outputs.
 Run = Callable[[int, int], None]
-
-
-def _part(values: np.ndarray, start: int, stop: int) -> np.ndarray:
-    """Points start..stop of an input; a single number is the same for every slice."""
-    return values if values.ndim == 0 else values[start:stop]
 
 
 class Compiled:
@@ -288,14 +208,14 @@ class Compiled:
             raise TypeError(f"expected {len(self.names)} arguments ({', '.join(self.names)}), got {len(args)}")
         results: tuple[float, ...] | tuple[np.ndarray, ...]
         types = set(map(type, args))
-        if types <= _NUMBERS:  # one point: no array handling at all
-            results = self._one(args, types == _FLOAT)
-        elif (fed := _fed(args)) is not None:  # the common batch: numbers and float64 vectors of one length
+        if types <= feed.NUMBERS:  # one point: no array handling at all
+            results = self._one(args, types == feed.FLOAT)
+        elif (fed := feed.fed(args)) is not None:  # the common batch: numbers and float64 vectors of one length
             results = self._arrays(*fed)
         elif any(hasattr(a, "__dask_graph__") for a in args):
             return self._dask(args)
         else:
-            arrays = [_numbers(a, name) for a, name in zip(args, self.names)]
+            arrays = [feed.numbers(a, name) for a, name in zip(args, self.names)]
             shapes = {a.shape for a in arrays if a.ndim}  # one shape and numbers (the common batch): no broadcast
             shape = next(iter(shapes)) if len(shapes) == 1 else np.broadcast_shapes(*(a.shape for a in arrays))
             results = self._arrays(arrays, shape) if shape else self._one([float(a) for a in arrays], True)
@@ -372,7 +292,7 @@ class Compiled:
     def _arrays(self, arrays: Sequence[np.ndarray | np.float64], shape: tuple[int, ...],
                 numbers: tuple[bool, ...] | None = None) -> tuple[np.ndarray, ...]:
         """The program on a batch of ``shape``; ``numbers``: the arguments are already numbers
-        (np.float64) and contiguous float64 vectors of that shape (``_fed``), these the numbers."""
+        (np.float64) and contiguous float64 vectors of that shape (``feed.fed``), these the numbers."""
         size = math.prod(shape)
         if numbers is None:
             # A single number stays one (a ufunc or the kernel broadcasts it, no copy per point);
@@ -390,7 +310,7 @@ class Compiled:
             step = self._step(backend, size)
             prepared = getattr(backend, "slices", None)  # a backend that reads every address once a call
             if prepared is not None:  # (its kernels store whole vectors: outputs on cache lines)
-                outs, at = _outputs(len(self.program.outputs), size)
+                outs, at = feed.outputs(len(self.program.outputs), size)
                 runner: Callable[[], Run] = prepared(kernel, flat, outs, at)
             else:
                 outs = [np.empty(size) for _ in self.program.outputs]
@@ -412,7 +332,7 @@ class Compiled:
     def _sliced(run: Callable[[Sequence[Any], Sequence[np.ndarray]], None], flat: Sequence[Any],
                 outs: list[np.ndarray]) -> Run:
         """A backend's runner on whole inputs and outputs, as one on points a..b of them."""
-        return lambda a, b: run([_part(v, a, b) for v in flat], [o[a:b] for o in outs])
+        return lambda a, b: run([feed.part(v, a, b) for v in flat], [o[a:b] for o in outs])
 
     def _step(self, backend: Host, size: int) -> int:
         """Points per slice: a block; for a backend with a ``GRAIN`` (its own blocking inside a

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import subgraph_ad as sad
+from subgraph_ad.compile import heap
 from subgraph_ad.compile import lambdify as lambdify_module
 from subgraph_ad.compile.backends import llvm_driver
 from subgraph_ad.compile.program import build_program
@@ -70,7 +71,7 @@ def test_outputs_written_in_place_or_through_a_row_give_the_graphs_values(seed, 
 def test_outputs_are_separate_aligned_arrays_on_one_thread_or_two(one_block, monkeypatch):
     """Outputs are rows of one allocation, or (past ``heap.BLOCK`` bytes) one each."""
     if not one_block:
-        monkeypatch.setattr(lambdify_module.heap, "BLOCK", 0)
+        monkeypatch.setattr(heap, "BLOCK", 0)
     tape, xs, outputs = random_outputs(0)
     rng = np.random.default_rng(3)
     x, z = rng.uniform(-0.9, 0.9, 10_001), rng.uniform(-0.9, 0.9, 10_001)

@@ -23,12 +23,11 @@ from __future__ import annotations
 import ctypes
 import functools
 import importlib.util
-import struct
 import threading
 import types
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -38,6 +37,9 @@ from ..program import CHUNK, Program, callee, define, namespace, scalar_call
 from . import llvm_driver, llvm_ir
 from .llvm_ir import LOWERING as LOWERING  # the table the backend compiles by, written there
 from .llvm_ir import ROW, Tables
+
+if TYPE_CHECKING:
+    from .numba_point import Point
 
 NAME = "Numba"
 #: The options of ``lambdify`` this backend takes.
@@ -245,7 +247,7 @@ def _load(llvm: Any, target: _Target, data: bytes) -> tuple[Any, Any]:
     return engine, _RUN(address)
 
 
-def _aligned(size: int) -> np.ndarray:
+def aligned(size: int) -> np.ndarray:
     """Zeros, 64-byte aligned (a vector load never straddles a cache line)."""
     raw = np.zeros(size + 8)
     skip = (-raw.ctypes.data % 64) // 8
@@ -264,7 +266,7 @@ def _scratch(size: int) -> np.ndarray:
     if spare is not None and spare.size >= size:
         _SPARE.buffer = None
         return spare
-    return _aligned(size)
+    return aligned(size)
 
 
 def _spare(buffer: np.ndarray) -> None:
@@ -319,84 +321,16 @@ def slices(kernel: Kernel, ins: Sequence[Any], outs: Sequence[np.ndarray],
 
 
 def point(program: Program, chunk: int = CHUNK, cache: bool = True) -> Point:
-    """The program on one point: its kernel for one vector (``llvm_driver.point_driver``)."""
-    return Point(kernel(program, (), chunk, cache, point=True), program)
+    """The program on one point: its kernel for one vector (``llvm_driver.point_driver``), run
+    by a ``numba_point.Point``."""
+    from .numba_point import Point
 
-
-class Point:
-    """A kernel of one point, run through buffers and a table of addresses made once per
-    thread: the numbers packed into one array read where they lie, each output written into
-    a vector's slot of another and read back from lane 0 — a few microseconds of Python
-    whatever the program's size (R100's HVP, 200 numbers in and 100 out: ~4 µs, the kernel 1.4
-    of them), where the one-point Python code runs a statement per step."""
-
-    def __init__(self, compiled: Kernel, program: Program) -> None:
-        self.compiled = compiled
-        self.n_in, self.n_out = program.n_inputs, len(program.outputs)
-        self._width = _target().width
-        self._packed = struct.Struct(f"{self.n_in}d")
-        self._size = llvm_driver.scratch(compiled.rows, 0, compiled.row)
-        # outputs the kernel does not write: an input's number (copied after the run) and constants (set once)
-        self._inputs = [(j, v) for j, (kind, v) in enumerate(program.outputs) if kind == "in"]
-        self._local = threading.local()
-
-    def _made(self) -> _PointCall:
-        compiled, n_in, n_out, width = self.compiled, self.n_in, self.n_out, self._width
-        given = np.zeros(n_in + width)  # a number read as a vector (an output too) reads past it
-        slots = _aligned(max(1, n_out) * width).reshape(max(1, n_out), width)
-        for j, value in compiled.fills:
-            slots[j, 0] = value
-        table = np.concatenate([np.arange(n_in, dtype=np.uintp) * np.uintp(8) + np.uintp(given.ctypes.data),
-                                np.arange(n_out, dtype=np.uintp) * np.uintp(8 * width) + np.uintp(slots.ctypes.data)])
-        scratch = _aligned(self._size)
-        arguments = (table.ctypes.data, 0, 0, 0, 1, scratch.ctypes.data, compiled.constants.ctypes.data,
-                     compiled.helpers.ctypes.data)
-        return _PointCall(given, slots[:n_out, 0], arguments, (table, scratch, slots, compiled))
-
-    def _lent(self) -> _PointCall:
-        """This thread's buffers, lent out: a call nested in a callback makes its own."""
-        call: _PointCall | None = getattr(self._local, "spare", None)
-        self._local.spare = None
-        return call if call is not None else self._made()
-
-    def _run(self, call: _PointCall) -> None:
-        self.compiled.run(*call.arguments)
-        for j, k in self._inputs:
-            call.found[j] = call.given[k]
-
-    def __call__(self, values: Sequence[float]) -> tuple[float, ...]:
-        call = self._lent()
-        self._packed.pack_into(call.given.data, 0, *values)
-        self._run(call)
-        found: tuple[float, ...] = tuple(call.found.tolist())
-        self._local.spare = call
-        return found
-
-    def on_array(self, values: np.ndarray) -> np.ndarray:
-        """The point given as one float64 vector of the inputs' numbers; the outputs' as one new
-        vector (what an expanded array program calls: no number goes through Python)."""
-        call = self._lent()
-        call.given[:self.n_in] = values
-        self._run(call)
-        found: np.ndarray = call.found.copy()
-        self._local.spare = call
-        return found
-
-
-@dataclass(frozen=True)
-class _PointCall:
-    """A thread's buffers for one-point calls: the numbers given, the outputs found, and the
-    kernel's arguments (addresses into them and into what ``keep`` holds alive)."""
-
-    given: np.ndarray
-    found: np.ndarray
-    arguments: tuple[int, ...]
-    keep: tuple[Any, ...]
+    return Point(kernel(program, (), chunk, cache, point=True), program, _target().width)
 
 
 def worker(kernel: Kernel, step: int) -> Callable[[Sequence[Any], Sequence[np.ndarray]], None]:
     """A thread's runner, with its own scratch: inputs (numbers, or contiguous slices) -> outputs."""
-    scratch = _aligned(llvm_driver.scratch(kernel.rows, kernel.inputs, kernel.row, len(kernel.output_rows)))
+    scratch = aligned(llvm_driver.scratch(kernel.rows, kernel.inputs, kernel.row, len(kernel.output_rows)))
 
     def run(ins: Sequence[Any], outs: Sequence[np.ndarray]) -> None:
         numbers = np.array([np.ndim(v) == 0 for v in ins], dtype=np.uint8)
