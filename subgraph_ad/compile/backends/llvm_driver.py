@@ -16,15 +16,15 @@ def scratch(rows: int, n_inputs: int, row: int = ROW, n_outputs: int = 0) -> int
 
 def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int, row: int = ROW) -> str:
     """``@run(ins, numbers, outs, rows, n, S, K, H)`` over a scratch ``S`` of ``rows`` rows
-    (``scratch``): the chunks run on each block of ``row`` (``ROW``; one vector for one point)
-    points, reading input k (``ins[k]``) where it lies — its array at the block; a number
-    (``numbers[k]`` 1) from scratch row k, written over the row once per call, or (2: code
-    that reads it as one double) from where it is. The chunks write output j where the driver points them (after the inputs'
-    addresses): into ``outs[j]`` itself for a block of whole vectors, else its row ``rows[j]``,
-    copied into ``outs[j]`` after the block, as an output that is an input is (where it lies;
-    none when -1). The copies move whole vectors, and the points past the last whole vector
-    one at a time (the IR is not optimised before code generation, so nothing would vectorise
-    a loop of doubles)."""
+    (``scratch``): the chunks run on each block of ``row`` (``ROW``) points, reading input k
+    (``ins[k]``) where it lies — its array at the block; a number (``numbers[k]`` 1) from
+    scratch row k, written over the row once per call, or (2: code that reads it as one
+    double) from where it is. The chunks write output j where the driver points them (after
+    the inputs' addresses): into ``outs[j]`` itself for a block of whole vectors, else its row
+    ``rows[j]``, copied into ``outs[j]`` after the block, as an output that is an input is
+    (where it lies; none when -1). The copies move whole vectors, and the points past the last
+    whole vector one at a time (the IR is not optimised before code generation, so nothing
+    would vectorise a loop of doubles)."""
     vector = f"<{width} x double>"
     after_base = "aim" if n_outputs else "compute"
     calls = [f"  call void @c{k}(ptr %S, ptr %K, ptr %H, i64 %vectors, ptr %B)" for k in range(n_chunks)]
@@ -81,7 +81,7 @@ def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int, 
         "  %odst.a = getelementptr inbounds double, ptr %odst, i64 %a", f"  %oscratch = mul nsw i64 %orow, {row}",
         "  %orow.at = getelementptr inbounds double, ptr %S, i64 %oscratch",
         "  %oaim = select i1 %exact, ptr %odst.a, ptr %orow.at",
-        f"  %oslot = getelementptr inbounds ptr, ptr %B, i64 {n_inputs} ", "  %oslot.j = getelementptr inbounds ptr, ptr %oslot, i64 %o",
+        f"  %oslot = getelementptr inbounds ptr, ptr %B, i64 {n_inputs}", "  %oslot.j = getelementptr inbounds ptr, ptr %oslot, i64 %o",
         "  store ptr %oaim, ptr %oslot.j, align 8",
         "  %o.next = add nuw nsw i64 %o, 1", f"  %o.more = icmp slt i64 %o.next, {n_outputs}",
         "  br i1 %o.more, label %aim, label %compute",
