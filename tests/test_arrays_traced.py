@@ -197,10 +197,11 @@ def test_an_expanded_program_at_one_point_equals_eval(native, monkeypatch):
 
 
 @pytest.mark.parametrize("array_f", [mlp, einsum_net])
-def test_traced_gradient_and_hvp_on_the_numba_backend_match_jax(array_f, monkeypatch):
-    """backend="numba" expands the array graph and runs it on the Numba kernel (at one point
-    too: forced for these small graphs)."""
+def test_traced_transforms_on_the_numba_backend_match_jax(array_f, monkeypatch):
+    """backend="numba" (grad, hvp, jvp, vjp) expands the array graph and runs it on the Numba
+    kernel (at one point too: forced for these small graphs)."""
     from subgraph_ad.compile import lambdify as lambdify_module
+    from subgraph_ad.trace import transforms
 
     monkeypatch.setattr(lambdify_module, "NATIVE_POINT", 0)
     for x, W, v in corpus(4, 2):
@@ -210,6 +211,16 @@ def test_traced_gradient_and_hvp_on_the_numba_backend_match_jax(array_f, monkeyp
         np.testing.assert_allclose(sad.grad(f, backend="numba")(x), np.asarray(jax.grad(jf)(x)), **TOL)
         np.testing.assert_allclose(sad.hvp(f, x, d, backend="numba"),
                                    np.asarray(jax.jvp(jax.grad(jf), (x,), (d,))[1]), **TOL)
+        value, tangent = sad.jvp(f, (x,), (d,), backend="numba")
+        jvalue, jtangent = jax.jvp(jf, (x,), (d,))
+        np.testing.assert_allclose([value, tangent], [float(jvalue), float(jtangent)], **TOL)
+        value, back = sad.vjp(f, x, backend="numba")
+        np.testing.assert_allclose(back(2.5)[0], np.asarray(jax.vjp(jf, x)[1](2.5)[0]), **TOL)
+        made = [transforms._hvp_transform(f, "numba"), transforms._jvp_transform(f, 1, "numba"),
+                transforms._vjp_transform(f, 1, "numba"), transforms.value_transform(f, "vjp", "numba")]
+        for transform in made:  # each compiled for Numba: the expanded graph on its kernel
+            assert [type(c) for c, _ in transform.cache.entries.values()] == [Expanded]
+            assert all(c.inner.backend == "numba" for c, _ in transform.cache.entries.values())
 
 
 @pytest.mark.parametrize("array_f", [mlp, einsum_net])

@@ -180,7 +180,7 @@ def _first(f: Callable[..., Any], count: int) -> Callable[..., Any]:
 
 
 @functools.lru_cache(maxsize=128)
-def _jvp_transform(f: Callable[..., Any], count: int) -> Transformed:
+def _jvp_transform(f: Callable[..., Any], count: int, backend: str | None = None) -> Transformed:
     """f's value and its derivative along the tangents: the trace of f on the primals, with the
     tangents as vars of their own; one forward sweep (``directional``)."""
 
@@ -195,12 +195,14 @@ def _jvp_transform(f: Callable[..., Any], count: int) -> Transformed:
 
         return outs + tangents, assemble
 
-    return Transformed(_first(f, count), "jvp", build)
+    return Transformed(_first(f, count), "jvp", build, backend)
 
 
-def jvp(f: Any, primals: Any, tangents: Any = None, values: Any = None, *, warn: bool = False) -> Any:
+def jvp(f: Any, primals: Any, tangents: Any = None, values: Any = None, *, warn: bool = False,
+        backend: str | None = None) -> Any:
     """``jax.jvp``: ``jvp(f, primals, tangents)`` is (f(*primals), the derivative of f along the
-    tangents), both in the structure of f's result; one forward sweep, compiled.
+    tangents), both in the structure of f's result; one forward sweep, compiled (by ``backend``;
+    None: ``config.default_backend()``).
 
     On Terms, the numeric form: ``jvp([z, w], {x: 1.0, y: 0.0}, values)`` is a list of floats
     (``numeric.modes.jvp``).
@@ -214,11 +216,11 @@ def jvp(f: Any, primals: Any, tangents: Any = None, values: Any = None, *, warn:
     if not callable(f):
         return modes.jvp(f, primals, tangents if values is None else values, warn=warn)
     ps, ts = _pairs(primals, tangents, "jvp")
-    return _jvp_transform(f, len(ps))(*ps, *ts)
+    return _jvp_transform(f, len(ps), backend)(*ps, *ts)
 
 
 @functools.lru_cache(maxsize=128)
-def _vjp_transform(f: Callable[..., Any], count: int) -> Transformed:
+def _vjp_transform(f: Callable[..., Any], count: int, backend: str | None = None) -> Transformed:
     """The cotangents of the primals for a cotangent of f's result: Σ cᵢ·outᵢ, reverse swept."""
 
     def build(trace: Traced) -> tuple[list[Term], Assemble]:
@@ -242,24 +244,24 @@ def _vjp_transform(f: Callable[..., Any], count: int) -> Transformed:
 
         return terms, assemble
 
-    return Transformed(_first(f, count), "vjp", build)
+    return Transformed(_first(f, count), "vjp", build, backend)
 
 
 @functools.lru_cache(maxsize=128)
-def value_transform(f: Callable[..., Any], what: str) -> Transformed:
+def value_transform(f: Callable[..., Any], what: str, backend: str | None = None) -> Transformed:
     """f itself, traced and compiled: its result pytree (what ``vmap`` of a plain function runs)."""
 
     def build(trace: Traced) -> tuple[list[Term], Assemble]:
         outs, tree = trace.tree_outputs(trace.out, what)
         return outs, lambda values, batch: tree_values(tree, values, 0, batch)[0]
 
-    return Transformed(f, what, build)
+    return Transformed(f, what, build, backend)
 
 
-def vjp(f: Any, *primals: Any, values: Any = None, warn: bool = False) -> Any:
+def vjp(f: Any, *primals: Any, values: Any = None, warn: bool = False, backend: str | None = None) -> Any:
     """``jax.vjp``: ``vjp(f, *primals)`` is (f(*primals), vjp_fn), where vjp_fn(cotangent) — a
     cotangent in the structure of f's result — is the tuple of cotangents of the primals; one
-    compiled reverse sweep, traced once.
+    reverse sweep, traced once and compiled (by ``backend``; None: ``config.default_backend()``).
 
     On Terms, the numeric form: ``vjp([z, w], [1.0, 2.0], values)`` is a Grad
     (``numeric.modes.vjp``).
@@ -275,8 +277,8 @@ def vjp(f: Any, *primals: Any, values: Any = None, warn: bool = False) -> Any:
             raise TypeError(f"vjp(outputs, cotangents, values) on Terms takes 2 or 3 arguments, got {1 + len(primals)}")
         return modes.vjp(f, primals[0], primals[1] if len(primals) == 2 else values, warn=warn)
     check_callable(f, "vjp")
-    primal_out = value_transform(f, "vjp")(*primals)
-    backward = _vjp_transform(f, len(primals))
+    primal_out = value_transform(f, "vjp", backend)(*primals)
+    backward = _vjp_transform(f, len(primals), backend)
 
     def vjp_fn(cotangent: Any) -> tuple[Any, ...]:
         return backward(*primals, cotangent)  # type: ignore[no-any-return]
