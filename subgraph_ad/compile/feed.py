@@ -5,7 +5,7 @@ stores want them."""
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -91,4 +91,10 @@ def part(values: np.ndarray, start: int, stop: int) -> np.ndarray:
     return values if values.ndim == 0 else values[start:stop]
 
 
-__all__ = ["FLOAT", "NUMBERS", "fed", "numbers", "outputs", "part"]
+def sliced(run: Callable[[Sequence[Any], Sequence[np.ndarray]], None], flat: Sequence[Any],
+           outs: list[np.ndarray]) -> Callable[[int, int], None]:
+    """A backend's runner on whole inputs and outputs, as one on points a..b of them."""
+    return lambda a, b: run([part(v, a, b) for v in flat], [o[a:b] for o in outs])
+
+
+__all__ = ["FLOAT", "NUMBERS", "fed", "numbers", "outputs", "part", "sliced"]

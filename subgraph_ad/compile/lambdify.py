@@ -307,14 +307,14 @@ class Compiled:
         else:
             kernel = self._kernel(numbers)
             backend = registry.as_host(registry.backend(self.backend))  # after the kernel: it may have fallen back
-            step = self._step(backend, size)
+            step = threads.step(size, self.block, getattr(backend, "GRAIN", None), self.parallel)
             prepared = getattr(backend, "slices", None)  # a backend that reads every address once a call
             if prepared is not None:  # (its kernels store whole vectors: outputs on cache lines)
                 outs, at = feed.outputs(len(self.program.outputs), size)
                 runner: Callable[[], Run] = prepared(kernel, flat, outs, at)
             else:
                 outs = [np.empty(size) for _ in self.program.outputs]
-                runner = lambda: self._sliced(backend.worker(kernel, step), flat, outs)  # noqa: E731
+                runner = lambda: feed.sliced(backend.worker(kernel, step), flat, outs)  # noqa: E731
 
             def worker() -> Run:
                 run = runner()
@@ -325,27 +325,8 @@ class Compiled:
 
                 return slice_run
 
-            self._split(worker, size, step)
+            threads.share(worker, [(a, min(a + step, size)) for a in range(0, size, step)], self.parallel)
         return tuple(outs) if len(shape) == 1 else tuple(o.reshape(shape) for o in outs)
-
-    @staticmethod
-    def _sliced(run: Callable[[Sequence[Any], Sequence[np.ndarray]], None], flat: Sequence[Any],
-                outs: list[np.ndarray]) -> Run:
-        """A backend's runner on whole inputs and outputs, as one on points a..b of them."""
-        return lambda a, b: run([feed.part(v, a, b) for v in flat], [o[a:b] for o in outs])
-
-    def _step(self, backend: Host, size: int) -> int:
-        """Points per slice: a block; for a backend with a ``GRAIN`` (its own blocking inside a
-        slice), fewer where that gives every core a slice (10⁴ points on two cores: two)."""
-        grain: int | None = getattr(backend, "GRAIN", None)
-        if grain is None or not self.parallel:
-            return min(self.block, size)
-        share = -(-size // (threads.cpu_count() * grain)) * grain
-        return min(self.block, max(grain, share))
-
-    def _split(self, worker: Callable[[], Run], size: int, step: int) -> None:
-        """Run the points in slices of ``step``, on every core where ``parallel`` (``threads``)."""
-        threads.share(worker, [(a, min(a + step, size)) for a in range(0, size, step)], self.parallel)
 
     def _stacked(self, *blocks: Any) -> np.ndarray:
         results = self(*blocks)

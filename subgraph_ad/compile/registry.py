@@ -6,8 +6,8 @@ and ``"fn"``), names itself in ``NAME`` (for messages) and runs in one of two wa
 - on the host, over NumPy arrays (``"numpy"``, ``"numba"``): ``kernel(program, scalars,
   **options)`` compiles the program for a pattern of number (True) and array inputs and
   ``worker(kernel, step)`` makes one thread's runner (``Host``; a backend may also offer
-  ``slices(kernel, ins, outs)``, runners that read every address once a call, and
-  ``point(program, **options)``, one point of a large program natively); ``lambdify``'s ``Compiled``
+  ``slices(kernel, ins, outs, targets)``, runners that read every address once a call, and
+  ``point(program, **options)``, one point of a program natively); ``lambdify``'s ``Compiled``
   splits the points over the cores, runs Dask arrays blockwise, and runs the NumPy backend
   instead, with a ``BackendWarning``, where a kernel cannot be built;
 - on a device, handed the whole call (``"jax"``, ``"cuda"``): ``compiled(program, names, single,

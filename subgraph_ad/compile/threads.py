@@ -58,4 +58,14 @@ def share(worker: Callable[[], Callable[[int, int], None]], slices: Sequence[tup
         job.result()
 
 
-__all__ = ["cpu_count", "pool", "share"]
+def step(size: int, block: int, grain: int | None, parallel: bool) -> int:
+    """Points per slice of a batch of ``size``: a ``block``; for a backend with a ``grain`` (its
+    own blocking inside a slice), fewer where that gives every core a slice (10⁴ points on two
+    cores: two)."""
+    if grain is None or not parallel:
+        return min(block, size)
+    share = -(-size // (cpu_count() * grain)) * grain
+    return min(block, max(grain, share))
+
+
+__all__ = ["cpu_count", "pool", "share", "step"]

@@ -148,7 +148,7 @@ class Emitter:
         self.lines: list[str] = []
         self.entry: list[str] = []  # before the loop: the addresses of the functions called
         self.helpers: dict[int, str] = {}
-        self.inputs: set[str] = set()  # the inputs' base pointers loaded before the loop
+        self.inputs: set[str] = set()  # the inputs' and outputs' base pointers loaded before the loop
         self.count = 0
 
     def fresh(self) -> str:
@@ -172,26 +172,28 @@ class Emitter:
         driver wrote for the block, read once before the loop; a number (``Tables.numbers``)
         is one double there, broadcast at its use as a constant is (its row is not read: a
         row per number would crowd the block's columns out of cache)."""
-        base = f"%in{k}"
-        if base not in self.inputs:
-            self.entry.append(f"  %inp{k} = getelementptr inbounds ptr, ptr %B, i64 {k}")
-            self.entry.append(f"  {base} = load ptr, ptr %inp{k}, align 8")
-            self.inputs.add(base)
+        base = self.pointer("in", k, k)
         if k < len(self.tables.numbers) and self.tables.numbers[k]:
             return self.broadcast(self.emit(f"load double, ptr {base}, align 8"))
         address = self.emit(f"getelementptr inbounds {self.vector}, ptr {base}, i64 %i")
         return self.emit(f"load {self.vector}, ptr {address}, align 8")
+
+    def pointer(self, kind: str, k: int, slot: int) -> str:
+        """The address the driver wrote at ``slot`` of the block's table (an input's points, an
+        output's destination), read once before the loop."""
+        base = f"%{kind}{k}"
+        if base not in self.inputs:
+            self.entry.append(f"  %{kind}p{k} = getelementptr inbounds ptr, ptr %B, i64 {slot}")
+            self.entry.append(f"  {base} = load ptr, ptr %{kind}p{k}, align 8")
+            self.inputs.add(base)
+        return base
 
     def store(self, value: str, row: int) -> None:
         self.lines.append(f"  store {self.vector} {value}, ptr {self.address(row)}, align 8")
 
     def store_output(self, value: str, j: int, n_inputs: int) -> None:
         """Output j's value where the driver points it for the block (its array, or its row)."""
-        base = f"%out{j}"
-        if base not in self.inputs:
-            self.entry.append(f"  %outp{j} = getelementptr inbounds ptr, ptr %B, i64 {n_inputs + j}")
-            self.entry.append(f"  {base} = load ptr, ptr %outp{j}, align 8")
-            self.inputs.add(base)
+        base = self.pointer("out", j, n_inputs + j)
         address = self.emit(f"getelementptr inbounds {self.vector}, ptr {base}, i64 %i")
         self.lines.append(f"  store {self.vector} {value}, ptr {address}, align 8")
 

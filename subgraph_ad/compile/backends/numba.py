@@ -171,6 +171,12 @@ class Kernel:
     in_place: np.ndarray  # per input, 1 where the code reads a number as one double where it lies
     fills: tuple[tuple[int, float], ...]  # (output, value) of the constant outputs
 
+    def flags(self, number: Any) -> np.ndarray:
+        """The driver's flag per input (``llvm_driver.driver``) for a call where ``number`` marks
+        the numbers: 0 an array, 1 a number filled over its row, 2 one read where it lies."""
+        flags: np.ndarray = np.asarray(number, dtype=np.uint8) * (1 + self.in_place)
+        return flags
+
 
 #: Kernels alive in this process by the hash of their IR: another program of the same shape (or
 #: another pattern of numbers) reuses the machine code with its own tables.
@@ -295,7 +301,7 @@ def slices(kernel: Kernel, ins: Sequence[Any], outs: Sequence[np.ndarray],
     where the caller knows them). Each runner has its own scratch."""
     arrays = [type(v) is np.ndarray and v.ndim > 0 for v in ins]
     number = np.logical_not(arrays)
-    numbers = number * (1 + kernel.in_place)  # 1: filled over a row; 2: read in place
+    numbers = kernel.flags(number)
     values = np.array([0.0 if array else v for v, array in zip(ins, arrays)], dtype=float)
     base = np.array([address(v) if array else 0 for v, array in zip(ins, arrays)], dtype=np.uintp)
     base[number] = address(values) + 8 * np.flatnonzero(number).astype(np.uintp)
@@ -333,8 +339,7 @@ def worker(kernel: Kernel, step: int) -> Callable[[Sequence[Any], Sequence[np.nd
     scratch = aligned(llvm_driver.scratch(kernel.rows, kernel.inputs, kernel.row, len(kernel.output_rows)))
 
     def run(ins: Sequence[Any], outs: Sequence[np.ndarray]) -> None:
-        numbers = np.array([np.ndim(v) == 0 for v in ins], dtype=np.uint8)
-        numbers *= 1 + kernel.in_place  # 1: a number filled over a row; 2: read where it lies
+        numbers = kernel.flags([np.ndim(v) == 0 for v in ins])
         values = np.array([v if flag else 0.0 for v, flag in zip(ins, numbers)], dtype=float)
         pointers = np.array([values.ctypes.data + 8 * k if flag else v.ctypes.data
                              for k, (v, flag) in enumerate(zip(ins, numbers))], dtype=np.uintp)
