@@ -196,6 +196,55 @@ def test_an_expanded_program_at_one_point_equals_eval(native, monkeypatch):
         f(W.value, np.ones(4), 0.7)
 
 
+def test_an_expanded_program_on_a_batch_in_jax_layout_equals_eval():
+    """A batch whose arrays have its axes in front (as ``vmap`` hands them over) runs on the
+    Numba kernel reading each element's column where it lies and writing every output as
+    columns of one array (``Expanded.columns``), unbatched arrays and numbers beside it; batches
+    that do not share one shape take the general path. Every output equals Term.eval."""
+    rng = np.random.default_rng(13)
+    (W, x, s), outs = every_op_graph(rng)
+    f = sad.lambdify([W, x, s], outs, backend="numba")
+    Wb, xb, sb = rng.normal(size=(5, 4, 3)), rng.normal(size=(5, 3)), rng.normal(size=5)
+    Wc, xc = rng.normal(size=(2, 3, 4, 3)), rng.normal(size=(2, 3, 3))
+    calls = [((Wb, xb, sb), True), ((W.value, xb, 0.7), True), ((Wb, x.value, np.float64(0.2)), True),
+             ((Wc, xc, rng.normal(size=(2, 3))), True), ((Wc[:, :, ::-1], xc, 0.3), True),
+             ((Wb, xb[None], sb), False), ((Wb.astype(np.float32), xb, sb), False)]
+    for args, columns in calls:
+        assert (f.columns(*args) is not None) == columns
+        found = f(*args)
+        batch = np.broadcast_shapes(np.shape(args[0])[:-2], np.shape(args[1])[:-1], np.shape(args[2]))
+        for value, t in zip(found, outs):
+            expected = np.broadcast_to(t.eval({W: np.asarray(args[0], dtype=float), x: args[1], s: args[2]}),
+                                       batch + t.shape)
+            assert np.shape(value) == batch + t.shape
+            np.testing.assert_allclose(value, expected, **TOL)
+
+
+@pytest.mark.parametrize("array_f", [mlp, einsum_net])
+def test_traced_transforms_under_vmap_on_the_numba_backend_match_jax(array_f, monkeypatch):
+    """vmap of grad and of hvp on Numba (the batch read and the results written as columns of
+    its arrays) against jax.vmap; with the NumPy default too (where the batch goes through
+    transposed copies), the same numbers."""
+    from subgraph_ad.compile import config
+    from subgraph_ad.compile.lambdify import Compiled
+
+    stacked, calls = Compiled.stacked, []
+    monkeypatch.setattr(Compiled, "stacked", lambda self, *args: calls.append(self.backend) or stacked(self, *args))
+    for x, W, v in corpus(5, 2):
+        f = lambda x, W=W, v=v: array_f(np, x, W, v)  # noqa: E731
+        jf = lambda x, W=W, v=v: array_f(jnp, x, W, v)  # noqa: E731
+        X = np.random.default_rng(len(x)).normal(size=(7, len(x)))
+        d = np.cos(np.arange(len(x)))
+        want_grad = np.asarray(jax.vmap(jax.grad(jf))(X))
+        want_hvp = np.asarray(jax.vmap(lambda x: jax.jvp(jax.grad(jf), (x,), (d,))[1])(X))
+        for backend in ("numba", "numpy"):
+            monkeypatch.setattr(config, "backend", backend)
+            np.testing.assert_allclose(sad.vmap(sad.grad(f))(X), want_grad, **TOL)
+            np.testing.assert_allclose(sad.vmap(lambda x: sad.hvp(f, x, d))(X), want_hvp, **TOL)
+            np.testing.assert_allclose(sad.vmap(sad.vmap(sad.grad(f)))(X[:, None])[:, 0], want_grad, **TOL)
+    assert calls and set(calls) == {"numba"}  # Numba's kernels took the columns in place; NumPy's did not
+
+
 @pytest.mark.parametrize("array_f", [mlp, einsum_net])
 def test_traced_transforms_on_the_numba_backend_match_jax(array_f, monkeypatch):
     """backend="numba" (grad, hvp, jvp, vjp) expands the array graph and runs it on the Numba

@@ -25,6 +25,7 @@ array([1.22371131, 0.        ])
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, Callable, Sequence
 
@@ -272,6 +273,9 @@ class Expanded:
             flat_inputs += list(element_vars(tape, str(v.name)).ravel()) if v.shape else [v]
         parts = expand_many(tape, [t.index for t in outputs])
         self.out_shapes: list[Shape] = [np.shape(p) if isinstance(p, np.ndarray) else () for p in parts]
+        ends = list(itertools.accumulate(math.prod(shape) for shape in self.out_shapes))
+        #: Where each output lies among the scalar program's outputs, and its shape.
+        self._out_parts = [(end - math.prod(shape), end, shape) for end, shape in zip(ends, self.out_shapes)]
         flat_outputs = [t for p in parts for t in (p.ravel() if isinstance(p, np.ndarray) else [p])]
         self.inner = compile_scalar(flat_inputs, flat_outputs or [tape.zero])
 
@@ -281,9 +285,11 @@ class Expanded:
     def __call__(self, *args: Any) -> Any:
         if len(args) != len(self.names):
             raise TypeError(f"expected {len(self.names)} arguments ({', '.join(self.names)}), got {len(args)}")
-        at_point = self._at_point(args)
-        if at_point is not None:
-            return at_point
+        done = self._at_point(args)
+        if done is None:
+            done = self._over_batch(args)
+        if done is not None:
+            return done
         flat: list[Any] = []
         for value, name, shape in zip(args, self.names, self.shapes):
             if not shape:
@@ -295,14 +301,8 @@ class Expanded:
             flat += _columns(value, shape)
         found = self.inner(*flat)
         found = list(found) if isinstance(found, tuple) else [found]
-        results, at = [], 0
-        for shape in self.out_shapes:
-            n = math.prod(shape)
-            part = found[at:at + n]
-            at += n
-            results.append(_stacked(part, shape) if shape else part[0])
+        results = [_stacked(found[at:to], shape) if shape else found[at] for at, to, shape in self._out_parts]
         return results[0] if self.single else tuple(results)
-
 
     def _at_point(self, args: Sequence[Any]) -> Any:
         """One point of float64 arrays of the inputs' shapes and numbers (the common call of a
@@ -320,13 +320,48 @@ class Expanded:
                 parts.append(np.array([value], dtype=float))
             else:
                 return None
-        found = run(np.concatenate(parts) if parts else np.zeros(0))
-        results, at = [], 0
-        for shape in self.out_shapes:
-            n = math.prod(shape)
-            results.append(found[at:at + n].reshape(shape) if shape else float(found[at]))
-            at += n
+        found = run(parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0))
+        results = [found[at:to].reshape(shape) if shape else float(found[at]) for at, to, shape in self._out_parts]
         return results[0] if self.single else tuple(results)
+
+    def _over_batch(self, args: Sequence[Any]) -> Any:
+        """A batch laid out as JAX lays it (``columns``), each array output a view of one
+        array; None for any other call."""
+        found = self.columns(*args)
+        if found is None:
+            return None
+        batch = found.shape[:-1]
+        results = [found[..., at:to].reshape(batch + shape) if shape else found[..., at]
+                   for at, to, shape in self._out_parts]
+        return results[0] if self.single else tuple(results)
+
+    def columns(self, *args: Any) -> np.ndarray | None:
+        """Every output's numbers, in order, along the last axis of one array of the batch's
+        shape: for float64 arrays each of the batch's shape and then its input's (as ``vmap``
+        hands them over), beside numbers and unbatched arrays, on a scalar program whose kernels
+        read a column of its argument and write one of the result where they lie
+        (``Compiled.strided``); None for any other call."""
+        if not getattr(self.inner, "strided", False):  # (NumPy's ufuncs would be slower on columns)
+            return None
+        flat: list[Any] = []
+        batch: Shape | None = None
+        for value, shape in zip(args, self.shapes):
+            if type(value) in (float, int, np.float64) and not shape:
+                flat.append(value)
+                continue
+            if type(value) is not np.ndarray or value.dtype != np.float64 or value.shape[value.ndim - len(shape):] != shape:
+                return None
+            if value.ndim == len(shape):  # the same at every point
+                flat += value.ravel().tolist()
+                continue
+            if batch is not None and value.shape[:value.ndim - len(shape)] != batch:
+                return None
+            batch = value.shape[:value.ndim - len(shape)]
+            flat += list(value.reshape(-1, math.prod(shape)).T)
+        if batch is None:
+            return None
+        found: np.ndarray = self.inner.stacked(*flat)
+        return found.reshape(batch + found.shape[-1:])
 
 
 def _columns(value: Any, shape: Shape) -> list[Any]:

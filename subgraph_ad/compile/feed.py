@@ -32,21 +32,21 @@ def numbers(value: Any, name: str) -> np.ndarray | np.float64:
     return array.astype(float, copy=False)
 
 
-_F64, _STEP = np.dtype(np.float64), (8,)
+_F64 = np.dtype(np.float64)
 
 
 def fed(args: Sequence[Any]) -> tuple[list[Any], tuple[int], tuple[bool, ...]] | None:
-    """The arguments of the common batch — numbers, and contiguous float64 vectors of one
-    length — as ``Compiled._arrays`` takes them (numbers as np.float64, vectors as they are), their
-    shape and which are numbers, in one pass (R100's HVP, 200 arguments: ~100 µs less than
-    the general path's); None for any other call."""
+    """The arguments of the common batch — numbers, and float64 vectors of one length, each
+    contiguous or a column of a (points × n) array — as ``Compiled._arrays`` takes them (numbers
+    as np.float64, vectors as they are), their shape and which are numbers, in one pass (R100's
+    HVP, 200 arguments: ~100 µs less than the general path's); None for any other call."""
     flat: list[Any] = []
     flags: list[bool] = []
     shape = None
     for a in args:
         if type(a) is np.ndarray:
-            if a.dtype is not _F64 or a.strides != _STEP:  # (one axis, contiguous)
-                return None
+            if a.dtype is not _F64 or a.ndim != 1 or a.strides[0] <= 0 or a.strides[0] % 8:
+                return None  # (one axis, its points whole doubles apart)
             if shape is None:
                 shape = a.shape
             elif a.shape != shape:
@@ -62,7 +62,8 @@ def fed(args: Sequence[Any]) -> tuple[list[Any], tuple[int], tuple[bool, ...]] |
 
 
 def outputs(count: int, size: int) -> tuple[list[np.ndarray], np.ndarray]:
-    """``count`` outputs of ``size`` points and their addresses, each starting on a cache line
+    """``count`` outputs of ``size`` points and the kernels' table of them (their addresses,
+    then the doubles between their points: 1), each starting on a cache line
     (64 bytes) so that the Numba kernels' whole-vector stores never straddle two (R100's HVP:
     0.78 → 0.70 ms): rows of one block (a hundred outputs: ~60 µs of Python less than one by
     one) up to ``heap.BLOCK`` bytes, which glibc serves from its heap once settled; past it
@@ -75,7 +76,8 @@ def outputs(count: int, size: int) -> tuple[list[np.ndarray], np.ndarray]:
         at = ctypes.addressof(ctypes.c_char.from_buffer(raw.data))
         skip = (-at % 64) // 8
         starts = skip + np.arange(count, dtype=np.uintp) * np.uintp(stride)
-        return [raw[a:a + size] for a in starts.tolist()], np.uintp(at) + np.uintp(8) * starts
+        return [raw[a:a + size] for a in starts.tolist()], np.concatenate([np.uintp(at) + np.uintp(8) * starts,
+                                                                           np.ones(count, dtype=np.uintp)])
     outs, addresses = [], []
     for _ in range(count):
         raw = np.empty(size + 8)
@@ -83,7 +85,15 @@ def outputs(count: int, size: int) -> tuple[list[np.ndarray], np.ndarray]:
         skip = (-at % 64) // 8
         outs.append(raw[skip:skip + size])
         addresses.append(at + 8 * skip)
-    return outs, np.array(addresses, dtype=np.uintp)
+    return outs, np.array(addresses + [1] * count, dtype=np.uintp)
+
+
+def columns(block: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """The columns of a (points × outputs) array as the outputs, and the kernels' table of them:
+    their addresses, a double apart, then the doubles between their points (a row's)."""
+    count = block.shape[1]
+    first = np.uintp(block.ctypes.data) + np.uintp(8) * np.arange(count, dtype=np.uintp)
+    return list(block.T), np.concatenate([first, np.full(count, count, dtype=np.uintp)])
 
 
 def part(values: np.ndarray, start: int, stop: int) -> np.ndarray:
@@ -97,4 +107,4 @@ def sliced(run: Callable[[Sequence[Any], Sequence[np.ndarray]], None], flat: Seq
     return lambda a, b: run([part(v, a, b) for v in flat], [o[a:b] for o in outs])
 
 
-__all__ = ["FLOAT", "NUMBERS", "fed", "numbers", "outputs", "part", "sliced"]
+__all__ = ["FLOAT", "NUMBERS", "columns", "fed", "numbers", "outputs", "part", "sliced"]

@@ -212,8 +212,10 @@ class Compiled:
             results = self._one(args, types == feed.FLOAT)
         elif (fed := feed.fed(args)) is not None:  # the common batch: numbers and float64 vectors of one length
             results = self._arrays(*fed)
-        elif any(hasattr(a, "__dask_graph__") for a in args):
-            return self._dask(args)
+        elif any(hasattr(a, "__dask_graph__") for a in args):  # lazily: one task per chunk (``cluster``)
+            from .cluster import blockwise
+
+            return blockwise(self, args)
         else:
             arrays = [feed.numbers(a, name) for a, name in zip(args, self.names)]
             shapes = {a.shape for a in arrays if a.ndim}  # one shape and numbers (the common batch): no broadcast
@@ -289,10 +291,31 @@ class Compiled:
         self.backend = "numpy"
         self._kernels.clear()
 
+    @property
+    def strided(self) -> bool:
+        """Whether its kernels read and write a batch's points where they lie when they are not
+        next to each other (a column of a (points × n) array: Numba's), so that ``stacked`` on
+        such columns costs no copy."""
+        return hasattr(registry.backend(self.backend), "slices")
+
+    def stacked(self, *args: Any) -> np.ndarray:
+        """The outputs on a batch as the columns of one (points × outputs) array: for vectors
+        of one length and numbers (``feed.fed``), each output written there by the kernel (on
+        Numba through the rows of its block: no pass of its own), else the outputs stacked. An
+        array program expanded to scalars hands out its array outputs as views of it."""
+        fed = feed.fed(args) if len(args) == len(self.names) else None
+        if fed is None:
+            results = self(*args)
+            return np.stack(np.broadcast_arrays(*([results] if self.single else results)), axis=-1)
+        block = np.empty(fed[1] + (len(self.program.outputs),))
+        self._arrays(*fed, into=block)
+        return block
+
     def _arrays(self, arrays: Sequence[np.ndarray | np.float64], shape: tuple[int, ...],
-                numbers: tuple[bool, ...] | None = None) -> tuple[np.ndarray, ...]:
+                numbers: tuple[bool, ...] | None = None, into: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
         """The program on a batch of ``shape``; ``numbers``: the arguments are already numbers
-        (np.float64) and contiguous float64 vectors of that shape (``feed.fed``), these the numbers."""
+        (np.float64) and float64 vectors of that shape (``feed.fed``), these the numbers;
+        ``into``: the outputs go into its columns (``stacked``)."""
         size = math.prod(shape)
         if numbers is None:
             # A single number stays one (a ufunc or the kernel broadcasts it, no copy per point);
@@ -303,17 +326,17 @@ class Compiled:
             numbers = tuple(type(a) is np.float64 for a in arrays)
         flat = arrays
         if not size:
-            outs = [np.empty(size) for _ in self.program.outputs]
+            outs = [np.empty(size) for _ in self.program.outputs] if into is None else list(into.T)
         else:
             kernel = self._kernel(numbers)
             backend = registry.as_host(registry.backend(self.backend))  # after the kernel: it may have fallen back
             step = threads.step(size, self.block, getattr(backend, "GRAIN", None), self.parallel)
             prepared = getattr(backend, "slices", None)  # a backend that reads every address once a call
             if prepared is not None:  # (its kernels store whole vectors: outputs on cache lines)
-                outs, at = feed.outputs(len(self.program.outputs), size)
+                outs, at = feed.outputs(len(self.program.outputs), size) if into is None else feed.columns(into)
                 runner: Callable[[], Run] = prepared(kernel, flat, outs, at)
             else:
-                outs = [np.empty(size) for _ in self.program.outputs]
+                outs = [np.empty(size) for _ in self.program.outputs] if into is None else list(into.T)
                 runner = lambda: feed.sliced(backend.worker(kernel, step), flat, outs)  # noqa: E731
 
             def worker() -> Run:
@@ -328,15 +351,6 @@ class Compiled:
             threads.share(worker, [(a, min(a + step, size)) for a in range(0, size, step)], self.parallel)
         return tuple(outs) if len(shape) == 1 else tuple(o.reshape(shape) for o in outs)
 
-    def _stacked(self, *blocks: Any) -> np.ndarray:
-        results = self(*blocks)
-        return np.stack([results] if self.single else list(results))
-
-    def _dask(self, args: tuple[Any, ...]) -> Any:
-        """Lazily over Dask arrays: one task per chunk, the program shipped once (``cluster``)."""
-        from .cluster import blockwise  # Dask support (compile.cluster)
-
-        return blockwise(self, args)
 
 
 def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], backend: str | None = None,

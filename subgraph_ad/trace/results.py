@@ -57,10 +57,13 @@ class Packed(Sequence[Any]):
     ``[..., k]`` number (a view), and ``whole`` hands over an array output as it is. Nothing is
     laid out per number up front: a gradient of 10⁶ numbers is one array, not 10⁶ entries."""
 
-    def __init__(self, values: Any, shapes: Sequence[tuple[int, ...]]) -> None:
+    def __init__(self, values: Any, shapes: Sequence[tuple[int, ...]], columns: np.ndarray | None = None) -> None:
         self.values = list(values) if isinstance(values, tuple) else [values]
         self.shapes = list(shapes)
         self.starts = [0, *itertools.accumulate(map(math.prod, self.shapes))]
+        #: Every number along the last axis of one array (``Expanded.columns``; ``values`` unused),
+        #: so that any run of them, an array output or many scalar ones, is one view.
+        self.columns = columns
 
     def __len__(self) -> int:
         return self.starts[-1]
@@ -69,6 +72,8 @@ class Packed(Sequence[Any]):
         if isinstance(k, slice):
             return [self[i] for i in range(*k.indices(len(self)))]
         k = range(len(self))[k]  # an IndexError past the end, as a list's
+        if self.columns is not None:
+            return self.columns[..., k]
         j = bisect.bisect_right(self.starts, k) - 1
         value, shape = self.values[j], self.shapes[j]
         if not shape:
@@ -77,7 +82,10 @@ class Packed(Sequence[Any]):
         return value[(Ellipsis,) + where]
 
     def whole(self, start: int, size: int) -> Any:
-        """The array output that is exactly numbers start..start+size, else None."""
+        """The array output that is exactly numbers start..start+size (with ``columns``, any
+        numbers start..start+size), else None."""
+        if self.columns is not None:
+            return self.columns[..., start:start + size] if 0 <= start and start + size <= len(self) else None
         j = bisect.bisect_left(self.starts, start)
         if j >= len(self.shapes) or self.starts[j] != start or not self.shapes[j] or self.starts[j + 1] - start != size:
             return None

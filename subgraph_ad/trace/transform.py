@@ -290,6 +290,10 @@ class Transformed:
     def _run(entry: tuple[Any, Assemble], inputs: list[Any], batch: tuple[int, ...]) -> Any:
         """The compiled program run on its inputs, its values assembled for ``batch``."""
         compiled, assemble = entry
+        columns = getattr(compiled, "columns", None)  # an array program expanded for Numba: one array
+        found = columns(*inputs) if columns is not None and batch else None
+        if found is not None:
+            return assemble(Packed((), compiled.out_shapes, found), batch)  # type: ignore[arg-type]
         values = call(compiled, inputs)
         shapes = getattr(compiled, "out_shapes", None)
         if shapes is not None:  # an array program: its outputs read as one value per number

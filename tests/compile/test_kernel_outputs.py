@@ -2,8 +2,9 @@
 
 A kernel stores each output straight into the caller's array for every block of whole
 vectors, and into a row of its scratch (copied out afterwards) for a last block that ends
-inside a vector; a number input is read as one double where it lies unless it is an output
-too. These must never change a value: random many-output programs (every built-in, a − a,
+inside a vector or an output whose points are not next to each other (a column); a number
+input is read as one double where it lies unless it is an output too, and an input that is a
+column goes through a row of the block. These must never change a value: random many-output programs (every built-in, a − a,
 f(a, a), conditions, a zero tangent) with the same value as two outputs, an input, a number
 input and a constant among the outputs, on point counts around the vector width and the block
 (``ROW``), in chunks of a few steps and of many, on one thread and two, equal the graph's own
@@ -64,6 +65,54 @@ def test_outputs_written_in_place_or_through_a_row_give_the_graphs_values(seed, 
             for got, term in zip(found, outputs):
                 want = term.eval(values)
                 assert got[k] == pytest.approx(want, rel=1e-12, abs=1e-12, nan_ok=True), (seed, size, term)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("chunk", [3, 250])
+@pytest.mark.filterwarnings("ignore::subgraph_ad.compile.lambdify.BackendWarning")  # sinc's derivative: NumPy
+def test_columns_of_a_points_by_n_array_are_read_and_written_where_they_lie(seed, chunk):
+    """Inputs that are columns of a (points × n) array (JAX's layout) go through the rows of
+    each block on the way in, and ``stacked`` writes the outputs as the columns of one
+    (points × outputs) array on the way out, beside a contiguous input and a number."""
+    tape, xs, outputs = random_outputs(seed)
+    compiled = sad.lambdify(xs, outputs, backend="numba", cache=False, chunk=chunk)
+    assert compiled.strided
+    rng = np.random.default_rng(90 + seed)
+    for size in SIZES:
+        batch = rng.uniform(-0.9, 0.9, (size, 5))
+        kept = batch.copy()
+        y = float(rng.uniform(-0.9, 0.9))
+        for x, z in ((batch[:, 1], batch[:, 4]), (batch[:, 0], np.ascontiguousarray(batch[:, 2]))):
+            found = compiled.stacked(x, y, z)
+            assert found.shape == (size, len(outputs)) and found.flags.c_contiguous
+            separate = compiled(x, y, z)
+            for k in sorted({0, size // 2, size - 1}):
+                values = {xs[0]: float(x[k]), xs[1]: y, xs[2]: float(z[k])}
+                for j, term in enumerate(outputs):
+                    want = term.eval(values)
+                    assert found[k, j] == pytest.approx(want, rel=1e-12, abs=1e-12, nan_ok=True), (seed, size, term)
+                    assert separate[j][k] == pytest.approx(want, rel=1e-12, abs=1e-12, nan_ok=True), (seed, size, term)
+            assert np.array_equal(found[:, len(outputs) - 4], x) and np.all(found[:, len(outputs) - 2] == 2.5)
+        assert np.array_equal(batch, kept)  # the inputs are read, never written
+
+
+def test_stacked_takes_any_call_and_numpy_writes_into_columns_too():
+    """``stacked`` on NumPy's kernels (ufuncs writing into the columns) and on calls outside the
+    common batch (2-D, broadcast, one point) gives the outputs stacked along a last axis."""
+    tape = sad.Tape()
+    x, y = tape.var("x"), tape.var("y")
+    terms = [sad.sin(x) * y, x - x, x]
+    base = np.linspace(-1.0, 1.0, 12)
+    for backend in ("numpy", "numba"):
+        f = sad.lambdify([x, y], terms, backend=backend, cache=False)
+        assert f.strided == (backend == "numba")
+        for a, b in ((base, 0.5), (base.reshape(3, 4), base[:4]), (0.25, 0.5), (base[::-1], base[::2].repeat(2))):
+            found = f.stacked(a, b)
+            shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+            assert found.shape == shape + (3,)
+            for j, term in enumerate(terms):
+                want = np.vectorize(lambda p, q: term.eval({x: float(p), y: float(q)}))(*np.broadcast_arrays(a, b))
+                assert np.allclose(found[..., j], want, rtol=1e-13, atol=1e-15)
 
 
 @pytest.mark.parametrize("one_block", [True, False])
@@ -136,16 +185,17 @@ def test_which_one_point_path_a_program_takes():
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
 def test_every_kind_of_batch_call_gives_the_graphs_values(backend):
-    """Numbers and float64 vectors of one length take a one-pass feed; anything else (int
-    vectors, strided views, 2-D batches, NumPy float32 numbers, lengths that differ) the general
-    path, with its checks."""
+    """Numbers and float64 vectors of one length (contiguous or strided) take a one-pass feed;
+    anything else (int vectors, reversed views, 2-D batches, NumPy float32 numbers, lengths that
+    differ) the general path, with its checks."""
     tape = sad.Tape()
     x, y = tape.var("x"), tape.var("y")
     terms = [sad.sin(x) * y, x - x + y / 3, x]
     f = sad.lambdify([x, y], terms, backend=backend, cache=False)
     base = np.linspace(-1.0, 1.0, 12)
     calls = [(base, 0.5), (base, base[::-1].copy()), (np.arange(12), 2), (base[::2], 0.5), (base, np.float32(0.25)),
-             (base.reshape(3, 4), base.reshape(3, 4) + 1), (base, np.float64(1.5)), (base.reshape(3, 4), base[:4])]
+             (base.reshape(3, 4), base.reshape(3, 4) + 1), (base, np.float64(1.5)), (base.reshape(3, 4), base[:4]),
+             (base[::-1], 0.5), (np.stack([base, base]).T[:, 1], base)]
     for a, b in calls:
         found = f(a, b)
         shape = np.broadcast_shapes(np.shape(a), np.shape(b))

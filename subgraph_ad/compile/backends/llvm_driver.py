@@ -17,14 +17,17 @@ def scratch(rows: int, n_inputs: int, row: int = ROW, n_outputs: int = 0) -> int
 def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int, row: int = ROW) -> str:
     """``@run(ins, numbers, outs, rows, n, S, K, H)`` over a scratch ``S`` of ``rows`` rows
     (``scratch``): the chunks run on each block of ``row`` (``ROW``) points, reading input k
-    (``ins[k]``) where it lies — its array at the block; a number (``numbers[k]`` 1) from
-    scratch row k, written over the row once per call, or (2: code that reads it as one
-    double) from where it is. The chunks write output j where the driver points them (after
-    the inputs' addresses): into ``outs[j]`` itself for a block of whole vectors, else its row
-    ``rows[j]``, copied into ``outs[j]`` after the block, as an output that is an input is
-    (where it lies; none when -1). The copies move whole vectors, and the points past the last
-    whole vector one at a time (the IR is not optimised before code generation, so nothing
-    would vectorise a loop of doubles)."""
+    (``ins[k]``, its points ``ins[n_inputs + k]`` doubles apart) where it lies — its array at
+    the block; a number (``numbers[k]`` 1) from scratch row k, written over the row once per
+    call, or (2: code that reads it as one double) from where it is. The chunks write output j
+    where the driver points them (after the inputs' addresses): into ``outs[j]`` itself for a
+    block of whole vectors, else its row ``rows[j]``, copied into ``outs[j]`` (its points
+    ``outs[n_outputs + j]`` doubles apart) after the block, as an output that is an input is
+    (where it lies; none when -1). Points that are not next to each other — a column of a
+    (points × n) array, as JAX lays a batch out — go through the rows of the block both ways:
+    a block's rows stay in cache, so the transpose costs no pass over memory of its own. The
+    copies move whole vectors where they can, and the other points one at a time (the IR is
+    not optimised before code generation, so nothing would vectorise a loop of doubles)."""
     vector = f"<{width} x double>"
     after_base = "aim" if n_outputs else "compute"
     calls = [f"  call void @c{k}(ptr %S, ptr %K, ptr %H, i64 %vectors, ptr %B)" for k in range(n_chunks)]
@@ -57,15 +60,19 @@ def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int, 
         # the last block where they end inside a vector, which must not be read past) its row
         "base:", "  %b = phi i64 [0, %block], [%b.next, %base.set]",
         "  %bsrcp = getelementptr inbounds ptr, ptr %ins, i64 %b", "  %bsrc = load ptr, ptr %bsrcp, align 8",
+        f"  %bstride.at = add nuw nsw i64 %b, {n_inputs}", "  %bstridep = getelementptr inbounds i64, ptr %ins, i64 %bstride.at",
+        "  %bstride = load i64, ptr %bstridep, align 8",
         "  %bflagp = getelementptr inbounds i8, ptr %numbers, i64 %b", "  %bflag = load i8, ptr %bflagp, align 1",
         "  %bnumber = icmp ne i8 %bflag, 0", f"  %brow = mul nuw nsw i64 %b, {row}",
         "  %bfilled = getelementptr inbounds double, ptr %S, i64 %brow",
         "  %bplace = icmp eq i8 %bflag, 2", "  %bnumber.at = select i1 %bplace, ptr %bsrc, ptr %bfilled",
-        "  %bat = getelementptr inbounds double, ptr %bsrc, i64 %a",
+        "  %bskip = mul nsw i64 %a, %bstride", "  %bat = getelementptr inbounds double, ptr %bsrc, i64 %bskip",
         "  br i1 %bnumber, label %base.set, label %base.array",
-        "base.array:", "  br i1 %exact, label %base.set, label %base.copy",
+        "base.array:", "  %bcontiguous = icmp eq i64 %bstride, 1", "  %bdirect = and i1 %exact, %bcontiguous",
+        "  br i1 %bdirect, label %base.set, label %base.copy",
         "base.copy:", "  %p = phi i64 [0, %base.array], [%p.next, %base.copy]",
-        "  %xp = getelementptr inbounds double, ptr %bat, i64 %p", "  %x = load double, ptr %xp, align 8",
+        "  %xat = mul nsw i64 %p, %bstride", "  %xp = getelementptr inbounds double, ptr %bat, i64 %xat",
+        "  %x = load double, ptr %xp, align 8",
         "  %yp = getelementptr inbounds double, ptr %bfilled, i64 %p", "  store double %x, ptr %yp, align 8",
         "  %p.next = add nuw nsw i64 %p, 1", "  %p.more = icmp slt i64 %p.next, %m",
         "  br i1 %p.more, label %base.copy, label %base.set",
@@ -78,9 +85,12 @@ def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int, 
         "aim:", f"  %o = phi i64 [0, %{'base.set' if n_inputs else 'block'}], [%o.next, %aim]",
         "  %orowp = getelementptr inbounds i64, ptr %rows, i64 %o", "  %orow = load i64, ptr %orowp, align 8",
         "  %odstp = getelementptr inbounds ptr, ptr %outs, i64 %o", "  %odst = load ptr, ptr %odstp, align 8",
-        "  %odst.a = getelementptr inbounds double, ptr %odst, i64 %a", f"  %oscratch = mul nsw i64 %orow, {row}",
+        f"  %ostride.at = add nuw nsw i64 %o, {n_outputs}", "  %ostridep = getelementptr inbounds i64, ptr %outs, i64 %ostride.at",
+        "  %ostride = load i64, ptr %ostridep, align 8", "  %oskip = mul nsw i64 %a, %ostride",
+        "  %odst.a = getelementptr inbounds double, ptr %odst, i64 %oskip", f"  %oscratch = mul nsw i64 %orow, {row}",
         "  %orow.at = getelementptr inbounds double, ptr %S, i64 %oscratch",
-        "  %oaim = select i1 %exact, ptr %odst.a, ptr %orow.at",
+        "  %ocontiguous = icmp eq i64 %ostride, 1", "  %odirect = and i1 %exact, %ocontiguous",
+        "  %oaim = select i1 %odirect, ptr %odst.a, ptr %orow.at",
         f"  %oslot = getelementptr inbounds ptr, ptr %B, i64 {n_inputs}", "  %oslot.j = getelementptr inbounds ptr, ptr %oslot, i64 %o",
         "  store ptr %oaim, ptr %oslot.j, align 8",
         "  %o.next = add nuw nsw i64 %o, 1", f"  %o.more = icmp slt i64 %o.next, {n_outputs}",
@@ -89,26 +99,32 @@ def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int, 
         *calls, "  br label %out",
         "out:", "  %j = phi i64 [0, %compute], [%j.next, %out.end]",
         "  %rowp = getelementptr inbounds i64, ptr %rows, i64 %j", "  %row = load i64, ptr %rowp, align 8",
+        f"  %jstride.at = add nuw nsw i64 %j, {n_outputs}", "  %jstridep = getelementptr inbounds i64, ptr %outs, i64 %jstride.at",
+        "  %jstride = load i64, ptr %jstridep, align 8", "  %jcontiguous = icmp eq i64 %jstride, 1",
         "  %none = icmp slt i64 %row, 0", f"  %written = icmp sge i64 %row, {n_inputs}",
-        "  %there = and i1 %written, %exact", "  %skip = or i1 %none, %there",
+        "  %direct = and i1 %exact, %jcontiguous", "  %there = and i1 %written, %direct", "  %skip = or i1 %none, %there",
         "  br i1 %skip, label %out.end, label %out.start",
         "out.start:", "  %dstp = getelementptr inbounds ptr, ptr %outs, i64 %j", "  %dst = load ptr, ptr %dstp, align 8",
-        "  %dst.a = getelementptr inbounds double, ptr %dst, i64 %a", f"  %out.row = mul nuw nsw i64 %row, {row}",
+        "  %jskip = mul nsw i64 %a, %jstride", "  %dst.a = getelementptr inbounds double, ptr %dst, i64 %jskip",
+        f"  %out.row = mul nuw nsw i64 %row, {row}",
         "  %scratch.row = getelementptr inbounds double, ptr %S, i64 %out.row",
         f"  %is.input = icmp slt i64 %row, {n_inputs}", "  %inputp = getelementptr inbounds ptr, ptr %B, i64 %row",
         "  br i1 %is.input, label %out.input, label %out.ready",
         "out.input:", "  %input.at = load ptr, ptr %inputp, align 8", "  br label %out.ready",
         "out.ready:", "  %from.row = phi ptr [%scratch.row, %out.start], [%input.at, %out.input]",
-        "  %out.any = icmp sgt i64 %whole, 0", "  br i1 %out.any, label %out.vectors, label %out.rest",
+        "  %out.any = icmp sgt i64 %whole, 0", "  %out.whole = and i1 %out.any, %jcontiguous",
+        "  br i1 %out.whole, label %out.vectors, label %out.rest",
         "out.vectors:", "  %w = phi i64 [0, %out.ready], [%w.next, %out.vectors]",
         f"  %wq = getelementptr inbounds {vector}, ptr %from.row, i64 %w", f"  %zv = load {vector}, ptr %wq, align 8",
         f"  %wp = getelementptr inbounds {vector}, ptr %dst.a, i64 %w", f"  store {vector} %zv, ptr %wp, align 8",
         "  %w.next = add nuw nsw i64 %w, 1", "  %w.more = icmp slt i64 %w.next, %whole",
         "  br i1 %w.more, label %out.vectors, label %out.rest",
-        "out.rest:", "  %out.tail = icmp slt i64 %cut, %m", "  br i1 %out.tail, label %out.copy, label %out.end",
-        "out.copy:", "  %q = phi i64 [%cut, %out.rest], [%q.next, %out.copy]",
+        "out.rest:", "  %q.first = select i1 %jcontiguous, i64 %cut, i64 0", "  %out.tail = icmp slt i64 %q.first, %m",
+        "  br i1 %out.tail, label %out.copy, label %out.end",
+        "out.copy:", "  %q = phi i64 [%q.first, %out.rest], [%q.next, %out.copy]",
         "  %zp = getelementptr inbounds double, ptr %from.row, i64 %q", "  %z = load double, ptr %zp, align 8",
-        "  %qp = getelementptr inbounds double, ptr %dst.a, i64 %q", "  store double %z, ptr %qp, align 8",
+        "  %qat = mul nsw i64 %q, %jstride", "  %qp = getelementptr inbounds double, ptr %dst.a, i64 %qat",
+        "  store double %z, ptr %qp, align 8",
         "  %q.next = add nuw nsw i64 %q, 1", "  %q.more = icmp slt i64 %q.next, %m",
         "  br i1 %q.more, label %out.copy, label %out.end",
         "out.end:", "  %j.next = add nuw nsw i64 %j, 1", f"  %j.more = icmp slt i64 %j.next, {n_outputs}",

@@ -294,26 +294,35 @@ def address(array: np.ndarray) -> int:
 
 def slices(kernel: Kernel, ins: Sequence[Any], outs: Sequence[np.ndarray],
            targets: np.ndarray | None = None) -> Callable[[], Callable[[int, int], None]]:
-    """The runners of slices of one call (the inputs: numbers, or contiguous arrays of the
-    points; the outputs' arrays): every address is read once per call, and a slice (a, b)
-    moves them by a points with one vector addition, so a program of hundreds of inputs costs
-    microseconds a slice, not a Python step per input (``targets``: the outputs' addresses,
-    where the caller knows them). Each runner has its own scratch."""
-    arrays = [type(v) is np.ndarray and v.ndim > 0 for v in ins]
-    number = np.logical_not(arrays)
-    numbers = kernel.flags(number)
-    values = np.array([0.0 if array else v for v, array in zip(ins, arrays)], dtype=float)
-    base = np.array([address(v) if array else 0 for v, array in zip(ins, arrays)], dtype=np.uintp)
-    base[number] = address(values) + 8 * np.flatnonzero(number).astype(np.uintp)
-    moves = np.array(arrays, dtype=np.uintp) * np.uintp(8)  # bytes a point moves each input
+    """The runners of slices of one call (the inputs: numbers, or float64 vectors of the points,
+    contiguous or not; the outputs' vectors): every address is read once per call, and a slice
+    (a, b) moves them by a points with one vector addition, so a program of hundreds of inputs
+    costs microseconds a slice, not a Python step per input (``targets``: the outputs'
+    addresses and then the doubles between their points, where the caller knows them:
+    ``feed.outputs``). Each runner has its own scratch."""
+    count = len(ins)
+    flags = np.zeros(count, dtype=bool)
+    values = np.zeros(count)
+    table = np.zeros(2 * count, dtype=np.uintp)  # the addresses, then the doubles between points
+    for k, v in enumerate(ins):
+        if type(v) is np.ndarray and v.ndim > 0:
+            table[k], table[count + k] = address(v), v.strides[0] // 8
+        else:
+            flags[k], values[k] = True, v
+    numbers = kernel.flags(flags)
+    table[:count][flags] = address(values) + 8 * np.flatnonzero(flags).astype(np.uintp)
+    moves = np.zeros(2 * count, dtype=np.uintp)
+    moves[:count] = table[count:] * np.uintp(8)  # bytes a point moves each input (0: a number)
     if targets is None:
-        targets = np.array([address(o) for o in outs], dtype=np.uintp)
+        targets = table_of(outs)
+    out_moves = np.zeros(len(targets), dtype=np.uintp)
+    out_moves[:len(outs)] = targets[len(outs):] * np.uintp(8)
 
     size = llvm_driver.scratch(kernel.rows, kernel.inputs, kernel.row, len(kernel.output_rows))
 
     def runner() -> Callable[[int, int], None]:
         def run(a: int, b: int, _held: tuple[Any, ...] = (ins, values)) -> None:  # (alive while it runs)
-            pointers, at = base + moves * np.uintp(a), targets + np.uintp(8 * a)
+            pointers, at = table + moves * np.uintp(a), targets + out_moves * np.uintp(a)
             scratch = _scratch(size)
             kernel.run(pointers.ctypes.data, numbers.ctypes.data, at.ctypes.data, kernel.output_rows.ctypes.data,
                        b - a, scratch.ctypes.data, kernel.constants.ctypes.data, kernel.helpers.ctypes.data)
@@ -326,6 +335,12 @@ def slices(kernel: Kernel, ins: Sequence[Any], outs: Sequence[np.ndarray],
     return runner
 
 
+def table_of(outs: Sequence[np.ndarray]) -> np.ndarray:
+    """The driver's table of vectors of points: their addresses, then the doubles between
+    their points."""
+    return np.array([address(o) for o in outs] + [o.strides[0] // 8 for o in outs], dtype=np.uintp)
+
+
 def point(program: Program, chunk: int = CHUNK, cache: bool = True) -> Point:
     """The program on one point: its kernel for one vector (``llvm_driver.point_driver``), run
     by a ``numba_point.Point``."""
@@ -335,18 +350,9 @@ def point(program: Program, chunk: int = CHUNK, cache: bool = True) -> Point:
 
 
 def worker(kernel: Kernel, step: int) -> Callable[[Sequence[Any], Sequence[np.ndarray]], None]:
-    """A thread's runner, with its own scratch: inputs (numbers, or contiguous slices) -> outputs."""
-    scratch = aligned(llvm_driver.scratch(kernel.rows, kernel.inputs, kernel.row, len(kernel.output_rows)))
+    """A thread's runner (``registry.Host``): inputs (numbers, or slices of the points) -> outputs."""
 
     def run(ins: Sequence[Any], outs: Sequence[np.ndarray]) -> None:
-        numbers = kernel.flags([np.ndim(v) == 0 for v in ins])
-        values = np.array([v if flag else 0.0 for v, flag in zip(ins, numbers)], dtype=float)
-        pointers = np.array([values.ctypes.data + 8 * k if flag else v.ctypes.data
-                             for k, (v, flag) in enumerate(zip(ins, numbers))], dtype=np.uintp)
-        targets = np.array([o.ctypes.data for o in outs], dtype=np.uintp)
-        kernel.run(pointers.ctypes.data, numbers.ctypes.data, targets.ctypes.data, kernel.output_rows.ctypes.data,
-                   outs[0].shape[0], scratch.ctypes.data, kernel.constants.ctypes.data, kernel.helpers.ctypes.data)
-        for j, value in kernel.fills:
-            outs[j][...] = value
+        slices(kernel, ins, outs)()(0, len(outs[0]))
 
     return run

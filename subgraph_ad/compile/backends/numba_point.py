@@ -44,7 +44,7 @@ class Point:
         scratch = aligned(self._size)
         arguments = (table.ctypes.data, 0, 0, 0, 1, scratch.ctypes.data, compiled.constants.ctypes.data,
                      compiled.helpers.ctypes.data)
-        return _PointCall(given, slots[:n_out, 0], arguments, (table, scratch, slots, compiled))
+        return _PointCall(given, given[:n_in], slots[:n_out, 0], arguments, (table, scratch, slots, compiled))
 
     def _lent(self) -> _PointCall:
         """This thread's buffers, lent out: a call nested in a callback makes its own."""
@@ -69,7 +69,7 @@ class Point:
         """The point given as one float64 vector of the inputs' numbers; the outputs' as one new
         vector (what an expanded array program calls: no number goes through Python)."""
         call = self._lent()
-        call.given[:self.n_in] = values
+        np.copyto(call.head, values)
         self._run(call)
         found: np.ndarray = call.found.copy()
         self._local.spare = call
@@ -82,6 +82,7 @@ class _PointCall:
     kernel's arguments (addresses into them and into what ``keep`` holds alive)."""
 
     given: np.ndarray
+    head: np.ndarray  # the inputs' part of ``given``
     found: np.ndarray
     arguments: tuple[int, ...]
     keep: tuple[Any, ...]
