@@ -301,14 +301,16 @@ def slices(kernel: Kernel, ins: Sequence[Any], outs: Sequence[np.ndarray],
     addresses and then the doubles between their points, where the caller knows them:
     ``feed.outputs``). Each runner has its own scratch."""
     count = len(ins)
-    flags = np.zeros(count, dtype=bool)
-    values = np.zeros(count)
-    table = np.zeros(2 * count, dtype=np.uintp)  # the addresses, then the doubles between points
+    at, apart, given = [0] * count, [0] * count, [0.0] * count  # per input: address, stride, number
+    number = [True] * count
     for k, v in enumerate(ins):
         if type(v) is np.ndarray and v.ndim > 0:
-            table[k], table[count + k] = address(v), v.strides[0] // 8
+            at[k], apart[k], number[k] = address(v), v.strides[0] // 8, False
         else:
-            flags[k], values[k] = True, v
+            given[k] = v
+    values = np.array(given, dtype=float)
+    table = np.array(at + apart, dtype=np.uintp)  # the addresses, then the doubles between points
+    flags = np.array(number)
     numbers = kernel.flags(flags)
     table[:count][flags] = address(values) + 8 * np.flatnonzero(flags).astype(np.uintp)
     moves = np.zeros(2 * count, dtype=np.uintp)
