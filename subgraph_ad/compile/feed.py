@@ -32,7 +32,7 @@ def numbers(value: Any, name: str) -> np.ndarray | np.float64:
     return array.astype(float, copy=False)
 
 
-_F64 = np.dtype(np.float64)
+_F64, _STEP = np.dtype(np.float64), (8,)
 
 
 def fed(args: Sequence[Any]) -> tuple[list[Any], tuple[int], tuple[bool, ...]] | None:
@@ -45,8 +45,11 @@ def fed(args: Sequence[Any]) -> tuple[list[Any], tuple[int], tuple[bool, ...]] |
     shape = None
     for a in args:
         if type(a) is np.ndarray:
-            if a.dtype is not _F64 or a.ndim != 1 or a.strides[0] <= 0 or a.strides[0] % 8:
-                return None  # (one axis, its points whole doubles apart)
+            if a.dtype is not _F64:
+                return None
+            apart = a.strides
+            if apart != _STEP and (len(apart) != 1 or apart[0] <= 0 or apart[0] % 8):
+                return None  # (one axis, its points whole doubles apart: next to each other the common case)
             if shape is None:
                 shape = a.shape
             elif a.shape != shape:
@@ -76,8 +79,9 @@ def outputs(count: int, size: int) -> tuple[list[np.ndarray], np.ndarray]:
         at = ctypes.addressof(ctypes.c_char.from_buffer(raw.data))
         skip = (-at % 64) // 8
         starts = skip + np.arange(count, dtype=np.uintp) * np.uintp(stride)
-        return [raw[a:a + size] for a in starts.tolist()], np.concatenate([np.uintp(at) + np.uintp(8) * starts,
-                                                                           np.ones(count, dtype=np.uintp)])
+        table = np.ones(2 * count, dtype=np.uintp)
+        table[:count] = np.uintp(at) + np.uintp(8) * starts
+        return [raw[a:a + size] for a in starts.tolist()], table
     outs, addresses = [], []
     for _ in range(count):
         raw = np.empty(size + 8)

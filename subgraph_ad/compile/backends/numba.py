@@ -301,16 +301,12 @@ def slices(kernel: Kernel, ins: Sequence[Any], outs: Sequence[np.ndarray],
     addresses and then the doubles between their points, where the caller knows them:
     ``feed.outputs``). Each runner has its own scratch."""
     count = len(ins)
-    at, apart, given = [0] * count, [0] * count, [0.0] * count  # per input: address, stride, number
-    number = [True] * count
-    for k, v in enumerate(ins):
-        if type(v) is np.ndarray and v.ndim > 0:
-            at[k], apart[k], number[k] = address(v), v.strides[0] // 8, False
-        else:
-            given[k] = v
-    values = np.array(given, dtype=float)
-    table = np.array(at + apart, dtype=np.uintp)  # the addresses, then the doubles between points
-    flags = np.array(number)
+    arrays = [type(v) is np.ndarray and v.ndim > 0 for v in ins]
+    values = np.array([0.0 if array else v for v, array in zip(ins, arrays)], dtype=float)
+    table = np.array([address(v) if array else 0 for v, array in zip(ins, arrays)]  # the addresses,
+                     + [v.strides[0] // 8 if array else 0 for v, array in zip(ins, arrays)],  # then the
+                     dtype=np.uintp)  # doubles between points
+    flags = np.logical_not(arrays)
     numbers = kernel.flags(flags)
     table[:count][flags] = address(values) + 8 * np.flatnonzero(flags).astype(np.uintp)
     moves = np.zeros(2 * count, dtype=np.uintp)
