@@ -352,7 +352,6 @@ class Compiled:
         return tuple(outs) if len(shape) == 1 else tuple(o.reshape(shape) for o in outs)
 
 
-
 def lambdify(inputs: Term | Sequence[Term], outputs: Term | Sequence[Term], backend: str | None = None,
              block: int = BLOCK, parallel: bool = True, *, warn: bool = False, chunk: int = CHUNK,
              cache: bool = True, dtype: str | None = None) -> Compiled | DeviceCompiled | ArrayCompiled | JaxArrayCompiled | Expanded:
