@@ -43,7 +43,6 @@ import numpy as np
 import subgraph_ad as sad
 from subgraph_ad.benchmark_functions import HIDDEN, SAD, network_data
 from subgraph_ad.benchmark_functions import MANY_VARIABLES as CASES  # name: (the scalar loop, number of variables)
-from subgraph_ad.compile import config
 from subgraph_ad.compile.lambdify import BackendWarning
 from subgraph_ad.core import dependencies
 
@@ -214,12 +213,8 @@ def ours_arrays(name: str) -> dict[str, Any]:
         for what, g in on_numba.items():
             np.testing.assert_allclose(g(point), programs[what][0](point), rtol=1e-10, atol=1e-12)
             row[what]["eval_1_numba"] = timed(lambda: g(point), warm=True)[0]
-            batched, default = sad.vmap(g), config.backend
-            config.backend = "numba"  # (vmap compiles the function it traces, hvp's lambda, with the default)
-            try:
-                np.testing.assert_allclose(batched(many), sad.vmap(programs[what][0])(many), rtol=1e-10, atol=1e-12)
-            finally:
-                config.backend = default
+            batched = sad.vmap(g)
+            np.testing.assert_allclose(batched(many), sad.vmap(programs[what][0])(many), rtol=1e-10, atol=1e-12)
             row[what]["eval_batch_numba"] = timed(lambda: batched(many), budget=5.0, warm=True)[0]
     return row
 

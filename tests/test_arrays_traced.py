@@ -243,6 +243,11 @@ def test_traced_transforms_under_vmap_on_the_numba_backend_match_jax(array_f, mo
             np.testing.assert_allclose(sad.vmap(lambda x: sad.hvp(f, x, d))(X), want_hvp, **TOL)
             np.testing.assert_allclose(sad.vmap(sad.vmap(sad.grad(f)))(X[:, None])[:, 0], want_grad, **TOL)
     assert calls and set(calls) == {"numba"}  # Numba's kernels took the columns in place; NumPy's did not
+    calls.clear()  # vmap of a function that asks for Numba inside compiles it for Numba, whatever the default
+    monkeypatch.setattr(config, "backend", "numpy")
+    np.testing.assert_allclose(sad.vmap(lambda x: sad.hvp(f, x, d, backend="numba"))(X), want_hvp, **TOL)
+    np.testing.assert_allclose(sad.vmap(lambda x: sad.hvp(f, x, d))(X), want_hvp, **TOL)
+    assert calls == ["numba"]
 
 
 @pytest.mark.parametrize("array_f", [mlp, einsum_net])

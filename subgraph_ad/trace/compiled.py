@@ -22,6 +22,7 @@ from ..compile.devices import on_host
 from ..compile.lambdify import lambdify
 from ..core import Term
 from .captured import Captured
+from .nesting import asked_backend
 from .tracer import Traced
 
 _pauses = 0  # builds now running with the collector paused, in any thread
@@ -83,7 +84,7 @@ def compile_traced(f: Callable[..., Any], signature: Sequence[Any], what: str, b
     with collector_paused():
         trace = Traced(f, signature, what, kwargs, arrays=arrays)
         inputs, outputs, kept = build(trace)
-        return program(inputs, outputs, backend), kept
+        return program(inputs, outputs, backend if backend is not None else asked_backend(trace.tape)), kept
 
 
 class Programs(Generic[T]):

@@ -37,6 +37,7 @@ from ..core.graph import below
 
 _local = threading.local()
 _origins: weakref.WeakKeyDictionary[Tape, str] = weakref.WeakKeyDictionary()
+_backends: weakref.WeakKeyDictionary[Tape, str] = weakref.WeakKeyDictionary()
 
 
 def _stack() -> list[Tape]:
@@ -70,6 +71,19 @@ def name_tape(tape: Tape, origin: str) -> None:
 
 def origin(tape: Tape) -> str:
     return _origins.get(tape, "a tape built by hand")
+
+
+def ask_backend(tape: Tape, backend: str | None) -> None:
+    """Record the backend a transform nested in the trace of ``tape`` was given (the first
+    one), for the outer transform that compiles the trace without a backend of its own:
+    ``vmap(lambda x: hvp(f, x, v, backend="numba"))`` runs on Numba."""
+    if backend is not None:
+        _backends.setdefault(tape, backend)
+
+
+def asked_backend(tape: Tape) -> str | None:
+    """The backend a transform nested in the trace of ``tape`` asked for, if any."""
+    return _backends.get(tape)
 
 
 def terms_in(value: Any) -> Iterator[Term]:
@@ -133,4 +147,4 @@ def lifted(tape: Tape, value: Any) -> Term:
     return tape.const(float(value))
 
 
-__all__ = ["fresh_prefix", "lifted", "name_tape", "origin", "outer_tape", "running", "substitute", "terms_in", "tracing"]
+__all__ = ["ask_backend", "asked_backend", "fresh_prefix", "lifted", "name_tape", "origin", "outer_tape", "running", "substitute", "terms_in", "tracing"]

@@ -22,7 +22,7 @@ from ..core import Tape, Term
 from ..interop import dask_arrays  # Dask: the hooks marked "Dask" below
 from ..pytrees import Tree, flatten, leaf_shapes, real_leaf, static_key
 from .compiled import Programs, call, collector_paused
-from .nesting import lifted, outer_tape, running, substitute, terms_in
+from .nesting import ask_backend, lifted, outer_tape, running, substitute, terms_in
 from .results import Assemble, Packed, cast, result_dtype
 from .tracer import Traced, check_callable
 
@@ -256,6 +256,7 @@ class Transformed:
             found, tree = flatten(arg, f"argument {k}", traced_leaf(self.what))
             leaves.append(found)
             trees.append(tree)
+        ask_backend(tape, self.cache.backend)
         trace = Traced(self.f, trees, self.what, kwargs, tape)
         terms, assemble = self.build(trace)
         mapping = {}
