@@ -303,9 +303,9 @@ def slices(kernel: Kernel, ins: Sequence[Any], outs: Sequence[np.ndarray],
     count = len(ins)
     arrays = [type(v) is np.ndarray and v.ndim > 0 for v in ins]
     values = np.array([0.0 if array else v for v, array in zip(ins, arrays)], dtype=float)
-    table = np.array([address(v) if array else 0 for v, array in zip(ins, arrays)]  # the addresses,
-                     + [v.strides[0] // 8 if array else 0 for v, array in zip(ins, arrays)],  # then the
-                     dtype=np.uintp)  # doubles between points
+    # the driver's table: each input's address, then the doubles between its points
+    table = np.array([address(v) if array else 0 for v, array in zip(ins, arrays)]
+                     + [v.strides[0] // 8 if array else 0 for v, array in zip(ins, arrays)], dtype=np.uintp)
     flags = np.logical_not(arrays)
     numbers = kernel.flags(flags)
     table[:count][flags] = address(values) + 8 * np.flatnonzero(flags).astype(np.uintp)
