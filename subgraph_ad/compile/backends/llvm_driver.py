@@ -69,14 +69,25 @@ def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int, 
         "  %bskip = mul nsw i64 %a, %bstride", "  %bat = getelementptr inbounds double, ptr %bsrc, i64 %bskip",
         "  br i1 %bnumber, label %base.set, label %base.array",
         "base.array:", "  %bcontiguous = icmp eq i64 %bstride, 1", "  %bdirect = and i1 %exact, %bcontiguous",
-        "  br i1 %bdirect, label %base.set, label %base.copy",
-        "base.copy:", "  %p = phi i64 [0, %base.array], [%p.next, %base.copy]",
+        "  br i1 %bdirect, label %base.set, label %base.gathers",
+        # a block's whole vectors of points gathered (its points a stride apart), the rest one by one
+        "base.gathers:", "  %gany = icmp sgt i64 %whole, 0", *_splat("%gstrides", "%bstride", width),
+        "  br i1 %gany, label %base.gather, label %base.rest",
+        "base.gather:", "  %g = phi i64 [0, %base.gathers], [%g.next, %base.gather]",
+        *_lanes("%g", "%gstrides", width), f"  %g.ptrs = getelementptr double, ptr %bat, <{width} x i64> %g.apart",
+        f"  %g.v = call {vector} @{gather(width)}(<{width} x ptr> %g.ptrs, i32 8, {_all(width)}, {vector} poison)",
+        f"  %g.to = getelementptr inbounds {vector}, ptr %bfilled, i64 %g", f"  store {vector} %g.v, ptr %g.to, align 8",
+        "  %g.next = add nuw nsw i64 %g, 1", "  %g.more = icmp slt i64 %g.next, %whole",
+        "  br i1 %g.more, label %base.gather, label %base.rest",
+        "base.rest:", "  %prest = icmp slt i64 %cut, %m", "  br i1 %prest, label %base.copy, label %base.set",
+        "base.copy:", "  %p = phi i64 [%cut, %base.rest], [%p.next, %base.copy]",
         "  %xat = mul nsw i64 %p, %bstride", "  %xp = getelementptr inbounds double, ptr %bat, i64 %xat",
         "  %x = load double, ptr %xp, align 8",
         "  %yp = getelementptr inbounds double, ptr %bfilled, i64 %p", "  store double %x, ptr %yp, align 8",
         "  %p.next = add nuw nsw i64 %p, 1", "  %p.more = icmp slt i64 %p.next, %m",
         "  br i1 %p.more, label %base.copy, label %base.set",
-        "base.set:", "  %bptr = phi ptr [%bnumber.at, %base], [%bat, %base.array], [%bfilled, %base.copy]",
+        "base.set:",
+        "  %bptr = phi ptr [%bnumber.at, %base], [%bat, %base.array], [%bfilled, %base.copy], [%bfilled, %base.rest]",
         "  %bdst = getelementptr inbounds ptr, ptr %B, i64 %b", "  store ptr %bptr, ptr %bdst, align 8",
         "  %b.next = add nuw nsw i64 %b, 1", f"  %b.more = icmp slt i64 %b.next, {n_inputs}",
         f"  br i1 %b.more, label %base, label %{after_base}",
@@ -112,16 +123,23 @@ def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int, 
         "  br i1 %is.input, label %out.input, label %out.ready",
         "out.input:", "  %input.at = load ptr, ptr %inputp, align 8", "  br label %out.ready",
         "out.ready:", "  %from.row = phi ptr [%scratch.row, %out.start], [%input.at, %out.input]",
-        "  %out.any = icmp sgt i64 %whole, 0", "  %out.whole = and i1 %out.any, %jcontiguous",
-        "  br i1 %out.whole, label %out.vectors, label %out.rest",
-        "out.vectors:", "  %w = phi i64 [0, %out.ready], [%w.next, %out.vectors]",
+        "  %out.any = icmp sgt i64 %whole, 0", "  br i1 %out.any, label %out.whole, label %out.rest",
+        "out.whole:", *_splat("%sstrides", "%jstride", width),
+        "  br i1 %jcontiguous, label %out.vectors, label %out.scatter",
+        # whole vectors scattered to points a stride apart, the rest one by one
+        "out.scatter:", "  %s = phi i64 [0, %out.whole], [%s.next, %out.scatter]",
+        f"  %sq = getelementptr inbounds {vector}, ptr %from.row, i64 %s", f"  %sv = load {vector}, ptr %sq, align 8",
+        *_lanes("%s", "%sstrides", width), f"  %s.ptrs = getelementptr double, ptr %dst.a, <{width} x i64> %s.apart",
+        f"  call void @{scatter(width)}({vector} %sv, <{width} x ptr> %s.ptrs, i32 8, {_all(width)})",
+        "  %s.next = add nuw nsw i64 %s, 1", "  %s.more = icmp slt i64 %s.next, %whole",
+        "  br i1 %s.more, label %out.scatter, label %out.rest",
+        "out.vectors:", "  %w = phi i64 [0, %out.whole], [%w.next, %out.vectors]",
         f"  %wq = getelementptr inbounds {vector}, ptr %from.row, i64 %w", f"  %zv = load {vector}, ptr %wq, align 8",
         f"  %wp = getelementptr inbounds {vector}, ptr %dst.a, i64 %w", f"  store {vector} %zv, ptr %wp, align 8",
         "  %w.next = add nuw nsw i64 %w, 1", "  %w.more = icmp slt i64 %w.next, %whole",
         "  br i1 %w.more, label %out.vectors, label %out.rest",
-        "out.rest:", "  %q.first = select i1 %jcontiguous, i64 %cut, i64 0", "  %out.tail = icmp slt i64 %q.first, %m",
-        "  br i1 %out.tail, label %out.copy, label %out.end",
-        "out.copy:", "  %q = phi i64 [%q.first, %out.rest], [%q.next, %out.copy]",
+        "out.rest:", "  %out.tail = icmp slt i64 %cut, %m", "  br i1 %out.tail, label %out.copy, label %out.end",
+        "out.copy:", "  %q = phi i64 [%cut, %out.rest], [%q.next, %out.copy]",
         "  %zp = getelementptr inbounds double, ptr %from.row, i64 %q", "  %z = load double, ptr %zp, align 8",
         "  %qat = mul nsw i64 %q, %jstride", "  %qp = getelementptr inbounds double, ptr %dst.a, i64 %qat",
         "  store double %z, ptr %qp, align 8",
@@ -134,6 +152,38 @@ def driver(n_chunks: int, n_inputs: int, n_outputs: int, width: int, rows: int, 
         "end:", "  ret void", "}", ""])
 
 
+def gather(width: int) -> str:
+    """LLVM's gather of ``width`` doubles (declared by ``declarations``)."""
+    return f"llvm.masked.gather.v{width}f64.v{width}p0"
+
+
+def scatter(width: int) -> str:
+    return f"llvm.masked.scatter.v{width}f64.v{width}p0"
+
+
+def declarations(width: int) -> list[str]:
+    """What the driver calls: the gather and scatter of a vector of points a stride apart."""
+    return [f"declare <{width} x double> @{gather(width)}(<{width} x ptr>, i32 immarg, <{width} x i1>, <{width} x double>)",
+            f"declare void @{scatter(width)}(<{width} x double>, <{width} x ptr>, i32 immarg, <{width} x i1>)"]
+
+
+def _splat(name: str, scalar: str, width: int) -> list[str]:
+    """``name``: the i64 ``scalar`` in every lane."""
+    return [f"  {name}.first = insertelement <{width} x i64> poison, i64 {scalar}, i64 0",
+            f"  {name} = shufflevector <{width} x i64> {name}.first, <{width} x i64> poison, <{width} x i32> zeroinitializer"]
+
+
+def _lanes(k: str, strides: str, width: int) -> list[str]:
+    """``{k}.apart``: the offsets of vector ``k``'s points, ``strides`` doubles apart."""
+    lanes = "<" + ", ".join(f"i64 {lane}" for lane in range(width)) + ">"
+    return [f"  {k}.at = mul nuw nsw i64 {k}, {width}", *_splat(f"{k}.from", f"{k}.at", width),
+            f"  {k}.points = add <{width} x i64> {k}.from, {lanes}", f"  {k}.apart = mul <{width} x i64> {k}.points, {strides}"]
+
+
+def _all(width: int) -> str:
+    return f"<{width} x i1> <" + ", ".join(["i1 true"] * width) + ">"
+
+
 def point_driver(n_chunks: int) -> str:
     """``@run`` for one point, with the arguments of ``driver`` (only ``ins``, ``S``, ``K`` and
     ``H`` read): the chunks run once on one vector, ``ins`` their table of addresses — each
@@ -144,4 +194,4 @@ def point_driver(n_chunks: int) -> str:
         "entry:", *calls, "  ret void", "}", ""])
 
 
-__all__ = ["ROW", "driver", "point_driver", "scratch"]
+__all__ = ["ROW", "declarations", "driver", "point_driver", "scratch"]

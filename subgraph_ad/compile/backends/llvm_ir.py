@@ -28,7 +28,7 @@ from typing import Any, Callable
 from ...functions.elementary import ELEMENTARY, Elementary, steps
 from ...tables import rule_table
 from ..program import Chunks, Lowering, Operand, Program, Step, chunks
-from .llvm_driver import ROW, driver, point_driver
+from .llvm_driver import ROW, declarations, driver, point_driver
 
 
 
@@ -363,6 +363,8 @@ def source(program: Program, chunk: int, width: int, features: str, row: int = R
         functions.append(_chunk_function(k, e))
     functions.append(point_driver(len(cut.bounds)) if point else
                      driver(len(cut.bounds), n_inputs, len(program.outputs), width, rows(program, cut), row))
+    if not point:
+        tables.declarations.update(declarations(width))
     text = "\n".join(sorted(tables.declarations) + functions)
     return text, tables
 
