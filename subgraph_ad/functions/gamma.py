@@ -319,6 +319,50 @@ def sinc_derivative(v: Any, k: int) -> Any:
     return out.reshape(x.shape)[()] if x.ndim else np.float64(out[0])
 
 
+def _sinc_derivative_at(k: int) -> Callable[[float], float]:
+    """sinc's k-th derivative on one float: ``sinc_derivative``'s recurrence written out on
+    Python complex numbers, which Numba compiles as it is (its kernels call it) and the
+    one-point code runs."""
+    rotation = 1j ** k  # iᵏ, and the other constants of this order, as the closure's numbers
+    scale, odd, start = math.pi ** k, k % 2 == 1, k + SINC_EXTRA_STEPS
+
+    def value(x: float) -> float:
+        a = abs(x)
+        u = math.pi * a
+        r = a % 2.0  # exact (a >= 0: fmod): sin(πx) and cos(πx) without the rounding of πx
+        e = complex(math.cos(math.pi * r), math.sin(math.pi * r))
+        if not u < k:  # upward from I₀ (nan and inf too)
+            moment = (e - 1.0) / (1j * u)
+            for j in range(1, k + 1):
+                moment = (e - j * moment) / (1j * u)
+        else:  # downward from I_N = 0
+            moment = 0j
+            for j in range(start + int(math.ceil(u)), k, -1):
+                moment = (e - 1j * u * moment) / j
+        sign = -1.0 if odd and x < 0 else 1.0
+        return (moment * rotation).real * scale * sign
+
+    return value
+
+
+@functools.lru_cache(maxsize=None)
+def _sinc_derivative_elementary(k: int) -> Elementary:
+    """sinc⁽ᵏ⁾ as one elementary: NumPy's recurrence on arrays, ``_sinc_derivative_at`` on
+    floats; C99 has no form of it (a C or CUDA program says so)."""
+
+    def to_sympy(arg: Any) -> Any:
+        import sympy
+
+        t = sympy.Dummy("t")
+        return sympy.diff(sympy.sinc(sympy.pi * t), t, k).subs(t, arg)
+
+    def array(v: Any) -> Any:
+        return sinc_derivative(v, k)
+
+    array.__name__ = f"sinc_d{k}"
+    return Elementary(f"sinc_d{k}", 1, (array,), _sinc_derivative_at(k), f"sinc_d{k}({{0}})", to_sympy)
+
+
 @dataclass(frozen=True, repr=False)
 class SincDerivative(UnaryFn):
     """The k-th derivative of sinc as a function of its own (k >= 1), finite at 0 to every
@@ -330,17 +374,12 @@ class SincDerivative(UnaryFn):
     def name(self) -> str:
         return f"sinc_d{self.k}"
 
-    def f(self, v: Any) -> Any:
-        return sinc_derivative(v, self.k)
+    @property
+    def spelling(self) -> tuple[Step, ...]:
+        return (_sinc_derivative_elementary(self.k),)
 
     def fdiff(self, input: Any, output: Any) -> Any:
         return SincDerivative(self.k + 1)(input)
-
-    def to_sympy(self, arg: Any) -> Any:
-        import sympy
-
-        t = sympy.Dummy("t")
-        return sympy.diff(sympy.sinc(sympy.pi * t), t, self.k).subs(t, arg)
 
 
 @dataclass(frozen=True, repr=False)

@@ -7,6 +7,7 @@ sinc(x) = ∫₀¹ cos(πxt) dt), the size of the oscillation it is a point of; 
 itself, no float64 method can do better than its rounding next to a zero."""
 
 import math
+import warnings
 
 import jax
 import mpmath
@@ -56,6 +57,26 @@ def test_sinc_derivatives_within_1e_12_of_their_envelope(k):
     for x, value in zip(XS, got):
         truth = sinc_truth(x, k)
         assert abs(value - truth) <= 1e-12 * envelope(x, k), (k, x, value, truth)
+
+
+@pytest.mark.parametrize("k", [1, 2, 7, 30, 60])
+def test_sinc_derivatives_on_numba_and_at_one_point_within_1e_12_of_their_envelope(k):
+    """The same recurrence on one float (``_sinc_derivative_at``): compiled by Numba into its
+    kernels (no fallback to NumPy) and run by the one-point code, against mpmath; ±inf and nan
+    give nan, as NumPy's sinc does."""
+    tape = sad.Tape()
+    x = tape.var("x")
+    d = sad.sinc(x).diff(x, k)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a BackendWarning would mean NumPy ran it
+        on_numba = sad.lambdify([x], d, backend="numba", cache=False)
+        got = on_numba(np.array(XS + [math.inf, -math.inf, math.nan]))
+    assert on_numba.backend == "numba"
+    for x_, value in zip(XS, got):
+        truth = sinc_truth(x_, k)
+        assert abs(value - truth) <= 1e-12 * envelope(x_, k), (k, x_, value, truth)
+        assert abs(on_numba(x_) - truth) <= 1e-12 * envelope(x_, k), (k, x_, "one point")
+    assert np.isnan(got[-3:]).all()
 
 
 @pytest.mark.parametrize("k", [50, 60])
