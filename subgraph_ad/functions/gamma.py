@@ -8,9 +8,10 @@ is a polygamma of a higher index; erfinv′ = (√π/2)·exp(erfinv²) reuses th
 be (cos(πx) − sinc(x))/x, 0/0 at x = 0, so sinc's derivatives are functions of their own
 (``SincDerivative(k)``), evaluated from sinc(x) = ∫₀¹ cos(πxt) dt by a recurrence that is
 stable upward for π|x| >= k and downward below: finite, and right, at 0 and to a few ulps of
-their size everywhere, at every order. Values come from SciPy's ufuncs (gamma and
+their size everywhere, at every order. Values on arrays come from SciPy's ufuncs (gamma and
 lgamma fall back to ``math`` without SciPy; the others need it: ``pip install
-scipy``).
+scipy``); on one float — what the Numba backend compiles and the one-point code runs — sinc's
+derivatives and the polygammas come from ``special_scalar``.
 
 >>> import subgraph_ad as sad
 >>> tape = sad.Tape(); x = tape.var("x", 0.0)
@@ -33,6 +34,7 @@ from .base import BinaryFn, UnaryFn, register
 from .elementary import Elementary, Step, _scipy, _special, _sympy
 from .exponential import exact, exp, log, sigmoid, sqrt
 from .extrema import maximum, reduce_extremum
+from .special_scalar import polygamma_at, sinc_derivative_at
 from .stop_gradient import stop_gradient
 
 
@@ -194,6 +196,20 @@ def _polygamma_array(n: int) -> Callable[..., Any]:
     return array
 
 
+@functools.lru_cache(maxsize=None)
+def _polygamma_elementary(n: int) -> Elementary:
+    """ψ⁽ⁿ⁾ as one elementary: SciPy on arrays, ``special_scalar.polygamma_at`` on one float
+    (what Numba compiles); C99 has no form of it (a C or CUDA program says so)."""
+    name = "digamma" if n == 0 else f"polygamma{n}"
+
+    def to_sympy(arg: Any) -> Any:
+        import sympy
+
+        return sympy.polygamma(n, arg)
+
+    return Elementary(name, 1, (_polygamma_array(n),), polygamma_at(n), f"{name}({{0}})", to_sympy)
+
+
 @dataclass(frozen=True, repr=False)
 class Polygamma(UnaryFn):
     """ψ⁽ⁿ⁾(x), the n-th derivative of the digamma function ψ = Γ′/Γ, for a whole order n >= 0 (a
@@ -211,16 +227,12 @@ class Polygamma(UnaryFn):
     def name(self) -> str:
         return "digamma" if self.n == 0 else f"polygamma{self.n}"
 
-    def f(self, v: Any) -> Any:
-        return _polygamma_array(self.n)(v)
+    @property
+    def spelling(self) -> tuple[Step, ...]:
+        return (_polygamma_elementary(self.n),)
 
     def fdiff(self, input: Any, output: Any) -> Any:
         return Polygamma(self.n + 1)(input)
-
-    def to_sympy(self, arg: Any) -> Any:
-        import sympy
-
-        return sympy.polygamma(self.n, arg)
 
 
 digamma = register(Polygamma(0))
@@ -319,36 +331,10 @@ def sinc_derivative(v: Any, k: int) -> Any:
     return out.reshape(x.shape)[()] if x.ndim else np.float64(out[0])
 
 
-def _sinc_derivative_at(k: int) -> Callable[[float], float]:
-    """sinc's k-th derivative on one float: ``sinc_derivative``'s recurrence written out on
-    Python complex numbers, which Numba compiles as it is (its kernels call it) and the
-    one-point code runs."""
-    rotation = 1j ** k  # iᵏ, and the other constants of this order, as the closure's numbers
-    scale, odd, start = math.pi ** k, k % 2 == 1, k + SINC_EXTRA_STEPS
-
-    def value(x: float) -> float:
-        a = abs(x)
-        u = math.pi * a
-        r = a % 2.0  # exact (a >= 0: fmod): sin(πx) and cos(πx) without the rounding of πx
-        e = complex(math.cos(math.pi * r), math.sin(math.pi * r))
-        if not u < k:  # upward from I₀ (nan and inf too)
-            moment = (e - 1.0) / (1j * u)
-            for j in range(1, k + 1):
-                moment = (e - j * moment) / (1j * u)
-        else:  # downward from I_N = 0
-            moment = 0j
-            for j in range(start + int(math.ceil(u)), k, -1):
-                moment = (e - 1j * u * moment) / j
-        sign = -1.0 if odd and x < 0 else 1.0
-        return (moment * rotation).real * scale * sign
-
-    return value
-
-
 @functools.lru_cache(maxsize=None)
 def _sinc_derivative_elementary(k: int) -> Elementary:
-    """sinc⁽ᵏ⁾ as one elementary: NumPy's recurrence on arrays, ``_sinc_derivative_at`` on
-    floats; C99 has no form of it (a C or CUDA program says so)."""
+    """sinc⁽ᵏ⁾ as one elementary: NumPy's recurrence on arrays, the same on one float
+    (``special_scalar``); C99 has no form of it (a C or CUDA program says so)."""
 
     def to_sympy(arg: Any) -> Any:
         import sympy
@@ -360,7 +346,7 @@ def _sinc_derivative_elementary(k: int) -> Elementary:
         return sinc_derivative(v, k)
 
     array.__name__ = f"sinc_d{k}"
-    return Elementary(f"sinc_d{k}", 1, (array,), _sinc_derivative_at(k), f"sinc_d{k}({{0}})", to_sympy)
+    return Elementary(f"sinc_d{k}", 1, (array,), sinc_derivative_at(k, SINC_EXTRA_STEPS), f"sinc_d{k}({{0}})", to_sympy)
 
 
 @dataclass(frozen=True, repr=False)

@@ -20,8 +20,9 @@ from subgraph_ad.functions import FUNCTIONS
 EDGES = [math.nan, math.inf, -math.inf, 0.0, -0.0, 5e-324, 1e-300, 0.5, -0.5, 1.0, -1.0, 2.5, -2.5, 3.0, -7.0,
          30.0, 710.0, -745.2, 1e16, 1e300, -1e300]
 
-#: Their values come from SciPy's ufuncs, which Numba cannot call.
-SCIPY_ONLY = {"digamma", "erfinv"}
+#: Its values come from SciPy's ufunc, which Numba cannot call (digamma has a form on one float
+#: that Numba compiles: ``functions.special_scalar``).
+SCIPY_ONLY = {"erfinv"}
 
 
 def _lgamma(v):

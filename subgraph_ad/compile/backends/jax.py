@@ -24,8 +24,6 @@ it works on JAX tracers (the polygamma family, whose ``f`` is SciPy's, is
 from __future__ import annotations
 
 import functools
-import math
-from fractions import Fraction
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -33,13 +31,12 @@ import numpy as np
 from ...tables import rule_table
 from ...functions.elementary import Elementary, steps
 from ...functions.gamma import Polygamma
+from ...functions.special_scalar import asymptotic
 from ..devices import DeviceCompiled
 from ..program import INFIX, Lowering, Operand, Program, Step, define, literal
 from .c import NotLowerable
 
 NAME = "JAX"
-#: float64's relative rounding unit
-EPS = float(np.finfo(np.float64).eps)
 
 
 def _jax() -> tuple[Any, Any]:
@@ -84,26 +81,6 @@ def _own() -> dict[str, Any]:
 #: jax.scipy.special's functions that NumPy lacks, by elementary name (gammaln is already +inf at
 #: −inf, as the NumPy path's lgamma).
 SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "tgamma": "gamma", "lgamma": "gammaln"}
-
-
-#: Bernoulli numbers B₂, B₄, …, B₂₂: the asymptotic series of ψ⁽ⁿ⁾ keeps the first ten
-#: terms, and the eleventh bounds what it leaves out.
-BERNOULLI = (Fraction(1, 6), Fraction(-1, 30), Fraction(1, 42), Fraction(-1, 30), Fraction(5, 66),
-             Fraction(-691, 2730), Fraction(7, 6), Fraction(-3617, 510), Fraction(43867, 798),
-             Fraction(-174611, 330), Fraction(854513, 138))
-
-
-@functools.cache
-def asymptotic(n: int) -> tuple[float, tuple[float, ...]]:
-    """Where and how ψ⁽ⁿ⁾ (n >= 1) is its asymptotic series,
-    ψ⁽ⁿ⁾(x) = (−1)ⁿ⁺¹ (n−1)!/xⁿ · (1 + n/(2x) + Σₖ cₖ x⁻²ᵏ),  cₖ = B₂ₖ (2k+n−1)!/((2k)! (n−1)!):
-    the coefficients c₁…c₁₀, and the x from which the first term left out, which bounds the
-    error of the series (it alternates once x > n), is below a quarter ulp."""
-    c = [b * Fraction(math.factorial(2 * k + n - 1), math.factorial(2 * k) * math.factorial(n - 1))
-         for k, b in enumerate(BERNOULLI, 1)]
-    kept, first_left_out = c[:-1], abs(float(c[-1]))
-    start = max(float(n), (first_left_out / (EPS / 4)) ** (1.0 / (2 * len(c))))
-    return start, tuple(float(ck) for ck in kept)
 
 
 def _polygamma_tail(n: int, v: Any) -> Any:
