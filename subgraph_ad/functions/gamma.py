@@ -10,8 +10,8 @@ be (cos(πx) − sinc(x))/x, 0/0 at x = 0, so sinc's derivatives are functions o
 stable upward for π|x| >= k and downward below: finite, and right, at 0 and to a few ulps of
 their size everywhere, at every order. Values on arrays come from SciPy's ufuncs (gamma and
 lgamma fall back to ``math`` without SciPy; the others need it: ``pip install
-scipy``); on one float — what the Numba backend compiles and the one-point code runs — sinc's
-derivatives and the polygammas come from ``special_scalar``.
+scipy``); on one float — what the Numba backend compiles and the one-point code runs — erfinv,
+sinc's derivatives and the polygammas come from ``special_scalar``.
 
 >>> import subgraph_ad as sad
 >>> tape = sad.Tape(); x = tape.var("x", 0.0)
@@ -34,7 +34,7 @@ from .base import BinaryFn, UnaryFn, register
 from .elementary import Elementary, Step, _scipy, _special, _sympy
 from .exponential import exact, exp, log, sigmoid, sqrt
 from .extrema import maximum, reduce_extremum
-from .special_scalar import polygamma_at, sinc_derivative_at
+from .special_scalar import erfinv_at, polygamma_at, sinc_derivative_at
 from .stop_gradient import stop_gradient
 
 
@@ -124,7 +124,7 @@ SPECIAL: dict[str, Elementary] = {e.name: e for e in (
                _sympy_logaddexp(2)),
     Elementary("softplus", 1, (functools.partial(np.logaddexp, 0.0),),
                _softplus, "(fmax({0}, 0.0) + log1p(exp(-fabs({0}))))", _sympy_softplus),
-    Elementary("erfinv", 1, (_needs_scipy("erfinv"),), _needs_scipy("erfinv"), "erfinv({0})", _sympy("erfinv")),
+    Elementary("erfinv", 1, (_needs_scipy("erfinv"),), erfinv_at, "erfinv({0})", _sympy("erfinv")),
     Elementary("tgamma", 1, (_special("gamma", math.gamma),), math.gamma, "tgamma({0})", _sympy("gamma"),
                ("gamma",)),
     Elementary("lgamma", 1, (_lgamma_array,), math.lgamma, "lgamma({0})", _sympy("loggamma"),

@@ -1,7 +1,7 @@
 """Every registered function on the CPU's three paths — the NumPy backend, the Numba backend and
 the one-point Python code — at IEEE edges: the same values (nan where nan, infinities equal,
-−0.0 kept), and Numba compiles each one itself rather than falling back to NumPy, except the
-functions whose values come only from SciPy (``SCIPY_ONLY``), which warn and fall back.
+−0.0 kept), and Numba compiles each one itself rather than falling back to NumPy (SciPy's
+functions through their forms on one float, ``functions.special_scalar``).
 
 The oracle for the values is NumPy/SciPy's own ufuncs, called here directly (``REFERENCE``),
 not through the library."""
@@ -20,9 +20,6 @@ from subgraph_ad.functions import FUNCTIONS
 EDGES = [math.nan, math.inf, -math.inf, 0.0, -0.0, 5e-324, 1e-300, 0.5, -0.5, 1.0, -1.0, 2.5, -2.5, 3.0, -7.0,
          30.0, 710.0, -745.2, 1e16, 1e300, -1e300]
 
-#: Its values come from SciPy's ufunc, which Numba cannot call (digamma has a form on one float
-#: that Numba compiles: ``functions.special_scalar``).
-SCIPY_ONLY = {"erfinv"}
 
 
 def _lgamma(v):
@@ -89,7 +86,7 @@ def test_numpy_numba_and_one_point_agree_at_the_edges(name):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         got = numba_fn(*args)
-    assert [w.category for w in caught] == ([sad.BackendWarning] if name in SCIPY_ONLY else [])
+    assert [w.category for w in caught] == []  # Numba compiles every built-in (SciPy's: ``special_scalar``)
     assert same(got, ref, signed), name
     points = [numpy_fn(*(float(a[i]) for a in args)) for i in range(len(args[0]))]
     assert same(points, ref, signed, ULPS.get(name, 4)), name
