@@ -24,8 +24,8 @@ from .trace import hvp, jvp, value_and_grad, vjp, vmap  # the function forms; on
 from .functions.kinks import (ceil, clip, floor, fmax, fmin, fmod, heaviside, maximum, minimum, mod, relu, trunc,
                               where)
 from .functions.kinks import round_ as round  # noqa: A004  (sad.round, like np.round)
-from .functions.gamma import (digamma, erfinv, gamma, lgamma, logaddexp, logaddexp2, logsumexp, polygamma, sinc,
-                              softplus)
+from .functions.gamma import digamma, erfinv, gamma, lgamma, logaddexp, logaddexp2, logsumexp, polygamma, softplus
+from .functions.sinc import sinc
 from .interop.numpy_dispatch import TermArray, stack
 from .interop.bridge_entry import from_sympy
 from .operators import biharmonic, derivative_tensor, laplacian, taylor_graph

@@ -14,8 +14,9 @@ from .kinks import (Compare, Extremum, Heaviside, Relu, Remainder, Rounding, Sel
                     clip, equal, fmax, fmin, fmod, floor, greater, greater_equal, heaviside, is_condition, isfinite,
                     isnan, less, less_equal, logical_and, logical_not, logical_or, maximum, minimum, mod, not_equal,
                     relu, round_, select, selection, stop_gradient, trunc, truth, where)
-from .gamma import (Erfinv, Gamma, Lgamma, LogAddExp, Polygamma, Sinc, SincDerivative, Softplus, digamma,
-                    erfinv, gamma, lgamma, logaddexp, logaddexp2, logsumexp, polygamma, sinc, softplus)
+from .gamma import (Erfinv, Gamma, Lgamma, LogAddExp, Polygamma, Softplus, digamma, erfinv, gamma, lgamma,
+                    logaddexp, logaddexp2, logsumexp, polygamma, softplus)
+from .sinc import Sinc, SincDerivative, sinc
 from .trigonometric import Acos, Asin, Atan, Cot, Csc, Sec, SinFn, Tan, acos, asin, atan, cos, cot, csc, sec, sin, tan
 
 __all__ = ["ELEMENTARY", "FUNCTIONS", "BinaryFn", "Elementary", "Function", "UnaryFn", "chain", "differentiate", "gate", "is_gate",

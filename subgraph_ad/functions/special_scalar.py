@@ -189,7 +189,7 @@ def erfinv_at(y: float) -> float:
 
 
 def sinc_derivative_at(k: int, extra: int) -> Callable[[float], float]:
-    """sinc's k-th derivative on one float: ``gamma.sinc_derivative``'s recurrence on Python
+    """sinc's k-th derivative on one float: ``sinc.sinc_derivative``'s recurrence on Python
     complex numbers (``extra``: the steps of the downward recurrence past k + u)."""
     rotation = 1j ** k  # iᵏ, and the other constants of this order, as the closure's numbers
     scale, odd, start = math.pi ** k, k % 2 == 1, k + extra

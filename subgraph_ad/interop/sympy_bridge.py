@@ -40,7 +40,8 @@ from ..core.arrays import has_arrays
 from ..core.fold import fold_fn
 from ..core.ops import float_form, plain_fraction, reduce_exact
 from ..functions import FUNCTIONS, Function, sympy_hook
-from ..functions.gamma import Polygamma, sinc
+from ..functions.gamma import Polygamma
+from ..functions.sinc import sinc
 from ..functions import kinks
 
 

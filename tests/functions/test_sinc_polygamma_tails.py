@@ -16,7 +16,7 @@ import pytest
 
 import subgraph_ad as sad
 from subgraph_ad.compile.backends.jax import asymptotic
-from subgraph_ad.functions.gamma import sinc_derivative
+from subgraph_ad.functions.sinc import sinc_derivative
 
 ORDERS = range(1, 61)
 #: twelve decades on both sides of 0, the switch points u = πx ≈ 2 + k/2 of the old method
