@@ -147,4 +147,5 @@ def lifted(tape: Tape, value: Any) -> Term:
     return tape.const(float(value))
 
 
-__all__ = ["ask_backend", "asked_backend", "fresh_prefix", "lifted", "name_tape", "origin", "outer_tape", "running", "substitute", "terms_in", "tracing"]
+__all__ = ["ask_backend", "asked_backend", "fresh_prefix", "lifted", "name_tape", "origin", "outer_tape", "running",
+           "substitute", "terms_in", "tracing"]
