@@ -60,7 +60,8 @@ from .arrays import ArrayCompiled, Expanded, JaxArrayCompiled, mostly_scalar, ne
 from .backends import numpy as numpy_backend
 from .cache import CACHE_MIN_STEPS
 from .devices import BackendWarning, DeviceCompiled, described
-from .program import CHUNK, Program, build_program, define
+from .point_code import PointCode
+from .program import CHUNK, Program, build_program
 from .registry import Host
 
 #: Points per block of the NumPy backend: 16384 float64 = 128 KiB per register (measured best).
@@ -116,9 +117,6 @@ class Compiled:
         self.block, self.parallel, self.warn, self.chunk, self.cache = block, parallel, warn, chunk, cache
         #: The backend that runs arrays: the one asked for until it turns out unusable.
         self.backend = backend
-        self._fast: Callable[..., tuple[Any, ...]] | None = None
-        self._fast_pure = False
-        self._scalar: Callable[..., tuple[Any, ...]] | None = None
         self._native: NativePoint | None = None
         self._no_native = False  # the backend has no one-point kernel (or could not build it)
         #: Whether a call on one point takes the backend's kernel, where it has one.
@@ -126,13 +124,16 @@ class Compiled:
         #: The active backend's kernels, by pattern of number (True) and array inputs.
         self._kernels: dict[tuple[bool, ...], Any] = {}
         self._lock = threading.Lock()  # two threads that call at once build a path once
+        #: One point in Python: floats first, NumPy scalars where that raises.
+        self._code = PointCode(program, warn, cache and len(program.steps) >= CACHE_MIN_STEPS, self._lock)
+        self._point = self._code.run
 
     @property
     def built(self) -> tuple[str, ...]:
         """What has been generated so far: ``"point"`` (Python floats), ``"point IEEE"`` (NumPy
         scalars), ``"<backend> (point)"`` (a large program's one-point kernel) and
         ``"<backend> <pattern>"`` per kernel, e.g. ``"numpy (array, number)"``."""
-        paths = [name for name, made in (("point", self._fast), ("point IEEE", self._scalar)) if made is not None]
+        paths = self._code.built
         if self._native is not None:
             paths.append(f"{self.backend} (point)")
         for scalars in self._kernels:
@@ -153,25 +154,11 @@ class Compiled:
     @property
     def _pure(self) -> bool:
         """Whether the one-point code is Python floats only (so it cannot warn); builds it."""
-        self._fast_path()
-        return self._fast_pure
-
-    @property
-    def _cached(self) -> bool:
-        """Whether generated Python code goes through the persistent cache."""
-        return self.cache and len(self.program.steps) >= CACHE_MIN_STEPS
+        return self._code.pure
 
     def _options(self, backend: Host) -> dict[str, Any]:
         """The options of this call a backend takes (those named in its ``OPTIONS``)."""
         return {name: getattr(self, name) for name in getattr(backend, "OPTIONS", ())}
-
-    def _fast_path(self) -> Callable[..., tuple[Any, ...]]:
-        if self._fast is None:
-            with self._lock:
-                if self._fast is None:
-                    source, namespace, self._fast_pure = numpy_backend.scalar_source(self.program, python=True)
-                    self._fast = define(source, namespace, "point", self._cached)
-        return self._fast
 
     def _native_point(self) -> NativePoint | None:
         """The backend's one-point runner of its kernel, where it has one (None: the Python code)."""
@@ -185,14 +172,6 @@ class Compiled:
                     self._fall_back(error)
                 self._no_native = self._native is None
         return self._native
-
-    def _ieee_path(self) -> Callable[..., tuple[Any, ...]]:
-        if self._scalar is None:
-            with self._lock:
-                if self._scalar is None:
-                    source, namespace, _ = numpy_backend.scalar_source(self.program)
-                    self._scalar = define(source, namespace, "scalar", self._cached)
-        return self._scalar
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt from the program on unpickling (e.g. on a Dask worker): code objects and
@@ -235,29 +214,13 @@ class Compiled:
 
     def _one(self, point: Sequence[Any], floats: bool) -> tuple[float, ...]:
         """One point of numbers (``floats``: all Python floats): on the backend's kernel where
-        the program is large enough, else the Python code (``_point``)."""
+        the program is large enough, else the Python code (``point_code``: a call of numbers on a
+        program of ``NATIVE_POINT`` steps, and ``NATIVE_POINT_PER_INPUT`` more an input, runs
+        natively where the backend can)."""
         native = self._native_point() if not self.warn and self._natively else None
         if native is not None:
             return native(point)
         return self._point(point if floats else list(map(float, point)))
-
-    def _point(self, point: Sequence[float]) -> tuple[float, ...]:
-        """One point: Python floats and ``math`` first; where that raises (1/0, log(0), an
-        overflow), and always with ``warn=True`` (NumPy reports what it computes), the IEEE
-        result from NumPy scalars. (A call of numbers on a program of ``NATIVE_POINT`` steps, and
-        ``NATIVE_POINT_PER_INPUT`` more an input, runs natively where the backend can: ``_one``.)"""
-        if not self.warn:
-            fast = self._fast_path()
-            try:
-                if self._fast_pure:
-                    return tuple(map(float, fast(*point)))
-                with floating(False):
-                    return tuple(map(float, fast(*point)))
-            except (ArithmeticError, ValueError):
-                pass
-        with floating(self.warn):
-            results = self._ieee_path()(*(np.float64(a) for a in point))
-        return tuple(float(r) for r in results)
 
     def _kernel(self, scalars: tuple[bool, ...]) -> Any:
         """The active backend's kernel for this pattern of number and array inputs, compiled on

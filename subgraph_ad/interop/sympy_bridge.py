@@ -39,9 +39,7 @@ from ..core import OPS, Node, Tape, Term, dependencies
 from ..core.arrays import has_arrays
 from ..core.fold import fold_fn
 from ..core.ops import float_form, plain_fraction, reduce_exact
-from ..functions import FUNCTIONS, Function, sympy_hook
-from ..functions.gamma import Polygamma
-from ..functions.sinc import sinc
+from ..functions import FUNCTIONS, Function, Polygamma, sinc, sympy_hook
 from ..functions import kinks
 
 
