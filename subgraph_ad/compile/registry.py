@@ -6,7 +6,8 @@ and ``"fn"``), names itself in ``NAME`` (for messages) and runs in one of two wa
 - on the host, over NumPy arrays (``"numpy"``, ``"numba"``): ``kernel(program, scalars,
   **options)`` compiles the program for a pattern of number (True) and array inputs and
   ``worker(kernel, step)`` makes one thread's runner (``Host``; a backend may also offer
-  ``slices(kernel, ins, outs, targets)``, runners that read every address once a call, and
+  ``slices(kernel, ins, outs, targets)``, runners that read every address once a call,
+  ``reader()``, what reads a call's arguments for ``slices`` in one native call, and
   ``point(program, **options)``, one point of a program natively); ``lambdify``'s ``Compiled``
   splits the points over the cores, runs Dask arrays blockwise, and runs the NumPy backend
   instead, with a ``BackendWarning``, where a kernel cannot be built;
@@ -85,7 +86,16 @@ def backend(name: str) -> ModuleType:
     entry = BACKENDS.get(name) if isinstance(name, str) else None
     if entry is None:
         raise ValueError(f"lambdify backend must be {' or '.join(map(repr, BACKENDS))}, got {name!r}")
-    return importlib.import_module(entry, __package__) if isinstance(entry, str) else entry
+    if not isinstance(entry, str):
+        return entry
+    module = _IMPORTED.get(entry)  # (import_module's lookup is ~10 µs: twice in every call of a program)
+    if module is None:
+        module = _IMPORTED[entry] = importlib.import_module(entry, __package__)
+    return module
+
+
+#: The backend modules imported, by their entry in ``BACKENDS``.
+_IMPORTED: dict[str, ModuleType] = {}
 
 
 def chosen(name: str | None, dtype: str | None) -> tuple[str, ModuleType, tuple[str, ...]]:

@@ -158,6 +158,7 @@ def test_a_new_process_loads_the_machine_code(cache, tmp_path):
         from subgraph_ad.compile.backends import numba as numba_backend
         import test_cache
         if sys.argv[1] == "load":
+            numba_backend.reader()  # (the argument reader: compiled once a process, never cached)
             def refuse(*args):
                 raise AssertionError("compiled, not loaded")
             numba_backend._compile = refuse

@@ -34,8 +34,9 @@ import numpy as np
 from ...functions import Function
 from ..cache import CACHE_MIN_STEPS, cache_key, cache_load, cache_store
 from ..program import CHUNK, Program, callee, define, namespace, scalar_call
-from . import llvm_driver, llvm_ir
+from . import llvm_args, llvm_driver, llvm_ir
 from .llvm_ir import LOWERING as LOWERING  # the table the backend compiles by, written there
+from .llvm_args import address
 from .llvm_ir import ROW, Tables
 
 if TYPE_CHECKING:
@@ -171,6 +172,11 @@ class Kernel:
     in_place: np.ndarray  # per input, 1 where the code reads a number as one double where it lies
     fills: tuple[tuple[int, float], ...]  # (output, value) of the constant outputs
 
+    @functools.cached_property
+    def fixed(self) -> tuple[int, int, int]:
+        """The addresses of the tables every call reads as they are: output rows, constants, helpers."""
+        return address(self.output_rows), address(self.constants), address(self.helpers)
+
     def flags(self, number: Any) -> np.ndarray:
         """The driver's flag per input (``llvm_driver.driver``) for a call where ``number`` marks
         the numbers: 0 an array, 1 a number filled over its row, 2 one read where it lies."""
@@ -226,13 +232,18 @@ def _machine_code(target: _Target, source: str, digest: str, cache: bool) -> tup
     data = cache_load("numba", digest) if cache else None
     if data is not None:
         try:
-            return _load(llvm, target, data)
+            return _entry(_load(llvm, target, data))
         except Exception:  # an entry that does not load is rebuilt, never trusted
             pass
     data = _compile(target, source)
     if cache:
         cache_store("numba", digest, data)
-    return _load(llvm, target, data)
+    return _entry(_load(llvm, target, data))
+
+
+def _entry(loaded: tuple[Any, int]) -> tuple[Any, Any]:
+    """The engine and its ``run``, callable."""
+    return loaded[0], _RUN(loaded[1])
 
 
 def _compile(target: _Target, source: str) -> bytes:
@@ -243,14 +254,30 @@ def _compile(target: _Target, source: str) -> bytes:
     return code
 
 
-def _load(llvm: Any, target: _Target, data: bytes) -> tuple[Any, Any]:
+def _load(llvm: Any, target: _Target, data: bytes, name: str = "run") -> tuple[Any, int]:
+    """Object code in an engine of its own (which owns it), and the address of ``name`` there."""
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target.machine())
     engine.add_object_file(llvm.ObjectFileRef.from_data(data))
     engine.finalize_object()
-    address = engine.get_function_address("run")
+    address: int = engine.get_function_address(name)
     if not address:
-        raise LookupError("the object code has no run function")
-    return engine, _RUN(address)
+        raise LookupError(f"the object code has no {name} function")
+    return engine, address
+
+
+@functools.cache
+def reader() -> llvm_args.Reader | None:
+    """The native reader of a call's arguments (``llvm_args``), compiled once a process (~15 ms,
+    not worth a cache entry); None where the objects' layout is not the one it reads, or
+    without Numba."""
+    at = llvm_args.layout()
+    if at is None:
+        return None
+    try:
+        target = _target()
+    except ImportError:
+        return None
+    return llvm_args.Reader(lambda source, name: _load(target.llvm, target, _compile(target, source), name), at)
 
 
 def aligned(size: int) -> np.ndarray:
@@ -282,33 +309,37 @@ def _spare(buffer: np.ndarray) -> None:
         _SPARE.buffer = buffer
 
 
-def address(array: np.ndarray) -> int:
-    """Where a contiguous array's numbers start: through the buffer protocol, a third of
-    ``ctypes.data``'s cost (0.27 µs against 0.8: a thousand inputs read each call), or that for an
-    array that lends no writable buffer (read-only, empty)."""
-    try:
-        return ctypes.addressof(ctypes.c_char.from_buffer(array))  # type: ignore[arg-type]  # (NumPy lends it)
-    except (TypeError, ValueError):
-        return int(array.ctypes.data)
-
-
-def slices(kernel: Kernel, ins: Sequence[Any], outs: Sequence[np.ndarray],
-           targets: np.ndarray | None = None) -> Callable[[], Callable[[int, int], None]]:
-    """The runners of slices of one call (the inputs: numbers, or float64 vectors of the points,
-    contiguous or not; the outputs' vectors): every address is read once per call, and a slice
-    (a, b) moves them by a points with one vector addition, so a program of hundreds of inputs
-    costs microseconds a slice, not a Python step per input (``targets``: the outputs'
-    addresses and then the doubles between their points, where the caller knows them:
-    ``feed.outputs``). Each runner has its own scratch."""
+def read(ins: Sequence[Any]) -> llvm_args.Read:
+    """The driver's table of inputs (numbers, or float64 vectors of the points, contiguous or
+    not) read from Python, where the native ``reader`` does not take them."""
     count = len(ins)
     arrays = [type(v) is np.ndarray and v.ndim > 0 for v in ins]
     values = np.array([0.0 if array else v for v, array in zip(ins, arrays)], dtype=float)
-    # the driver's table: each input's address, then the doubles between its points
     table = np.array([address(v) if array else 0 for v, array in zip(ins, arrays)]
-                     + [v.strides[0] // 8 if array else 0 for v, array in zip(ins, arrays)], dtype=np.uintp)
-    flags = np.logical_not(arrays)
-    numbers = kernel.flags(flags)
-    table[:count][flags] = address(values) + 8 * np.flatnonzero(flags).astype(np.uintp)
+                     + [_apart(v) if array else 0 for v, array in zip(ins, arrays)], dtype=np.uintp)
+    numbers = np.logical_not(arrays).astype(np.uint8)
+    table[:count][numbers == 1] = address(values) + 8 * np.flatnonzero(numbers).astype(np.uintp)
+    size = next((len(v) for v, array in zip(ins, arrays) if array), 0)
+    return llvm_args.Read(table, values, numbers, size, (ins, values))
+
+
+def _apart(vector: np.ndarray) -> int:
+    """Doubles between a vector's points; any for one point, which NumPy calls contiguous
+    whatever its stride (a one-point view of a reversed vector: -1)."""
+    return vector.strides[0] // 8 if len(vector) > 1 else 1
+
+
+def slices(kernel: Kernel, ins: Sequence[Any] | llvm_args.Read, outs: Sequence[np.ndarray],
+           targets: np.ndarray | None = None) -> Callable[[], Callable[[int, int], None]]:
+    """The runners of slices of one call (the inputs: numbers, or float64 vectors of the points,
+    contiguous or not, or those already ``read``; the outputs' vectors): every address is read
+    once per call, and a slice (a, b) moves them by a points with one vector addition, so a
+    program of hundreds of inputs costs microseconds a slice, not a Python step per input
+    (``targets``: the outputs' addresses and then the doubles between their points, where the
+    caller knows them: ``feed.outputs``). Each runner has its own scratch."""
+    given = ins if isinstance(ins, llvm_args.Read) else read(ins)
+    count, table = len(given.numbers), given.table
+    numbers = kernel.flags(given.numbers)
     moves = np.zeros(2 * count, dtype=np.uintp)
     moves[:count] = table[count:] * np.uintp(8)  # bytes a point moves each input (0: a number)
     if targets is None:
@@ -317,13 +348,13 @@ def slices(kernel: Kernel, ins: Sequence[Any], outs: Sequence[np.ndarray],
     out_moves[:len(outs)] = targets[len(outs):] * np.uintp(8)
 
     size = llvm_driver.scratch(kernel.rows, kernel.inputs, kernel.row, len(kernel.output_rows))
+    flags, (rows, constants, helpers) = address(numbers), kernel.fixed
 
     def runner() -> Callable[[int, int], None]:
-        def run(a: int, b: int, _held: tuple[Any, ...] = (ins, values)) -> None:  # (alive while it runs)
+        def run(a: int, b: int, _held: tuple[Any, ...] = (given, numbers)) -> None:  # (alive while it runs)
             pointers, at = table + moves * np.uintp(a), targets + out_moves * np.uintp(a)
             scratch = _scratch(size)
-            kernel.run(pointers.ctypes.data, numbers.ctypes.data, at.ctypes.data, kernel.output_rows.ctypes.data,
-                       b - a, scratch.ctypes.data, kernel.constants.ctypes.data, kernel.helpers.ctypes.data)
+            kernel.run(address(pointers), flags, address(at), rows, b - a, address(scratch), constants, helpers)
             _spare(scratch)
             for j, value in kernel.fills:
                 outs[j][a:b] = value
