@@ -143,7 +143,10 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
             work = max(work, math.prod(node.payload[0]) * shapes[0][-1])
         found = reuse.target(i, temps, batched, flavour) if reuse is not None else None
         out = None if found is None else (node.args.index(found[0]), found[1])
-        if i in fused and fused[i].places:  # zeros, each summand added in (at its place)
+        expression: str | None
+        if i in fused and fused[i].tiled:  # slices end to end
+            expression = f"_np.concatenate(({''.join(ref[v] + ', ' for v, _ in fused[i].places)}), axis=-1)"
+        elif i in fused and fused[i].places:  # zeros, each summand added in (at its place)
             lines.append(f"    t{i} = _np.zeros({shape_of(tape, i)!r})")
             for value, at in fused[i].places:
                 names[f"_ix{at}"] = (Ellipsis,) + as_index(nodes[at].payload[1], len(shape_of(tape, at)))

@@ -11,7 +11,9 @@ made. Each rewrite is exact algebra on values that no other node (nor an output)
   ``most_constant`` entries;
 - **a sum of values each placed into zeros** (code for one point): one array of zeros and each
   value added in at its place — a gradient assembled from the adjoints of an array's elements
-  (32 weights read one by one: 32 placed arrays and 31 sums) is one array and 32 additions.
+  (32 weights read one by one: 32 placed arrays and 31 sums) is one array and 32 additions;
+  where the places are slices that tile a vector end to end (a flat parameter vector cut into
+  a network's layers), one concatenation.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class Fused:
     constant: Any = None
     shape: tuple[int, ...] = ()
     places: tuple[tuple[int, int], ...] = ()
+    tiled: bool = False  # the places are slices that tile a vector, in order: one concatenation
 
 
 def _product(node: Any) -> bool:
@@ -112,7 +115,31 @@ def _placed_sum(tape: Tape, root: int, readers: dict[int, int], kept: set[int]) 
                 return None  # a summand broadcast to the sum's shape: left to the plain sum
     if len(places) < 2:
         return None
-    return Fused(tuple(absorbed), tuple(v for v, _ in places) + tuple(others), places=tuple(places))
+    tiles = None if others else _tiles(tape, places, shape)
+    if tiles is not None:
+        places = tiles
+    return Fused(tuple(absorbed), tuple(v for v, _ in places) + tuple(others), places=tuple(places),
+                 tiled=tiles is not None)
+
+
+def _tiles(tape: Tape, places: list[tuple[int, int]], shape: tuple[int, ...]) -> list[tuple[int, int]] | None:
+    """The places in order where they are slices that tile a vector of ``shape`` end to end, each
+    value exactly its slice (a flat parameter vector's gradient, from its layers' slices: one
+    concatenation, 5 µs less than zeros and four additions for a 961-parameter network); else None."""
+    if len(shape) != 1:
+        return None
+    spans = []
+    for value, at in places:
+        normal = tape.nodes[at].payload[1] or ((0, shape[0], 1),)
+        item = normal[0]
+        if len(normal) != 1 or not isinstance(item, tuple) or item[2] != 1 or item[1] is None or shape_of(tape, value) != (item[1] - item[0],):
+            return None
+        spans.append((item[0], item[1], value, at))
+    spans.sort()
+    ends = [0] + [stop for _, stop, _, _ in spans]
+    if ends[-1] != shape[0] or any(start != end for (start, _, _, _), end in zip(spans, ends)):
+        return None
+    return [(value, at) for _, _, value, at in spans]
 
 
 def _scaled(tape: Tape, factors: Sequence[int], w: int, most: int) -> tuple[int, np.ndarray] | None:

@@ -143,3 +143,48 @@ def test_overlapping_slices_add_their_adjoints_where_they_meet():
     expected[:-1] += np.sin(x[1:])
     expected[:3] += 2 * x[:3]
     np.testing.assert_allclose(found, expected, rtol=1e-13, atol=1e-15)
+
+
+def _point_source(grad):
+    return next(iter(grad.cache.entries.values()))[0]._point[2]
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 0, 1), (1, 2, 0)])
+def test_slices_that_tile_a_flat_vector_give_their_adjoints_end_to_end(order):
+    """A flat parameter vector read as three slices that tile it end to end (read in any order,
+    one reshaped, one sliced again): its gradient is one concatenation of the adjoints, and
+    equals the closed form."""
+    rng = np.random.default_rng(6)
+    p, x = rng.normal(size=10), rng.normal(size=2)
+    cuts = [(0, 4), (4, 6), (6, 10)]
+
+    def loss(p):
+        parts = {k: p[cuts[k][0]:cuts[k][1]] for k in order}  # read in this order
+        h = np.tanh(parts[0].reshape(2, 2) @ x + parts[1])
+        return np.sum(h * parts[2][:2]) + np.sum(parts[2][2:] ** 3)
+
+    grad = sad.grad(loss)
+    found = grad(p)
+    source = _point_source(grad)
+    assert "_np.concatenate" in source and "] += " not in source
+    w, b, c = p[:4].reshape(2, 2), p[4:6], p[6:]
+    h = np.tanh(w @ x + b)
+    dz = c[:2] * (1 - h * h)
+    expected = np.concatenate([np.outer(dz, x).ravel(), dz, h, 3 * c[2:] ** 2])
+    np.testing.assert_allclose(found, expected, rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("case", ["gap", "twice"])
+def test_slices_that_leave_a_gap_or_meet_add_their_adjoints_into_zeros(case):
+    """A parameter no slice reads gets 0; where two slices meet their adjoints add: zeros with
+    each added in, not a concatenation."""
+    p = np.random.default_rng(7).normal(size=8)
+    if case == "gap":  # p[4] read by none
+        grad = sad.grad(lambda p: np.sum(p[:4] ** 2) + np.sum(np.sin(p[5:])))
+        expected = np.concatenate([2 * p[:4], [0.0], np.cos(p[5:])])
+    else:  # p[3:5] read by both
+        grad = sad.grad(lambda p: np.sum(p[:5] ** 2) + np.sum(np.sin(p[3:])))
+        expected = np.concatenate([2 * p[:5], [0.0] * 3]) + np.concatenate([[0.0] * 3, np.cos(p[3:])])
+    found = grad(p)
+    assert "_np.concatenate" not in _point_source(grad)
+    np.testing.assert_allclose(found, expected, rtol=1e-13, atol=1e-15)
