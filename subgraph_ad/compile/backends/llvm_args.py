@@ -31,25 +31,13 @@ class Layout:
     """Byte offsets of the fields read, in the objects of this process's Python and NumPy."""
 
     type_at: int  # every object's type pointer
-    data_at: int  # ndarray: data pointer; then nd (int), dimensions, strides, base, descr
+    data_at: int  # ndarray: data pointer, then (``PyArrayObject_fields``' order) these four
+    nd_at: int
+    dims_at: int
+    strides_at: int
+    descr_at: int
     float_at: int  # float: its double
     scalar_at: int  # np.float64: its double
-
-    @property
-    def nd_at(self) -> int:
-        return self.data_at + 8
-
-    @property
-    def dims_at(self) -> int:
-        return self.data_at + 16
-
-    @property
-    def strides_at(self) -> int:
-        return self.data_at + 24
-
-    @property
-    def descr_at(self) -> int:
-        return self.data_at + 40
 
 
 def _words(obj: Any) -> list[int]:
@@ -80,9 +68,11 @@ def layout() -> Layout | None:
         type_at, data_at = 8 * words.index(id(np.ndarray)), 8 * words.index(view.ctypes.data)
     except ValueError:
         return None
-    found = Layout(type_at, data_at, _double_at(0.7853981633974483) or -1, _double_at(np.float64(2.718281828459045)) or -1)
-    if found.float_at < 0 or found.scalar_at < 0:
+    float_at, scalar_at = _double_at(0.7853981633974483), _double_at(np.float64(2.718281828459045))
+    if float_at is None or scalar_at is None:
         return None
+    # after the data pointer: nd (an int, padded), the dimensions and strides pointers, base, descr
+    found = Layout(type_at, data_at, data_at + 8, data_at + 16, data_at + 24, data_at + 40, float_at, scalar_at)
 
     def agrees(a: np.ndarray) -> bool:
         nd = ctypes.c_int.from_address(id(a) + found.nd_at).value
