@@ -19,7 +19,8 @@ the Hessian on 10³, as the dense peers hold n² numbers per point; one point on
 Numba running a program of 1,500 steps or more natively). Our Hessian is the sparse
 one (its structural nonzeros, one per symmetric pair); JAX (``jit(grad)``, ``jit(hessian)``,
 ``jit(jvp∘grad)``, ``vmap`` for batches, on JAX arrays made once) and PyTorch (``torch.func``,
-eager) build dense ones; R1000's dense batch (10⁹ numbers) is not run. Every time is a median (of up to 7 runs, and over --rounds whole measurements, taken one
+eager) build dense ones; R1000's dense batch (10⁹ numbers) is not run. Every time is a median (of up to 7 runs — a call under 1 ms timed
+in batches of about 1 ms, as timeit's autorange — and over --rounds whole measurements, taken one
 after another so that the shared machine's slow minutes spread over all tools); the ratios are
 ours ÷ JAX. Writes results/many_variables.json and many_variables.md.
 
@@ -51,6 +52,8 @@ from run import median_of  # the script's folder is on sys.path when it runs
 RESULTS = Path(__file__).resolve().parent / "results"
 POINTS = 10_000
 HESSIAN_POINTS = 1_000
+#: A call shorter than this is timed this long at a time (``timed``).
+BATCH_SECONDS = 1e-3
 #: Above this many variables the dense peers' Hessian batch is not run (n² numbers per point).
 DENSE_BATCH_MAX = 100
 
@@ -94,15 +97,24 @@ PROGRAMS = ("gradient", "hessian", "hvp")
 
 
 def timed(fn: Callable[[], Any], budget: float = 0.5, most: int = 7, warm: bool = False) -> tuple[float, Any]:
-    """The median of up to ``most`` runs (at least one, more while under ``budget`` seconds in
-    all), garbage collector paused as in timeit; ``warm``: after one untimed run."""
+    """The median time of one call over up to ``most`` runs (at least one, more while under
+    ``budget`` seconds in all), garbage collector paused as in timeit; ``warm``: after one
+    untimed run, and a call under a millisecond is timed in batches of about a millisecond
+    (as timeit's autorange), so that a call of microseconds is not one clock reading."""
     times: list[float] = []
     result = fn() if warm else None
-    while len(times) < most and (not times or sum(times) < budget):
+    number = 1
+    if warm:
+        start = time.perf_counter()
+        fn()
+        once = time.perf_counter() - start
+        number = max(1, int(BATCH_SECONDS / max(once, 1e-9)))
+    while len(times) < most and (not times or sum(times) * number < budget):
         gc.disable()
         t0 = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t0)
+        for _ in range(number):
+            result = fn()
+        times.append((time.perf_counter() - t0) / number)
         gc.enable()
     return statistics.median(times), result
 
@@ -269,8 +281,8 @@ def jax_peer(name: str) -> dict[str, Any] | None:
         dense_batch = what != "hessian" or n <= DENSE_BATCH_MAX
         compile_time, _ = timed(lambda: (single(*one).block_until_ready(),
                                          batched(*many).block_until_ready() if dense_batch else None), most=1)
-        row[what] = {"compile": compile_time, "eval_1": timed(lambda: single(*one).block_until_ready())[0],
-                     "eval_batch": timed(lambda: batched(*many).block_until_ready())[0] if dense_batch else None}
+        row[what] = {"compile": compile_time, "eval_1": timed(lambda: single(*one).block_until_ready(), warm=True)[0],
+                     "eval_batch": timed(lambda: batched(*many).block_until_ready(), warm=True)[0] if dense_batch else None}
     return row
 
 
