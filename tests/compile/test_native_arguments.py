@@ -10,6 +10,8 @@ should and hands everything else to the general path (None), and a compiled prog
 same numbers either way.
 """
 
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -68,6 +70,12 @@ KINDS = {
 def test_the_layout_is_found_here():
     """On CPython with NumPy (this suite's platform) the reader exists: the fast path is on."""
     assert llvm_args.layout() is not None and numba_backend.reader() is not None
+
+
+def test_no_layout_is_probed_off_cpython(monkeypatch):
+    """Elsewhere ``id`` is no address: nothing is read at it, and Python reads the arguments."""
+    monkeypatch.setattr(sys.implementation, "name", "pypy")
+    assert llvm_args.layout.__wrapped__() is None
 
 
 @settings(max_examples=examples(150))

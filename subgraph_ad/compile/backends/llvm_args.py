@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import struct
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -60,7 +61,9 @@ def _double_at(obj: Any) -> int | None:
 @functools.cache
 def layout() -> Layout | None:
     """The offsets, found and checked on a strided view, a 2-D array and two numbers; None where
-    anything disagrees (another ABI)."""
+    anything disagrees (another ABI), or off CPython (whose ``id`` is where an object lies)."""
+    if sys.implementation.name != "cpython":
+        return None
     base = np.arange(6.0)
     view, grid = base[::2], np.zeros((2, 3))
     try:
