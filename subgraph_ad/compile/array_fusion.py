@@ -125,15 +125,18 @@ def _placed_sum(tape: Tape, root: int, readers: dict[int, int], kept: set[int]) 
 def _tiles(tape: Tape, places: list[tuple[int, int]], shape: tuple[int, ...]) -> list[tuple[int, int]] | None:
     """The places in order where they are slices that tile a vector of ``shape`` end to end, each
     value exactly its slice (a flat parameter vector's gradient, from its layers' slices: one
-    concatenation, 5 µs less than zeros and four additions for a 961-parameter network); else None."""
+    concatenation, ~3 µs less than zeros and four additions for a 961-parameter network's 37 µs
+    of NumPy code); else None."""
     if len(shape) != 1:
         return None
     spans = []
     for value, at in places:
         normal = tape.nodes[at].payload[1] or ((0, shape[0], 1),)
         item = normal[0]
-        if len(normal) != 1 or not isinstance(item, tuple) or item[2] != 1 or item[1] is None or shape_of(tape, value) != (item[1] - item[0],):
-            return None
+        if len(normal) != 1 or not isinstance(item, tuple) or item[2] != 1 or item[1] is None:
+            return None  # (an int, a step, a new axis: not a run of the vector)
+        if shape_of(tape, value) != (item[1] - item[0],):
+            return None  # (a value broadcast over its slice)
         spans.append((item[0], item[1], value, at))
     spans.sort()
     ends = [0] + [stop for _, stop, _, _ in spans]
