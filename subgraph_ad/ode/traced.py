@@ -8,6 +8,7 @@ J = ∂f/∂y the graph Jacobian, so the sensitivities ∂y(t)/∂y0 = Φ(t) com
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -22,6 +23,9 @@ from .system import System, build
 
 _SYSTEMS: dict[Any, System] = {}
 _KEEP = 32  # systems kept per process (oldest dropped first)
+#: Held while a system is looked up and traced: threads that ask for one system at once trace it
+#: once (re-entrant: a system whose function integrates another).
+_TRACING = threading.RLock()
 
 
 def system_of(fun: Any, n: int, events: Sequence[Event], args: tuple, variational: bool, order: int) -> System:
@@ -33,20 +37,21 @@ def system_of(fun: Any, n: int, events: Sequence[Event], args: tuple, variationa
         hash(key)
     except TypeError:  # unhashable args: traced afresh
         key = None
-    if key is not None and key in _SYSTEMS:
-        return _SYSTEMS[key]
-    if terms:
-        found = _from_terms(list(fun), n, events, args, variational, order)
-    elif callable(fun):
-        found = _from_function(fun, n, events, args, variational, order)
-    else:
-        raise TypeError(f"taylor_integrate: fun must be a callable fun(t, y, *args) or a non-empty list of Terms, "
-                        f"got {type(fun).__name__} {fun!r:.80}")
-    if key is not None:
-        if len(_SYSTEMS) >= _KEEP:
-            del _SYSTEMS[next(iter(_SYSTEMS))]
-        _SYSTEMS[key] = found
-    return found
+    with _TRACING:  # (a Dask worker's threads, each given a chunk of one ensemble: one trace)
+        if key is not None and key in _SYSTEMS:
+            return _SYSTEMS[key]
+        if terms:
+            found = _from_terms(list(fun), n, events, args, variational, order)
+        elif callable(fun):
+            found = _from_function(fun, n, events, args, variational, order)
+        else:
+            raise TypeError(f"taylor_integrate: fun must be a callable fun(t, y, *args) or a non-empty list of "
+                            f"Terms, got {type(fun).__name__} {fun!r:.80}")
+        if key is not None:
+            if len(_SYSTEMS) >= _KEEP:
+                del _SYSTEMS[next(iter(_SYSTEMS))]
+            _SYSTEMS[key] = found
+        return found
 
 
 def _name(fun: Any) -> str:

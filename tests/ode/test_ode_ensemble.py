@@ -82,3 +82,37 @@ def test_dense_sensitivities_against_the_closed_form_and_finite_differences():
         assert np.max(np.abs(res.sol.sensitivity(t[:31])[:, j] - (up - down) / (2 * step))) < 1e-8
     with pytest.raises(ValueError, match="variational=True"):
         sad.taylor_integrate(pendulum, (0.0, 1.0), y0, dense_output=True).sol.sensitivity(0.5)
+
+
+def test_threads_that_ask_for_one_system_at_once_trace_it_once():
+    """Two threads integrating one new system at once (a Dask worker's threads, each given a
+    chunk of one ensemble) trace it once: the second waits for the first's trace, then both
+    give the member-by-member numbers. The first trace is held back a moment so that the
+    second thread arrives while it runs."""
+    import threading
+    import time
+
+    traces = []
+
+    def spring(t, y):
+        if not isinstance(y, np.ndarray) or y.dtype == object:  # (being traced)
+            traces.append(threading.get_ident())
+            time.sleep(0.2)
+        return np.array([y[1], -y[0]])
+
+    y0 = np.array([[0.1, 1.0], [0.0, 0.5]])
+    found = {}
+
+    def run(b):
+        found[b] = sad.taylor_integrate(spring, (0.0, 3.0), y0[:, b], t_eval=np.array([3.0])).y[:, 0]
+
+    workers = [threading.Thread(target=run, args=(b,)) for b in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert len(traces) == 1
+    for b in range(2):  # the harmonic oscillator: y(t) = (y0 cos t + v0 sin t, −y0 sin t + v0 cos t)
+        x0, v0 = y0[:, b]
+        np.testing.assert_allclose(found[b], [x0 * np.cos(3) + v0 * np.sin(3), -x0 * np.sin(3) + v0 * np.cos(3)],
+                                   rtol=1e-10, atol=1e-12)
