@@ -94,6 +94,8 @@ def flatten(value: Any, where: str = "argument",
 
 def unflatten(tree: Tree, leaves: Sequence[Any]) -> Any:
     """The pytree of ``tree``'s structure with these leaves, in order (iterative)."""
+    if tree.kind == "leaf":  # one array (a gradient's): each one-point call of a transform
+        return leaves[0]
     if _flat(tree):  # a flat container (parameters)
         return _build(tree, list(leaves))
     values = iter(leaves)
@@ -118,6 +120,8 @@ def unflatten(tree: Tree, leaves: Sequence[Any]) -> Any:
 
 def leaf_shapes(tree: Tree) -> list[tuple[int, ...]]:
     """The shapes of a tree's leaves, in order."""
+    if tree.kind == "leaf":
+        return [tree.meta]
     if _flat(tree):
         return [c.meta for c in tree.children]
     shapes, todo = [], [tree]

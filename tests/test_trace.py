@@ -156,6 +156,16 @@ def test_sad_functions_on_traced_arrays():
     np.testing.assert_allclose(H.toarray(), expected, rtol=1e-14, atol=1e-15)
 
 
+def test_a_single_leaf_round_trips_as_itself():
+    """An argument that is one number or one array (the common call) is its own tree: its one
+    shape, and the leaf handed back as it is."""
+    from subgraph_ad.pytrees import flatten, leaf_shapes, unflatten
+
+    for value in (2.5, np.arange(6.0).reshape(2, 3)):
+        leaves, tree = flatten(value)
+        assert leaf_shapes(tree) == [np.shape(value)] and unflatten(tree, leaves) is value
+
+
 def test_pytrees_of_nested_containers_round_trip_and_differentiate():
     """A container nested 300 deep (dicts, lists, None, empty tuples) comes back as it was from
     flatten/unflatten, and its one leaf is differentiated through the nesting."""
