@@ -27,18 +27,23 @@ import numpy as np
 _F64 = np.dtype(np.float64)
 
 
+#: Where ``PyArrayObject_fields`` puts what is read, in bytes after its data pointer: nd (an
+#: int, padded), the dimensions and strides pointers, then (after ``base``) the dtype.
+AFTER_DATA = {"nd": 8, "dims": 16, "strides": 24, "descr": 40}
+
+
 @dataclass(frozen=True)
 class Layout:
     """Byte offsets of the fields read, in the objects of this process's Python and NumPy."""
 
     type_at: int  # every object's type pointer
-    data_at: int  # ndarray: data pointer, then (``PyArrayObject_fields``' order) these four
-    nd_at: int
-    dims_at: int
-    strides_at: int
-    descr_at: int
+    data_at: int  # ndarray: data pointer, then the fields of ``AFTER_DATA``
     float_at: int  # float: its double
     scalar_at: int  # np.float64: its double
+
+    def array(self, field: str) -> int:
+        """Where an ndarray's ``field`` (one of ``AFTER_DATA``) lies."""
+        return self.data_at + AFTER_DATA[field]
 
 
 def _words(obj: Any) -> list[int]:
@@ -74,14 +79,13 @@ def layout() -> Layout | None:
     float_at, scalar_at = _double_at(0.7853981633974483), _double_at(np.float64(2.718281828459045))
     if float_at is None or scalar_at is None:
         return None
-    # after the data pointer: nd (an int, padded), the dimensions and strides pointers, base, descr
-    found = Layout(type_at, data_at, data_at + 8, data_at + 16, data_at + 24, data_at + 40, float_at, scalar_at)
+    found = Layout(type_at, data_at, float_at, scalar_at)
 
     def agrees(a: np.ndarray) -> bool:
-        nd = ctypes.c_int.from_address(id(a) + found.nd_at).value
-        dims, strides = _word_at(a, found.dims_at), _word_at(a, found.strides_at)
+        nd = ctypes.c_int.from_address(id(a) + found.array("nd")).value
+        dims, strides = _word_at(a, found.array("dims")), _word_at(a, found.array("strides"))
         return (_word_at(a, found.type_at) == id(np.ndarray) and _word_at(a, found.data_at) == a.ctypes.data
-                and nd == a.ndim and _word_at(a, found.descr_at) == id(a.dtype)
+                and nd == a.ndim and _word_at(a, found.array("descr")) == id(a.dtype)
                 and all(ctypes.c_int64.from_address(dims + 8 * k).value == a.shape[k] for k in range(nd))
                 and all(ctypes.c_int64.from_address(strides + 8 * k).value == a.strides[k] for k in range(nd)))
 
@@ -110,10 +114,10 @@ def source(at: Layout) -> str:
         "  %flagp = getelementptr inbounds i8, ptr %numbers, i64 %k",
         "  %is.array = icmp eq ptr %type, %ndarray", "  br i1 %is.array, label %array, label %number",
         # the dtype and the axes first: a 0-d array's dimensions and strides may not be there
-        "array:", *_field("descr", "ptr", at.descr_at), *_field("nd", "i32", at.nd_at),
+        "array:", *_field("descr", "ptr", at.array("descr")), *_field("nd", "i32", at.array("nd")),
         "  %is.f64 = icmp eq ptr %descr, %f64", "  %one.axis = icmp eq i32 %nd, 1", "  %vector = and i1 %is.f64, %one.axis",
         "  br i1 %vector, label %axis, label %fail",
-        "axis:", *_field("dims", "ptr", at.dims_at), *_field("strides", "ptr", at.strides_at), *_field("data", "ptr", at.data_at),
+        "axis:", *_field("dims", "ptr", at.array("dims")), *_field("strides", "ptr", at.array("strides")), *_field("data", "ptr", at.data_at),
         "  %size = load i64, ptr %dims, align 8", "  %bytes = load i64, ptr %strides, align 8",
         "  %ahead = icmp sgt i64 %bytes, 0", "  %whole = and i64 %bytes, 7", "  %doubles = icmp eq i64 %whole, 0",
         "  %address = ptrtoint ptr %data to i64", "  %misaligned = and i64 %address, 7", "  %aligned = icmp eq i64 %misaligned, 0",
@@ -190,4 +194,4 @@ class Reader:
         return Read(table, values, numbers, size, args) if size >= 0 else None
 
 
-__all__ = ["Layout", "Read", "Reader", "address", "layout", "source"]
+__all__ = ["AFTER_DATA", "Layout", "Read", "Reader", "address", "layout", "source"]
