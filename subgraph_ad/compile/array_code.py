@@ -155,7 +155,7 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
             expression = f"_np.add(t{i}, {' + '.join(rest)}, out=t{i})" if rest else None
         elif node.op == "matmul" and i in fused:  # (v ⊙ T) @ W as v @ C
             names[f"_C{i}"] = fused[i].constant
-            expression = f"_rs(({ref[fused[i].reads[0]]} @ _C{i}), 1, {fused[i].shape!r})"
+            expression = _reshape(f"({ref[fused[i].reads[0]]} @ _C{i})", 1, fused[i].shape, flavour)
             work = max(work, fused[i].constant.size)
         elif node.op == "sum" and flavour != "jax" and node.payload[1] and math.prod(shapes[0][k] for k in node.payload[1]) <= SMALL_SUM:
             factors = fused[i].reads if i in fused else node.args
@@ -228,7 +228,7 @@ def _expression(node: Any, i: int, a: list[str], shapes: list[Shape], batched: l
         names[f"_ix{i}"] = (Ellipsis,) + as_index(node.payload[1], len(shapes[0]))
         return f"{a[0]}[_ix{i}]"
     if op == "reshape":
-        return f"_rs({a[0]}, {len(shapes[0])}, {shape!r})"
+        return _reshape(a[0], len(shapes[0]), shape, flavour)
     # the rest (and a product of two batches): the op's own value, in NumPy or JAX
     names[f"_n{i}"], names[f"_s{i}"] = node, shapes
     if flavour == "jax":
@@ -340,6 +340,11 @@ def ufunc_chain(fn: Any) -> tuple[np.ufunc, ...] | None:
     if type(fn).f is not Function.f or not chain or len(ufuncs) != sum(len(e.numpy) for e in chain):
         return None
     return ufuncs
+
+
+def _reshape(value: str, own: int, shape: Shape, flavour: str) -> str:
+    """A value of ``own`` axes reshaped to ``shape``: at one point (no batch axes), the method."""
+    return f"{value}.reshape({shape!r})" if flavour == "point" else f"_rs({value}, {own}, {shape!r})"
 
 
 def _function(fn: Any, a: list[str], names: dict[str, Any], key: str, flavour: str, out: str | None = None) -> str:

@@ -129,27 +129,42 @@ class ArrayCompiled:
         except ValueError:
             raise ValueError(f"the arguments' batch axes {batches} do not broadcast") from None
 
+    def _is_point(self, args: Sequence[Any]) -> bool:
+        """Whether ``args`` are one point of float64 arrays of the inputs' shapes (the common
+        call): nothing to convert or check."""
+        return len(args) == len(self.shapes) and all(type(a) is np.ndarray and a.dtype == np.float64 and a.shape == s
+                                                     for a, s in zip(args, self.shapes))
+
     def __call__(self, *args: Any) -> Any:
-        batch: Shape
-        if len(args) == len(self.shapes) and all(type(a) is np.ndarray and a.dtype == np.float64 and a.shape == s
-                                                 for a, s in zip(args, self.shapes)):
-            arrays, batch = list(args), ()  # one point of float64 arrays (the common call): nothing to check
-        else:
-            arrays, batch = self.batch(args)
+        arrays, batch = (list(args), ()) if self._is_point(args) else self.batch(args)
+        results = self._run(arrays, batch)
+        return results[0] if self.single else results
+
+    def at_point(self, args: Sequence[Any]) -> np.ndarray | None:
+        """One point of float64 arrays of the inputs' shapes: every output's numbers, in order,
+        as one vector (one output's: a view of it); None for any other call. A transform's
+        one-point call fills its result from it (``Transformed``)."""
+        if not self._is_point(args):
+            return None
+        found = self._run(list(args), ())
+        if len(found) == 1 and type(found[0]) is np.ndarray:
+            return found[0].reshape(-1)
+        return np.concatenate([np.ravel(v) for v in found]) if found else np.zeros(0)
+
+    def _run(self, arrays: list[np.ndarray], batch: Shape) -> tuple[Any, ...]:
+        """Each output broadcast to ``batch`` in front of its shape (a float for one number)."""
         rows = self._rows(batch) if batch else None
         if rows is not None:
-            results = self._chunked(arrays, batch, rows)
-        else:
-            run, work, _ = self._batch if batch else self._point
-            with floating(self.warn):
-                if work * math.prod(batch) < blas.SMALL:
-                    with blas.one_thread:
-                        found = run(*arrays)
-                else:
+            return self._chunked(arrays, batch, rows)
+        run, work, _ = self._batch if batch else self._point
+        with floating(self.warn):
+            if work * math.prod(batch) < blas.SMALL:
+                with blas.one_thread:
                     found = run(*arrays)
-            results = tuple(v if type(v) is np.ndarray and v.shape == s and v.dtype == np.float64 and not batch
-                            else _full(v, batch + s) for v, s in zip(found, self.out_shapes))
-        return results[0] if self.single else results
+            else:
+                found = run(*arrays)
+        return tuple(v if type(v) is np.ndarray and v.shape == s and v.dtype == np.float64 and not batch
+                     else _full(v, batch + s) for v, s in zip(found, self.out_shapes))
 
     def _rows(self, batch: Shape) -> int | None:
         """Rows of the first batch axis a chunk takes (``CHUNK_BYTES`` of the largest value, at
@@ -306,11 +321,21 @@ class Expanded:
 
     def _at_point(self, args: Sequence[Any]) -> Any:
         """One point of float64 arrays of the inputs' shapes and numbers (the common call of a
-        transform) as one vector into the scalar program and one out, each output a view of it
-        (R1000's gradient at one point on the Numba kernel: 1,000 numbers never through
-        Python); None for any other call."""
+        transform), each output a view of the one vector ``at_point`` returns; None for any other
+        call."""
+        found = self.at_point(args)
+        if found is None:
+            return None
+        results = [found[at:to].reshape(shape) if shape else float(found[at]) for at, to, shape in self._out_parts]
+        return results[0] if self.single else tuple(results)
+
+    def at_point(self, args: Sequence[Any]) -> np.ndarray | None:
+        """One point of float64 arrays of the inputs' shapes and numbers as one vector into the
+        scalar program, and every output's numbers, in order, as one new vector out (R1000's
+        gradient at one point on the Numba kernel: 1,000 numbers never through Python); None for
+        any other call."""
         run = getattr(self.inner, "flat_point", None)
-        if run is None:
+        if run is None or len(args) != len(self.shapes):
             return None
         parts = []
         for value, shape in zip(args, self.shapes):
@@ -320,9 +345,8 @@ class Expanded:
                 parts.append(np.array([value], dtype=float))
             else:
                 return None
-        found = run(parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0))
-        results = [found[at:to].reshape(shape) if shape else float(found[at]) for at, to, shape in self._out_parts]
-        return results[0] if self.single else tuple(results)
+        found: np.ndarray = run(parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0))
+        return found
 
     def _over_batch(self, args: Sequence[Any]) -> Any:
         """A batch laid out as JAX lays it (``columns``), each array output a view of one

@@ -128,6 +128,30 @@ def tree_values(tree: Tree, values: list[Any], start: int, batch: tuple[int, ...
     return unflatten(tree, leaves), start
 
 
+class Filled:
+    """The assembly of a result that is one pytree filled with every output in order (a
+    gradient, an HVP, f's value): ``at_point`` fills it from the one vector of a point's output
+    numbers, each array leaf a view of it — the one-point call of a transform, with nothing
+    laid out per output (``Transformed.run``)."""
+
+    def __init__(self, tree: Tree) -> None:
+        self.tree = tree
+        shapes = leaf_shapes(tree)
+        ends = list(itertools.accumulate(map(math.prod, shapes)))
+        self._parts = [(end - math.prod(shape), end, shape) for end, shape in zip(ends, shapes)]
+
+    def __call__(self, values: list[Any], batch: tuple[int, ...]) -> Any:
+        return tree_values(self.tree, values, 0, batch)[0]
+
+    def at_point(self, found: np.ndarray) -> Any:
+        """The result from ``found``, a new vector of the outputs' numbers."""
+        if self.tree.kind == "leaf":  # one leaf (a gradient): the vector itself
+            shape = self.tree.meta
+            return found.reshape(shape) if shape else float(found[0])
+        return unflatten(self.tree, [found[at:to].reshape(shape) if shape else float(found[at])
+                                     for at, to, shape in self._parts])
+
+
 def leafwise(trace: Traced, k: int, values: list[Any], start: int, batch: tuple[int, ...]) -> tuple[Any, int]:
     """Argument k's structure filled from the stack (a gradient, a tangent)."""
     return tree_values(trace.trees[k], values, start, batch)
@@ -238,5 +262,5 @@ def single(out_tree: Tree, in_tree: Tree, what: str) -> None:
 
 
 
-__all__ = ["Assemble", "Packed", "argument_tree", "block", "blocks", "cast", "leafwise", "result_dtype", "result_tree", "shaped",
+__all__ = ["Assemble", "Filled", "Packed", "argument_tree", "block", "blocks", "cast", "leafwise", "result_dtype", "result_tree", "shaped",
            "single", "sparse_result", "term_array", "tree_values"]

@@ -23,7 +23,7 @@ from ..interop import dask_arrays  # Dask: the hooks marked "Dask" below
 from ..pytrees import Tree, flatten, leaf_shapes, real_leaf, static_key
 from .compiled import Programs, call, collector_paused
 from .nesting import ask_backend, lifted, outer_tape, running, substitute, terms_in
-from .results import Assemble, Packed, cast, result_dtype
+from .results import Assemble, Filled, Packed, cast, result_dtype
 from .tracer import Traced, check_callable
 
 #: The argument types of the one-point fast path: Python numbers (a bool is not one).
@@ -206,7 +206,8 @@ class Transformed:
         """The transform at ``args``; ``levels``: per argument, whether each level of vmap (the
         outermost first) batches it along a leading axis. Inside another trace, the transform's
         Terms on that trace's tape (``inline``)."""
-        if levels is None and not kwargs and args and all(type(a) in _NUMBERS for a in args) and running() is None:
+        if (levels is None and not kwargs and args and type(args[0]) in _NUMBERS and all(type(a) in _NUMBERS for a in args)
+                and running() is None):
             entry = self.cache.get(self._numbers_key(len(args)))  # Python numbers: no pytrees to walk
             if entry is not None:
                 return self._run(entry, [float(a) for a in args], ())
@@ -216,7 +217,7 @@ class Transformed:
             entry = self.cache.get(key)
             if entry is not None:
                 if sized and levels is None and _fed_whole(entry[0]):  # one point: the leaves are the inputs
-                    return self._run(entry, [leaf for found in plain[1] for leaf in found], ())
+                    return self._at_point(entry, [leaf for found in plain[1] for leaf in found])
                 return self._call(entry, plain[1], levels, False)
         leaves, trees, key = self._signature(args, kwargs, levels)
         tape = outer_tape([leaf for found in leaves for leaf in found], self.what) if levels is None else None
@@ -286,6 +287,19 @@ class Transformed:
                 inputs += fed
                 points += [np.shape(leaf)[sum(batched):] if fed_whole else ()] * len(fed)
         return Transformed._run(entry, inputs, batch_shape(inputs, points))
+
+    @staticmethod
+    def _at_point(entry: tuple[Any, Assemble], inputs: list[Any]) -> Any:
+        """One point of whole float64 arrays: a result that is one tree of the outputs in order
+        filled straight from the vector of their numbers where the program gives one
+        (``Expanded.at_point``), else the program's values assembled."""
+        compiled, assemble = entry
+        at_point = getattr(compiled, "at_point", None)
+        if at_point is not None and type(assemble) is Filled:
+            found = at_point(inputs)
+            if found is not None:
+                return assemble.at_point(found)
+        return Transformed._run(entry, inputs, ())
 
     @staticmethod
     def _run(entry: tuple[Any, Assemble], inputs: list[Any], batch: tuple[int, ...]) -> Any:

@@ -21,7 +21,7 @@ from ..numeric import modes
 from ..pytrees import Tree, flatten, real_leaf, shown, static_key
 from .compiled import call, collector_paused
 from .nesting import lifted, substitute
-from .results import (Assemble, block, leafwise, shaped, term_array, tree_values)
+from .results import Assemble, Filled, block, leafwise, shaped, term_array, tree_values
 from .tracer import Traced, check_callable, positions
 from .transform import Transformed, outer_of
 
@@ -41,6 +41,8 @@ def _gradient(f: Callable[..., Any], what: str, argnums: int | tuple[int, ...], 
         terms = [gen_graph(z, wrts[0])] if one else list(grad_graph(z, wrts))
         aux_terms, aux_tree = trace.tree_outputs(aux, what) if has_aux else ([], Tree("none", None))
         head = [z] if with_value else []
+        if isinstance(argnums, int) and not has_aux and not with_value:  # the common gradient: one tree
+            return terms, Filled(trace.trees[nums[0]])
 
         def assemble(values: list[Any], batch: tuple[int, ...]) -> Any:
             at = len(head)
@@ -149,7 +151,7 @@ def jit(f: Callable[..., Any], *, backend: str | None = None) -> Any:
 
     def build(trace: Traced) -> tuple[list[Term], Assemble]:
         outs, tree = trace.tree_outputs(trace.out, "jit")
-        return outs, lambda values, batch: tree_values(tree, values, 0, batch)[0]
+        return outs, Filled(tree)
 
     return Transformed(f, "jit", build, backend)
 
@@ -253,7 +255,7 @@ def value_transform(f: Callable[..., Any], what: str, backend: str | None = None
 
     def build(trace: Traced) -> tuple[list[Term], Assemble]:
         outs, tree = trace.tree_outputs(trace.out, what)
-        return outs, lambda values, batch: tree_values(tree, values, 0, batch)[0]
+        return outs, Filled(tree)
 
     return Transformed(f, what, build, backend)
 
@@ -298,7 +300,7 @@ def _hvp_transform(f: Callable[..., Any], backend: str | None = None) -> Transfo
             raise ValueError(f"hvp: v has the structure {trace.trees[1]}, not x's {trace.trees[0]}")
         gradient = list(grad_graph(z, xs))
         terms = directional(gradient, dict(zip(xs, trace.vars[1])))
-        return terms, lambda values, batch: leafwise(trace, 0, values, 0, batch)[0]
+        return terms, Filled(trace.trees[0])
 
     return Transformed(_first(f, 1), "hvp", build, backend)
 
