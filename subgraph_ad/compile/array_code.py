@@ -29,7 +29,7 @@ from ..core.arrays import ARRAY_OPS, Shape, as_index, batched_times, shape_of, t
 from ..functions.base import Function
 from ..functions.elementary import steps
 from ..tables import rule_table
-from . import array_kernels
+from . import array_kernels, blas
 from .array_fusion import fusions
 from .array_reuse import Reuse, into
 from .program import callee
@@ -84,7 +84,8 @@ def placed(value: Any, own: int, shape: Shape, where: tuple[Any, ...]) -> Any:
 def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour: str
            ) -> tuple[str, dict[str, Any], int]:
     """``_f(i0, …)`` returning the outputs' tuple, its globals, and the multiply-adds per point
-    of its largest matrix product (what decides how many threads BLAS may use)."""
+    of its largest matrix product that BLAS may share out over threads (``_product``: what
+    decides how many threads BLAS may use; 0 for none)."""
     xp = "_jnp" if flavour == "jax" else "_np"
     names: dict[str, Any] = {"_np": np, "_al": aligned, "_rs": reshaped, "_bt": batched_times, "_tb": times_batched,
                              "_pl": placed, "_into": into}
@@ -139,8 +140,9 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
             continue
         shapes = [shape_of(tape, a) for a in node.args]
         operands = [ref.get(a, "") for a in node.args]  # (an absorbed product has none)
-        if node.op == "matmul":
-            work = max(work, math.prod(node.payload[0]) * shapes[0][-1])
+        if node.op == "matmul" and i not in fused:
+            a, b = shapes
+            work = max(work, _product(math.prod(a[:-1]), a[-1], b[-1] if len(b) > 1 else 1, flavour))
         found = reuse.target(i, temps, batched, flavour) if reuse is not None else None
         out = None if found is None else (node.args.index(found[0]), found[1])
         expression: str | None
@@ -156,11 +158,14 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
         elif node.op == "matmul" and i in fused:  # (v ⊙ T) @ W as v @ C
             names[f"_C{i}"] = fused[i].constant
             expression = _reshape(f"({ref[fused[i].reads[0]]} @ _C{i})", 1, fused[i].shape, flavour)
-            work = max(work, fused[i].constant.size)
+            k, n = fused[i].constant.shape
+            work = max(work, _product(math.prod(shape_of(tape, fused[i].reads[0])[:-1]), k, n, flavour))
         elif node.op == "sum" and flavour != "jax" and node.payload[1] and math.prod(shapes[0][k] for k in node.payload[1]) <= SMALL_SUM:
             factors = fused[i].reads if i in fused else node.args
             expression = _summed(len(shapes[0]), node.payload[1], [ref[a] for a in factors],
                                  flavour == "point" and i not in fused, names)
+            if "_ones(" in expression:  # a product by ones: a matrix-vector product
+                work = max(work, _product(1, math.prod(shapes[0]), 1, flavour))
         else:
             expression = _expression(node, i, operands, shapes, [batched[a] for a in node.args], names, xp, flavour, out)
             if i in copied and not batched[i]:  # read on the right of matrix products: BLAS's fast (NN) kernel
@@ -340,6 +345,12 @@ def ufunc_chain(fn: Any) -> tuple[np.ufunc, ...] | None:
     if type(fn).f is not Function.f or not chain or len(ufuncs) != sum(len(e.numpy) for e in chain):
         return None
     return ufuncs
+
+
+def _product(m: int, k: int, n: int, flavour: str) -> int:
+    """The multiply-adds a point of an (m × k)·(k × n) product, as ``work`` counts them: at one
+    point, 0 for a product that OpenBLAS runs on one thread anyway (``blas.threaded``)."""
+    return m * k * n if flavour != "point" or blas.threaded(m, k, n) else 0
 
 
 def _reshape(value: str, own: int, shape: Shape, flavour: str) -> str:

@@ -132,8 +132,12 @@ class ArrayCompiled:
     def _is_point(self, args: Sequence[Any]) -> bool:
         """Whether ``args`` are one point of float64 arrays of the inputs' shapes (the common
         call): nothing to convert or check."""
-        return len(args) == len(self.shapes) and all(type(a) is np.ndarray and a.dtype == np.float64 and a.shape == s
-                                                     for a, s in zip(args, self.shapes))
+        if len(args) != len(self.shapes):
+            return False
+        for a, shape in zip(args, self.shapes):
+            if type(a) is not np.ndarray or a.dtype != np.float64 or a.shape != shape:
+                return False
+        return True
 
     def __call__(self, *args: Any) -> Any:
         arrays, batch = (list(args), ()) if self._is_point(args) else self.batch(args)
@@ -146,25 +150,32 @@ class ArrayCompiled:
         one-point call fills its result from it (``Transformed``)."""
         if not self._is_point(args):
             return None
-        found = self._run(list(args), ())
-        if len(found) == 1 and type(found[0]) is np.ndarray:
-            return found[0].reshape(-1)
-        return np.concatenate([np.ravel(v) for v in found]) if found else np.zeros(0)
+        found = self._computed(self._point, args, 1)
+        if len(found) == 1:
+            v, shape = found[0], self.out_shapes[0]
+            if type(v) is np.ndarray and v.shape == shape and v.dtype == np.float64:
+                return v.reshape(-1)
+        return np.concatenate([np.ravel(_full(v, shape)) for v, shape in zip(found, self.out_shapes)]) if found \
+            else np.zeros(0)
 
     def _run(self, arrays: list[np.ndarray], batch: Shape) -> tuple[Any, ...]:
         """Each output broadcast to ``batch`` in front of its shape (a float for one number)."""
         rows = self._rows(batch) if batch else None
         if rows is not None:
             return self._chunked(arrays, batch, rows)
-        run, work, _ = self._batch if batch else self._point
-        with floating(self.warn):
-            if work * math.prod(batch) < blas.SMALL:
-                with blas.one_thread:
-                    found = run(*arrays)
-            else:
-                found = run(*arrays)
+        found = self._computed(self._batch if batch else self._point, arrays, math.prod(batch))
         return tuple(v if type(v) is np.ndarray and v.shape == s and v.dtype == np.float64 and not batch
                      else _full(v, batch + s) for v, s in zip(found, self.out_shapes))
+
+    def _computed(self, program: tuple[Callable[..., tuple[Any, ...]], int, str], arrays: Sequence[Any],
+                  points: int) -> tuple[Any, ...]:
+        """The outputs of one flavour's code on ``points`` points, as it returns them."""
+        run, work, _ = program
+        with floating(self.warn):
+            if 0 < work * points < blas.SMALL:  # (0: no product BLAS would share out)
+                with blas.one_thread:
+                    return run(*arrays)
+            return run(*arrays)
 
     def _rows(self, batch: Shape) -> int | None:
         """Rows of the first batch axis a chunk takes (``CHUNK_BYTES`` of the largest value, at
@@ -345,7 +356,7 @@ class Expanded:
                 parts.append(np.array([value], dtype=float))
             else:
                 return None
-        found: np.ndarray = run(parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0))
+        found: np.ndarray = run(parts[0] if len(parts) == 1 else parts)
         return found
 
     def _over_batch(self, args: Sequence[Any]) -> Any:

@@ -5,7 +5,8 @@ by spinning: on a machine whose cores are busy, a (128 × 64)·(64 × 64) produc
 milliseconds instead of microseconds (a 10 → 64 → 64 → 1 network's gradient: 16 ms against
 1.7 ms on one thread, measured on a loaded 2-core machine). An array program whose largest
 matrix product is small (under ``SMALL`` multiply-adds in a call) runs with one BLAS thread;
-one with a larger product keeps the library's own setting. Where NumPy's BLAS is not an OpenBLAS that says how to set
+one with a larger product keeps the library's own setting, and so does code at one point whose
+products are all under OpenBLAS's own bounds for threading (``threaded``): nothing to set. Where NumPy's BLAS is not an OpenBLAS that says how to set
 its threads, nothing changes.
 """
 
@@ -23,6 +24,21 @@ import numpy as np
 #: Multiply-adds of one matrix product below which one thread is the safe choice (about 0.3 ms
 #: of one core's work: past it, the threads' share of the work outweighs waking them).
 SMALL = 10_000_000
+
+#: OpenBLAS's own bounds (``GEMM_MULTITHREAD_THRESHOLD``, 4 unless built otherwise, in its
+#: interface/gemm.c and gemv.c): a matrix product of at most 4 × 65,536 multiply-adds, and a
+#: matrix-vector one of fewer than 4 × 2,304, runs on one thread whatever the setting.
+GEMM_ALONE = 4 * 65_536
+GEMV_ALONE = 4 * 2_304
+
+
+def threaded(m: int, k: int, n: int) -> bool:
+    """Whether OpenBLAS may share the product of an m × k by a k × n matrix out over threads
+    (m or n 1: a matrix-vector product; both: a dot, bounded as one)."""
+    if m > 1 and n > 1:
+        return m * k * n > GEMM_ALONE
+    return m * k * n >= GEMV_ALONE
+
 
 #: (set, get) of the thread count, as each OpenBLAS build names them.
 NAMES = (("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
@@ -82,4 +98,4 @@ class _OneThread:
 one_thread = _OneThread()
 
 
-__all__ = ["SMALL", "one_thread"]
+__all__ = ["GEMM_ALONE", "GEMV_ALONE", "SMALL", "one_thread", "threaded"]

@@ -87,11 +87,11 @@ def _as_list(items: Any, what: str) -> tuple[list[Term], bool]:
 
 class NativePoint(Protocol):
     """A backend's kernel on one point (``numba_point.Point``): numbers in, numbers out; or one
-    float64 vector of them in, one out."""
+    float64 vector of them (or its parts end to end) in, one out."""
 
     def __call__(self, values: Sequence[float]) -> tuple[float, ...]: ...
 
-    def on_array(self, values: np.ndarray) -> np.ndarray: ...
+    def on_array(self, values: np.ndarray | Sequence[np.ndarray]) -> np.ndarray: ...
 
 
 #: Runs the program over points a..b of the inputs into the same points of the outputs.
@@ -203,15 +203,16 @@ class Compiled:
             results = self._arrays(arrays, shape) if shape else self._one([float(a) for a in arrays], True)
         return results[0] if self.single else results
 
-    def flat_point(self, values: np.ndarray) -> np.ndarray:
-        """One point given as one float64 vector of every input's number, the outputs' numbers
-        as one vector: what a program of array nodes expanded to scalars calls (``arrays``),
-        on the backend's kernel with no number going through Python where the program is large
-        enough (as ``__call__`` decides for numbers)."""
+    def flat_point(self, values: np.ndarray | Sequence[np.ndarray]) -> np.ndarray:
+        """One point given as one float64 vector of every input's number (or its parts end to
+        end), the outputs' numbers as one vector: what a program of array nodes expanded to
+        scalars calls (``arrays``), on the backend's kernel with no number going through Python
+        where the program is large enough (as ``__call__`` decides for numbers)."""
         native = self._native_point() if not self.warn and self._natively else None
         if native is not None:
             return native.on_array(values)
-        return np.array(self._point(values.tolist()), dtype=float)
+        flat = values if isinstance(values, np.ndarray) else np.concatenate(values) if len(values) else np.zeros(0)
+        return np.array(self._point(flat.tolist()), dtype=float)
 
     def _one(self, point: Sequence[Any], floats: bool) -> tuple[float, ...]:
         """One point of numbers (``floats``: all Python floats): on the backend's kernel where

@@ -172,6 +172,8 @@ class Transformed:
         self.f, self.what, self.build = f, what, build
         self._numbers: dict[int, Any] = {}  # the signature key of k Python numbers
         self._plain: dict[Any, Any] = {}  # the signature key of float64 arrays (``_plain``)
+        #: per ``_plain`` key of one point: (its signature key, the program, its ``at_point``, the fill)
+        self._lanes: dict[Any, tuple[Any, Any, Callable[[list[Any]], Any], Callable[[Any], Any]]] = {}
         # array arguments are one array var each: NumPy code on them builds array nodes
         self.cache: Programs[Assemble] = Programs(f, what, self._program, backend, arrays=self.ARRAYS)
         functools.update_wrapper(self, f, updated=())
@@ -212,12 +214,20 @@ class Transformed:
             if entry is not None:
                 return self._run(entry, [float(a) for a in args], ())
         plain = _plain(args, kwargs, levels)
-        if plain is not None and plain[0] in self._plain:  # float64 arrays seen before: no pytrees to walk
-            key, sized = self._plain[plain[0]]
+        lane = self._lanes.get(plain[0]) if plain is not None else None
+        if lane is not None:  # one point of float64 arrays filled from a vector before: straight there
+            key, entry, at_point, fill = lane
+            if self.cache.get(key) is entry:
+                found = at_point([leaf for leaves in plain[1] for leaf in leaves])  # type: ignore[index]
+                if found is not None:
+                    return fill(found)
+        known = self._plain.get(plain[0]) if plain is not None else None
+        if known is not None:  # float64 arrays seen before: no pytrees to walk
+            key, sized = known
             entry = self.cache.get(key)
             if entry is not None:
                 if sized and levels is None and _fed_whole(entry[0]):  # one point: the leaves are the inputs
-                    return self._at_point(entry, [leaf for found in plain[1] for leaf in found])
+                    return self._at_point(plain[0], key, entry, [leaf for found in plain[1] for leaf in found])
                 return self._call(entry, plain[1], levels, False)
         leaves, trees, key = self._signature(args, kwargs, levels)
         tape = outer_tape([leaf for found in leaves for leaf in found], self.what) if levels is None else None
@@ -288,16 +298,17 @@ class Transformed:
                 points += [np.shape(leaf)[sum(batched):] if fed_whole else ()] * len(fed)
         return Transformed._run(entry, inputs, batch_shape(inputs, points))
 
-    @staticmethod
-    def _at_point(entry: tuple[Any, Assemble], inputs: list[Any]) -> Any:
+    def _at_point(self, plain: Any, key: Any, entry: tuple[Any, Assemble], inputs: list[Any]) -> Any:
         """One point of whole float64 arrays: a result that is one tree of the outputs in order
-        filled straight from the vector of their numbers where the program gives one
-        (``Expanded.at_point``), else the program's values assembled."""
+        filled straight from the vector of their numbers where the program gives one (its
+        ``at_point``; the way kept for the next call of this ``plain`` key, while ``key``'s
+        program stays), else the program's values assembled."""
         compiled, assemble = entry
         at_point = getattr(compiled, "at_point", None)
         if at_point is not None and type(assemble) is Filled:
             found = at_point(inputs)
             if found is not None:
+                self._lanes[plain] = key, entry, at_point, assemble.at_point
                 return assemble.at_point(found)
         return Transformed._run(entry, inputs, ())
 

@@ -65,11 +65,18 @@ class Point:
         self._local.spare = call
         return found
 
-    def on_array(self, values: np.ndarray) -> np.ndarray:
-        """The point given as one float64 vector of the inputs' numbers; the outputs' as one new
-        vector (what an expanded array program calls: no number goes through Python)."""
+    def on_array(self, values: np.ndarray | Sequence[np.ndarray]) -> np.ndarray:
+        """The point given as one float64 vector of the inputs' numbers, or as its parts end to
+        end (each copied in place: no vector joined first); the outputs' as one new vector (what
+        an expanded array program calls: no number goes through Python)."""
         call = self._lent()
-        np.copyto(call.head, values)
+        if type(values) is np.ndarray:
+            np.copyto(call.head, values)
+        else:
+            at = 0
+            for part in values:
+                call.head[at:at + part.size] = part
+                at += part.size
         self._run(call)
         found: np.ndarray = call.found.copy()
         self._local.spare = call
