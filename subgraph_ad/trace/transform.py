@@ -214,21 +214,23 @@ class Transformed:
             if entry is not None:
                 return self._run(entry, [float(a) for a in args], ())
         plain = _plain(args, kwargs, levels)
-        lane = self._lanes.get(plain[0]) if plain is not None else None
-        if lane is not None:  # one point of float64 arrays filled from a vector before: straight there
-            key, entry, at_point, fill = lane
-            if self.cache.get(key) is entry:
-                found = at_point([leaf for leaves in plain[1] for leaf in leaves])  # type: ignore[index]
-                if found is not None:
-                    return fill(found)
-        known = self._plain.get(plain[0]) if plain is not None else None
-        if known is not None:  # float64 arrays seen before: no pytrees to walk
-            key, sized = known
-            entry = self.cache.get(key)
-            if entry is not None:
-                if sized and levels is None and _fed_whole(entry[0]):  # one point: the leaves are the inputs
-                    return self._at_point(plain[0], key, entry, [leaf for found in plain[1] for leaf in found])
-                return self._call(entry, plain[1], levels, False)
+        if plain is not None:  # float64 arrays
+            shapes, plain_leaves = plain
+            lane = self._lanes.get(shapes)
+            if lane is not None:  # at one point, filled from a vector before: straight there
+                key, entry, at_point, fill = lane
+                if self.cache.get(key) is entry:
+                    found = at_point([leaf for leaves in plain_leaves for leaf in leaves])
+                    if found is not None:
+                        return fill(found)
+            known = self._plain.get(shapes)
+            if known is not None:  # seen before: no pytrees to walk
+                key, sized = known
+                entry = self.cache.get(key)
+                if entry is not None:
+                    if sized and levels is None and _fed_whole(entry[0]):  # one point: the leaves are the inputs
+                        return self._at_point(shapes, key, entry, [leaf for leaves in plain_leaves for leaf in leaves])
+                    return self._call(entry, plain_leaves, levels, False)
         leaves, trees, key = self._signature(args, kwargs, levels)
         tape = outer_tape([leaf for found in leaves for leaf in found], self.what) if levels is None else None
         if tape is not None:
