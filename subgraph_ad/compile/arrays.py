@@ -144,19 +144,15 @@ class ArrayCompiled:
         results = self._run(arrays, batch)
         return results[0] if self.single else results
 
-    def at_point(self, args: Sequence[Any]) -> np.ndarray | None:
-        """One point of float64 arrays of the inputs' shapes: every output's numbers, in order,
-        as one vector (one output's: a view of it); None for any other call. A transform's
-        one-point call fills its result from it (``Transformed``)."""
+    def at_point(self, args: Sequence[Any]) -> list[np.ndarray] | None:
+        """One point of float64 arrays of the inputs' shapes: each output's numbers as an array
+        of its shape, as the code returns it; None for any other call. A transform's one-point
+        call fills its result from them (``Transformed``)."""
         if not self._is_point(args):
             return None
         found = self._computed(self._point, args, 1)
-        if len(found) == 1:
-            v, shape = found[0], self.out_shapes[0]
-            if type(v) is np.ndarray and v.shape == shape and v.dtype == np.float64:
-                return v.reshape(-1)
-        return np.concatenate([np.ravel(_full(v, shape)) for v, shape in zip(found, self.out_shapes)]) if found \
-            else np.zeros(0)
+        return [v if type(v) is np.ndarray and v.shape == shape and v.dtype == np.float64 else np.asarray(_full(v, shape))
+                for v, shape in zip(found, self.out_shapes)]
 
     def _run(self, arrays: list[np.ndarray], batch: Shape) -> tuple[Any, ...]:
         """Each output broadcast to ``batch`` in front of its shape (a float for one number)."""
@@ -337,14 +333,15 @@ class Expanded:
         found = self.at_point(args)
         if found is None:
             return None
-        results = [found[at:to].reshape(shape) if shape else float(found[at]) for at, to, shape in self._out_parts]
+        vector = found[0]
+        results = [vector[at:to].reshape(shape) if shape else float(vector[at]) for at, to, shape in self._out_parts]
         return results[0] if self.single else tuple(results)
 
-    def at_point(self, args: Sequence[Any]) -> np.ndarray | None:
+    def at_point(self, args: Sequence[Any]) -> list[np.ndarray] | None:
         """One point of float64 arrays of the inputs' shapes and numbers as one vector into the
         scalar program, and every output's numbers, in order, as one new vector out (R1000's
-        gradient at one point on the Numba kernel: 1,000 numbers never through Python); None for
-        any other call."""
+        gradient at one point on the Numba kernel: 1,000 numbers never through Python), the one
+        item of the list; None for any other call."""
         run = getattr(self.inner, "flat_point", None)
         if run is None or len(args) != len(self.shapes):
             return None
@@ -356,8 +353,7 @@ class Expanded:
                 parts.append(np.array([value], dtype=float))
             else:
                 return None
-        found: np.ndarray = run(parts[0] if len(parts) == 1 else parts)
-        return found
+        return [run(parts[0] if len(parts) == 1 else parts)]
 
     def _over_batch(self, args: Sequence[Any]) -> Any:
         """A batch laid out as JAX lays it (``columns``), each array output a view of one

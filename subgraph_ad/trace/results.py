@@ -130,9 +130,9 @@ def tree_values(tree: Tree, values: list[Any], start: int, batch: tuple[int, ...
 
 class Filled:
     """The assembly of a result that is one pytree filled with every output in order (a
-    gradient, an HVP, f's value): ``at_point`` fills it from the one vector of a point's output
-    numbers, each array leaf a view of it — the one-point call of a transform, with nothing
-    laid out per output (``Transformed.run``)."""
+    gradient, an HVP, f's value): ``at_point`` fills it from a point's output numbers as the
+    program gives them, each array leaf the array given or a view of it — the one-point call of
+    a transform, with nothing laid out per number (``Transformed.run``)."""
 
     def __init__(self, tree: Tree) -> None:
         self.tree = tree
@@ -143,13 +143,16 @@ class Filled:
     def __call__(self, values: list[Any], batch: tuple[int, ...]) -> Any:
         return tree_values(self.tree, values, 0, batch)[0]
 
-    def at_point(self, found: np.ndarray) -> Any:
-        """The result from ``found``, a new vector of the outputs' numbers."""
-        if self.tree.kind == "leaf":  # one leaf (a gradient): the vector itself
-            shape = self.tree.meta
-            return found.reshape(shape) if shape else float(found[0])
-        return unflatten(self.tree, [found[at:to].reshape(shape) if shape else float(found[at])
-                                     for at, to, shape in self._parts])
+    def at_point(self, given: Sequence[np.ndarray]) -> Any:
+        """The result from ``given``, new arrays of the outputs' numbers end to end: one a leaf
+        (an array program's outputs), or any other split (one vector: an expanded program's)."""
+        parts = self._parts
+        if len(given) == len(parts) and all(g.size == to - at for g, (at, to, _) in zip(given, parts)):
+            leaves = [g.reshape(shape) if shape else float(g.reshape(-1)[0]) for g, (_, _, shape) in zip(given, parts)]
+        else:
+            found = given[0].reshape(-1) if len(given) == 1 else np.concatenate([g.reshape(-1) for g in given])
+            leaves = [found[at:to].reshape(shape) if shape else float(found[at]) for at, to, shape in parts]
+        return leaves[0] if self.tree.kind == "leaf" else unflatten(self.tree, leaves)
 
 
 def leafwise(trace: Traced, k: int, values: list[Any], start: int, batch: tuple[int, ...]) -> tuple[Any, int]:
