@@ -217,7 +217,7 @@ class Transformed:
         if plain is not None:  # float64 arrays
             shapes, plain_leaves = plain
             lane = self._lanes.get(shapes)
-            if lane is not None:  # at one point, filled from a vector before: straight there
+            if lane is not None:  # at one point, filled straight from the outputs before: so again
                 key, entry, at_point, fill = lane
                 if self.cache.get(key) is entry:
                     found = at_point([leaf for leaves in plain_leaves for leaf in leaves])
@@ -302,7 +302,7 @@ class Transformed:
 
     def _at_point(self, plain: Any, key: Any, entry: tuple[Any, Assemble], inputs: list[Any]) -> Any:
         """One point of whole float64 arrays: a result that is one tree of the outputs in order
-        filled straight from the vector of their numbers where the program gives one (its
+        filled straight from their numbers where the program gives them at once (its
         ``at_point``; the way kept for the next call of this ``plain`` key, while ``key``'s
         program stays), else the program's values assembled."""
         compiled, assemble = entry
