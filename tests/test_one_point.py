@@ -215,3 +215,17 @@ def test_a_native_kernel_takes_the_leaves_end_to_end(monkeypatch):
         np.testing.assert_allclose(np.concatenate([found["head"], found["tail"]]), rosenbrock_hvp(x, v),
                                    rtol=1e-12, atol=1e-10)
     assert given == [list, list]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_changed_closure_is_seen_on_the_kept_way(backend):
+    """Called at one point three times (traced; the way kept; straight there), then with the
+    closed-over array changed in place: traced again, the new gradient, not the frozen one."""
+    scale = np.array([1.0, 2.0, 3.0])
+    g = sad.grad(lambda x: np.sum(scale * x ** 2), backend=backend)
+    x = np.array([0.5, -1.0, 2.0])
+    for _ in range(3):
+        np.testing.assert_allclose(g(x), 2 * scale * x, rtol=1e-15)
+    scale[1] = -7.0
+    np.testing.assert_allclose(g(x), 2 * np.array([1.0, -7.0, 3.0]) * x, rtol=1e-15)
+    np.testing.assert_allclose(g(x), 2 * np.array([1.0, -7.0, 3.0]) * x, rtol=1e-15)
