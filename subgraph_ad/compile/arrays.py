@@ -148,8 +148,11 @@ class ArrayCompiled:
         """One point of float64 arrays of the inputs' shapes: each output's numbers as an array
         of its shape, as the code returns it; None for any other call. A transform's one-point
         call fills its result from them (``Transformed``)."""
-        if not self._is_point(args):
-            return None
+        return self.at_known_point(args) if self._is_point(args) else None
+
+    def at_known_point(self, args: Sequence[Any]) -> list[np.ndarray]:
+        """``at_point`` of arguments known to be such a point (a transform's kept way: its
+        pattern of shapes is the program's signature), unchecked."""
         found = self._computed(self._point, args, 1)
         return [v if type(v) is np.ndarray and v.shape == shape and v.dtype == np.float64 else np.asarray(_full(v, shape))
                 for v, shape in zip(found, self.out_shapes)]
@@ -354,6 +357,8 @@ class Expanded:
             else:
                 return None
         return [run(parts[0] if len(parts) == 1 else parts)]
+
+    at_known_point = at_point  # (its checks are its reading of the arguments)
 
     def _over_batch(self, args: Sequence[Any]) -> Any:
         """A batch laid out as JAX lays it (``columns``), each array output a view of one

@@ -146,13 +146,28 @@ class Filled:
     def at_point(self, given: Sequence[np.ndarray]) -> Any:
         """The result from ``given``, new arrays of the outputs' numbers end to end: one a leaf
         (an array program's outputs), or any other split (one vector: an expanded program's)."""
-        parts = self._parts
-        if len(given) == len(parts) and all(g.size == to - at for g, (at, to, _) in zip(given, parts)):
-            leaves = [g.reshape(shape) if shape else float(g.reshape(-1)[0]) for g, (_, _, shape) in zip(given, parts)]
-        else:
+        return self.way(tuple(g.size for g in given))(given)
+
+    def way(self, sizes: tuple[int, ...]) -> Callable[[Sequence[np.ndarray]], Any]:
+        """``at_point`` for outputs of these sizes, the split decided once (a transform keeps it
+        with its program, whose outputs' sizes are fixed)."""
+        tree, parts = self.tree, self._parts
+        shapes = [shape for _, _, shape in parts]
+
+        def leaf(g: np.ndarray, shape: tuple[int, ...]) -> Any:
+            return g.reshape(shape) if shape else float(g.reshape(-1)[0])
+
+        if sizes == tuple(to - at for at, to, _ in parts):  # an output a leaf
+            if tree.kind == "leaf":
+                return lambda given: leaf(given[0], shapes[0])
+            return lambda given: unflatten(tree, [leaf(g, shape) for g, shape in zip(given, shapes)])
+
+        def split(given: Sequence[np.ndarray]) -> Any:
             found = given[0].reshape(-1) if len(given) == 1 else np.concatenate([g.reshape(-1) for g in given])
-            leaves = [found[at:to].reshape(shape) if shape else float(found[at]) for at, to, shape in parts]
-        return leaves[0] if self.tree.kind == "leaf" else unflatten(self.tree, leaves)
+            leaves = [leaf(found[at:to], shape) for at, to, shape in parts]
+            return leaves[0] if tree.kind == "leaf" else unflatten(tree, leaves)
+
+        return split
 
 
 def leafwise(trace: Traced, k: int, values: list[Any], start: int, batch: tuple[int, ...]) -> tuple[Any, int]:

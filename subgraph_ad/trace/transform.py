@@ -310,8 +310,9 @@ class Transformed:
         if at_point is not None and type(assemble) is Filled:
             found = at_point(inputs)
             if found is not None:
-                self._lanes[plain] = key, entry, at_point, assemble.at_point
-                return assemble.at_point(found)
+                fill = assemble.way(tuple(g.size for g in found))
+                self._lanes[plain] = key, entry, getattr(compiled, "at_known_point", at_point), fill
+                return fill(found)
         return Transformed._run(entry, inputs, ())
 
     @staticmethod
