@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import subgraph_ad as sad
-from subgraph_ad.compile.arrays import ArrayCompiled, Expanded, JaxArrayCompiled
+from subgraph_ad.compile.arrays import ArrayCompiled, JaxArrayCompiled
+from subgraph_ad.compile.expanded import Expanded
 from subgraph_ad.core.arrays import ARRAY_OPS
 
 jax.config.update("jax_enable_x64", True)

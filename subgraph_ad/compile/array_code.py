@@ -162,9 +162,9 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
             work = max(work, _product(math.prod(shape_of(tape, fused[i].reads[0])[:-1]), k, n, flavour))
         elif node.op == "sum" and flavour != "jax" and node.payload[1] and math.prod(shapes[0][k] for k in node.payload[1]) <= SMALL_SUM:
             factors = fused[i].reads if i in fused else node.args
-            expression = _summed(len(shapes[0]), node.payload[1], [ref[a] for a in factors],
-                                 flavour == "point" and i not in fused, names)
-            if "_ones(" in expression:  # a product by ones: a matrix-vector product
+            expression, by_ones = _summed(len(shapes[0]), node.payload[1], [ref[a] for a in factors],
+                                          flavour == "point" and i not in fused, names)
+            if by_ones:
                 work = max(work, _product(1, math.prod(shapes[0]), 1, flavour))
         else:
             expression = _expression(node, i, operands, shapes, [batched[a] for a in node.args], names, xp, flavour, out)
@@ -302,18 +302,20 @@ def _subscripts(sa: Shape, sb: Shape, ba: bool, bb: bool) -> str:
 
 
 def _summed(ndim: int, axes: Sequence[int], factors: list[str], point: bool = False,
-            names: dict[str, Any] | None = None) -> str:
+            names: dict[str, Any] | None = None) -> tuple[str, bool]:
     """A sum over ``axes`` of a node's ``ndim`` own axes, of one value or of the product of two,
     as ``einsum`` (batch axes as ``...``): one pass where ``sum`` of a product makes the product
     first, and a reduction across a middle axis runs 2–4× faster than ``np.sum``'s. At one point,
-    a matrix summed along one axis is a product by ones (BLAS: twice ``einsum``'s speed)."""
+    a matrix summed along one axis is a product by ones (BLAS: twice ``einsum``'s speed). With
+    the text, whether it is such a product (a matrix-vector product, for BLAS's threads)."""
     if point and names is not None and ndim == 2 and len(axes) == 1 and len(factors) == 1:
         names["_ones"] = _ones
-        return f"(_ones({factors[0]}.shape[0]) @ {factors[0]})" if axes[0] == 0 else f"({factors[0]} @ _ones({factors[0]}.shape[1]))"
+        text = f"(_ones({factors[0]}.shape[0]) @ {factors[0]})" if axes[0] == 0 else f"({factors[0]} @ _ones({factors[0]}.shape[1]))"
+        return text, True
     letters = "abcdefghij"[:ndim]
     kept = "".join(c for k, c in enumerate(letters) if k not in axes)
     terms = ",".join(f"...{letters}" for _ in factors)
-    return f"_np.einsum('{terms}->...{kept}', {', '.join(factors)})"
+    return f"_np.einsum('{terms}->...{kept}', {', '.join(factors)})", False
 
 
 @functools.lru_cache(maxsize=64)

@@ -79,7 +79,8 @@ def to_host(value: Any) -> Any:
 
 def on_host(compiled: Callable[..., Any]) -> Callable[..., Any]:
     """``compiled`` returning NumPy whatever its backend (each result through ``to_host``)."""
-    from .arrays import Expanded, JaxArrayCompiled
+    from .arrays import JaxArrayCompiled
+    from .expanded import Expanded
 
     if isinstance(compiled, JaxArrayCompiled):  # its outputs read back as NumPy, its shapes kept
         compiled.host = True

@@ -56,7 +56,8 @@ from ..core import Term
 from ..core.var_names import vars_of
 from ..numeric.modes import floating
 from . import feed, registry, threads
-from .arrays import ArrayCompiled, Expanded, JaxArrayCompiled, mostly_scalar, needs_arrays
+from .arrays import ArrayCompiled, JaxArrayCompiled, mostly_scalar, needs_arrays
+from .expanded import Expanded
 from .backends import numpy as numpy_backend
 from .backends.llvm_args import Read
 from .cache import CACHE_MIN_STEPS

@@ -22,6 +22,7 @@ scalar var's batch of points is its value's whole shape.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -340,6 +341,17 @@ def _stacked(parts: list[Any]) -> Any:
     return out
 
 
+def spans(shapes: Sequence[Shape]) -> list[tuple[int, int, Shape]]:
+    """Where values of these shapes lie, one after another, in a flat run of their numbers:
+    (start, end, shape) each."""
+    found, at = [], 0
+    for shape in shapes:
+        size = math.prod(shape)
+        found.append((at, at + size, shape))
+        at += size
+    return found
+
 
 __all__ = ["ARRAY_OPS", "ArrayOp", "Shape", "ShapeError", "Table", "aligned", "as_index", "axes_of",
-           "batch_of", "broadcast", "has_arrays", "index_key", "is_array", "matmul_shape", "scalar_form", "shape_of"]
+           "batch_of", "broadcast", "has_arrays", "index_key", "is_array", "matmul_shape", "scalar_form", "shape_of",
+           "spans"]

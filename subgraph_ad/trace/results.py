@@ -20,6 +20,7 @@ import numpy as np
 
 from ..ad.matrices import Sparse, sparse_matrix
 from ..core import Tape, Term
+from ..core.arrays import spans
 from ..interop.dask_arrays import lazy
 from ..interop.numpy_dispatch import TermArray
 from ..pytrees import Tree, flatten, leaf_shapes, unflatten
@@ -136,9 +137,7 @@ class Filled:
 
     def __init__(self, tree: Tree) -> None:
         self.tree = tree
-        shapes = leaf_shapes(tree)
-        ends = list(itertools.accumulate(map(math.prod, shapes)))
-        self._parts = [(end - math.prod(shape), end, shape) for end, shape in zip(ends, shapes)]
+        self._parts = spans(leaf_shapes(tree))
 
     def __call__(self, values: list[Any], batch: tuple[int, ...]) -> Any:
         return tree_values(self.tree, values, 0, batch)[0]
