@@ -178,6 +178,8 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
             lines.append(f"    del {', '.join(f't{a}' for a in dead)}")
             temps.difference_update(dead)
     results = [ref[t.index] for t in outputs]
+    if flavour != "jax":
+        results = _owned(tape, outputs, results)
     if flavour == "jax":
         points = [len(v.shape) for v in inputs]
         names["_points"] = points
@@ -186,6 +188,28 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
         lines.append(f"    _batch = _jx.batch([{', '.join(given[v.index] for v in inputs)}], _points)")
     lines.append(f"    return ({''.join(r + ', ' for r in results)})")
     return "\n".join(lines) + "\n", names, work
+
+
+#: Array ops whose value may be a view of their operand's memory.
+_VIEWS = frozenset({"reshape", "transpose", "index", "broadcast"})
+
+
+def _owned(tape: Tape, outputs: Sequence[Term], results: list[str]) -> list[str]:
+    """The results' texts, each array a value of its own: an output that is an input or a
+    table (or a view of one), or an output given before it, copied — a caller may write into
+    what it gets, as into any NumPy result, without changing its arguments, the program or
+    another output."""
+    nodes = tape.nodes
+    seen: set[str] = set()
+    found = []
+    for term, text in zip(outputs, results):
+        i = term.index
+        while nodes[i].op in _VIEWS:
+            i = nodes[i].args[0]
+        copied = shape_of(tape, term.index) and (nodes[i].op in ("var", "table") or text in seen)
+        seen.add(text)
+        found.append(f"_np.array({text})" if copied else text)
+    return found
 
 
 def _expression(node: Any, i: int, a: list[str], shapes: list[Shape], batched: list[bool], names: dict[str, Any],
