@@ -8,16 +8,18 @@
 - **MLP 10 → 64 → 64 → 1, batch 128**: gradient and Hessian-vector product against
   ``jax.jit(jax.grad)`` and ``jax.jit(jax.jvp(jax.grad))``.
 
-Each measurement runs in a fresh process (first calls compile nothing twice).
+First calls run in a fresh process (they compile nothing twice). Repeated calls are timed in
+turns with JAX's, each side warm in its own process (``paired``): the ratio is the median over
+rounds of one batch each, so the machine's drift cancels out.
 
-    PYTHONPATH=. python benchmarks/arrays.py [--repeats 200]
+    PYTHONPATH=. python benchmarks/arrays.py [--rounds 20]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
+import os
 import subprocess
 import sys
 import time
@@ -25,17 +27,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compile import mlp_data, mlp_loss
-
-
-def _median(f: Callable[[], Any], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from paired import HERE, Pair
 
 
 def deep_loss(p: dict[str, Any], x: Any, y: Any, np_: Any = np) -> Any:
@@ -52,8 +46,11 @@ def deep_data() -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     return p, rng.normal(size=(128, 10)), rng.normal(size=(128, 1))
 
 
-# -- one measurement per process -------------------------------------------------------------------
-def measure_mlp(repeats: int) -> dict[str, Any]:
+# -- the sides (``paired``): set up in a fresh process, then timed in turns -------------------------
+Side = tuple[dict[str, Any], dict[str, Callable[[], Any]]]
+
+
+def mlp_ours() -> Side:
     import subgraph_ad as sad
     from subgraph_ad.ad.reverse import grad_graph
     from subgraph_ad.trace.tracer import Traced
@@ -62,32 +59,33 @@ def measure_mlp(repeats: int) -> dict[str, Any]:
     grad = sad.grad(mlp_loss)
     start = time.perf_counter()
     first = grad(p, x, y)
-    row: dict[str, Any] = {"first": time.perf_counter() - start}
-    row["repeat"] = _median(lambda: grad(p, x, y), repeats)
+    info: dict[str, Any] = {"first": time.perf_counter() - start, "check": float(np.linalg.norm(first))}
     trace = Traced(mlp_loss, [p.shape, x.shape, y.shape], "grad", arrays=True)
     grad_graph(trace.scalar_output("grad"), trace.vars_of(0))
-    row["nodes"] = len(trace.tape.nodes)
-    row["check"] = float(np.linalg.norm(first))
-    return row
+    info["nodes"] = len(trace.tape.nodes)
+    return info, {"grad": lambda: grad(p, x, y)}
 
 
-def measure_mlp_jax(repeats: int) -> dict[str, Any]:
+def _jax() -> Any:
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+def mlp_jax() -> Side:
+    jax = _jax()
     import jax.numpy as jnp
 
     p, x, y = mlp_data()
     grad = jax.jit(jax.grad(lambda p, x, y: mlp_loss(p, x, y, jnp)))
     start = time.perf_counter()
     first = np.asarray(grad(p, x, y))
-    row: dict[str, Any] = {"first": time.perf_counter() - start}
-    row["repeat"] = _median(lambda: grad(p, x, y).block_until_ready(), repeats)
-    row["check"] = float(np.linalg.norm(first))
-    return row
+    info = {"first": time.perf_counter() - start, "check": float(np.linalg.norm(first))}
+    return info, {"grad": lambda: grad(p, x, y).block_until_ready()}
 
 
-def measure_squares(repeats: int) -> dict[str, Any]:
+def measure_squares() -> dict[str, Any]:
     import tracemalloc
 
     import subgraph_ad as sad
@@ -102,7 +100,7 @@ def measure_squares(repeats: int) -> dict[str, Any]:
     return {"first": first, "peak_MB": peak / 2**20, "error": float(np.max(np.abs(g - 2 * x)))}
 
 
-def measure_deep(repeats: int) -> dict[str, Any]:
+def deep_ours() -> Side:
     import subgraph_ad as sad
 
     p, x, y = deep_data()
@@ -112,20 +110,14 @@ def measure_deep(repeats: int) -> dict[str, Any]:
     def loss(q: Any) -> Any:
         return deep_loss(q, x, y)
 
-    hvp = sad.hvp(loss, p, v)  # the first call, which compiles
-    start = time.perf_counter()
+    found = sad.hvp(loss, p, v)  # the first calls, which compile
     grad(p, x, y)
-    row: dict[str, Any] = {"grad_first": time.perf_counter() - start}
-    row["grad"] = _median(lambda: grad(p, x, y), repeats)
-    row["hvp"] = _median(lambda: sad.hvp(loss, p, v), repeats)
-    row["check"] = float(sum(np.linalg.norm(a) for a in hvp.values()))
-    return row
+    info = {"check": float(sum(np.linalg.norm(a) for a in found.values()))}
+    return info, {"grad": lambda: grad(p, x, y), "hvp": lambda: sad.hvp(loss, p, v)}
 
 
-def measure_deep_jax(repeats: int) -> dict[str, Any]:
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
+def deep_jax() -> Side:
+    jax = _jax()
     import jax.numpy as jnp
 
     p, x, y = deep_data()
@@ -134,40 +126,39 @@ def measure_deep_jax(repeats: int) -> dict[str, Any]:
     hvp = jax.jit(lambda p, v: jax.jvp(jax.grad(lambda q: deep_loss(q, x, y, jnp)), (p,), (v,))[1])
     grad(p, x, y)
     found = hvp(p, v)
-    row: dict[str, Any] = {"grad": _median(lambda: jax.block_until_ready(grad(p, x, y)), repeats)}
-    row["hvp"] = _median(lambda: jax.block_until_ready(hvp(p, v)), repeats)
-    row["check"] = float(sum(np.linalg.norm(np.asarray(a)) for a in found.values()))
-    return row
+    info = {"check": float(sum(np.linalg.norm(np.asarray(a)) for a in found.values()))}
+    return info, {"grad": lambda: jax.block_until_ready(grad(p, x, y)),
+                  "hvp": lambda: jax.block_until_ready(hvp(p, v))}
 
 
-def _run(name: str, repeats: int) -> dict[str, Any]:
-    """``name(repeats)`` in a fresh process, its row as JSON."""
-    code = f"import sys, json; sys.argv = ['arrays']; import arrays; print(json.dumps(arrays.{name}({repeats})))"
-    done = subprocess.run([sys.executable, "-c", code], cwd=__file__.rsplit("/", 1)[0], capture_output=True, text=True,
-                          check=True)
+def _fresh(name: str) -> dict[str, Any]:
+    """``name()`` in a fresh process, its row as JSON."""
+    code = f"import sys, json; sys.argv = ['arrays']; import arrays; print(json.dumps(arrays.{name}()))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=HERE, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=20, help="pairs of batches timed in turns (default 20)")
     args = parser.parse_args()
     ms = 1e3
-    mlp, mlp_jax = _run("measure_mlp", args.repeats), _run("measure_mlp_jax", args.repeats)
-    print("MLP 10 → 80 → 1 gradient (961 parameters, batch 32)")
+    with Pair("arrays:mlp_ours", "arrays:mlp_jax") as pair:
+        mlp, mlp_jax = pair.info
+        timed = pair.time("grad", args.rounds)
+    print("MLP 10 → 80 → 1 gradient (961 parameters, batch 32; theirs: JAX)")
     print(f"  first call   ours {mlp['first'] * ms:9.2f} ms   jax {mlp_jax['first'] * ms:9.2f} ms")
-    print(f"  repeated     ours {mlp['repeat'] * ms:9.3f} ms   jax {mlp_jax['repeat'] * ms:9.3f} ms   "
-          f"ratio {mlp['repeat'] / mlp_jax['repeat']:.2f}x (target <= 1.0x)")
+    print(f"  repeated     {timed.summary()} (target <= 1.0x)")
     print(f"  nodes on the tape {mlp['nodes']} (target <= 200); |g| ours {mlp['check']:.12g} jax {mlp_jax['check']:.12g}")
-    squares = _run("measure_squares", args.repeats)
+    squares = _fresh("measure_squares")
     print("grad(lambda x: np.sum(x**2)) on 10^6 elements, first call")
     print(f"  {squares['first'] * ms:9.1f} ms (target <= 1000), peak {squares['peak_MB']:.1f} MB (target <= 200), "
           f"max error {squares['error']:.1e}")
-    deep, deep_jax = _run("measure_deep", args.repeats), _run("measure_deep_jax", args.repeats)
-    print("MLP 10 → 64 → 64 → 1, batch 128")
-    for key, what in (("grad", "gradient"), ("hvp", "Hessian-vector product")):
-        print(f"  {what:24s} ours {deep[key] * ms:8.3f} ms   jax {deep_jax[key] * ms:8.3f} ms   "
-              f"ratio {deep[key] / deep_jax[key]:.2f}x (target <= 1.0x)")
+    print("MLP 10 → 64 → 64 → 1, batch 128 (theirs: JAX)")
+    with Pair("arrays:deep_ours", "arrays:deep_jax") as pair:
+        deep, deep_jax = pair.info
+        for key, what in (("grad", "gradient"), ("hvp", "Hessian-vector product")):
+            print(f"  {what:24s} {pair.time(key, args.rounds).summary()} (target <= 1.0x)")
     print(f"  |Hv| ours {deep['check']:.12g} jax {deep_jax['check']:.12g}")
 
 

@@ -131,6 +131,24 @@ def test_the_networks_benchmark_agrees_with_jax_and_folx_and_times_each(tmp_path
     assert "Δ²u" in run.stdout
 
 
+def test_the_arrays_benchmark_times_ours_and_jax_in_turns_and_agrees_with_jax():
+    """``arrays.py --rounds 2``: each side set up in its own process (``paired``) and timed in
+    turns; the gradient's and the HVP's norms printed beside JAX's agree to 1e-10."""
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "arrays.py"), "--rounds", "2"],
+                         capture_output=True, text=True, timeout=900, env=CHECKOUT)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    ratios = [line for line in lines if "ratio" in line and "rounds" in line]
+    assert len(ratios) == 3  # the MLP's gradient, the deep network's gradient and HVP
+    checks = [line.split() for line in lines if "|" in line and "ours" in line and "jax" in line]
+    assert len(checks) == 2  # |g| of the MLP, |Hv| of the deep network
+    for words in checks:
+        ours, jax = float(words[words.index("ours") + 1]), float(words[words.index("jax") + 1])
+        assert abs(ours - jax) <= 1e-10 * abs(jax)
+    nodes = next(line for line in lines if "nodes on the tape" in line)
+    assert int(nodes.split("nodes on the tape")[1].split()[0]) <= 200
+
+
 # -- the peers are given the code their own documentation writes (no timings here) ---------------
 def _jax():
     import jax
