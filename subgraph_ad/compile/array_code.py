@@ -18,7 +18,6 @@ written in one of three flavours:
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any, Sequence
 
@@ -32,6 +31,7 @@ from ..tables import rule_table
 from . import array_kernels, blas
 from .array_fusion import fusions
 from .array_reuse import Reuse, into
+from .array_runtime import aligned, ones, placed, reshaped
 from .program import callee
 
 #: The arithmetic ops as expressions over operand texts (both flavours: NumPy's and JAX's
@@ -57,27 +57,6 @@ def elements(tape: Tape) -> dict[int, tuple[int, tuple[int, ...]]]:
         shape = tape.var_shapes[name]
         for flat, element in enumerate(names):
             out[tape._vars[element]] = (tape._vars[name], tuple(int(k) for k in np.unravel_index(flat, shape)))
-    return out
-
-
-def aligned(value: Any, shape: Shape, ndim: int) -> Any:
-    """``core.arrays.aligned`` on NumPy or JAX values: size-1 axes between the batch and the
-    node's own axes, so that batch meets batch."""
-    nb = value.ndim - len(shape)
-    if not nb:
-        return value
-    return value.reshape(value.shape[:nb] + (1,) * (ndim - len(shape)) + shape)
-
-
-def reshaped(value: Any, own: int, shape: Shape) -> Any:
-    """A value of a node of ``own`` axes reshaped to ``shape``, its batch axes kept."""
-    return value.reshape(value.shape[:value.ndim - own] + shape)
-
-
-def placed(value: Any, own: int, shape: Shape, where: tuple[Any, ...]) -> Any:
-    """Zeros of ``shape`` (behind the value's batch axes) with the value at ``where``."""
-    out = np.zeros(np.shape(value)[:np.ndim(value) - own] + shape)
-    out[where] = value
     return out
 
 
@@ -333,21 +312,13 @@ def _summed(ndim: int, axes: Sequence[int], factors: list[str], point: bool = Fa
     a matrix summed along one axis is a product by ones (BLAS: twice ``einsum``'s speed). With
     the text, whether it is such a product (a matrix-vector product, for BLAS's threads)."""
     if point and names is not None and ndim == 2 and len(axes) == 1 and len(factors) == 1:
-        names["_ones"] = _ones
+        names["_ones"] = ones
         text = f"(_ones({factors[0]}.shape[0]) @ {factors[0]})" if axes[0] == 0 else f"({factors[0]} @ _ones({factors[0]}.shape[1]))"
         return text, True
     letters = "abcdefghij"[:ndim]
     kept = "".join(c for k, c in enumerate(letters) if k not in axes)
     terms = ",".join(f"...{letters}" for _ in factors)
     return f"_np.einsum('{terms}->...{kept}', {', '.join(factors)})", False
-
-
-@functools.lru_cache(maxsize=64)
-def _ones(n: int) -> np.ndarray:
-    """A read-only vector of n ones, made once per length."""
-    ones = np.ones(n)
-    ones.flags.writeable = False
-    return ones
 
 
 def _into(a: list[str], out: tuple[int, bool] | None) -> str | None:
@@ -402,4 +373,4 @@ def _function(fn: Any, a: list[str], names: dict[str, Any], key: str, flavour: s
     return text
 
 
-__all__ = ["aligned", "elements", "placed", "reshaped", "source"]
+__all__ = ["elements", "source"]

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 
 from ..core.arrays import Shape, as_index
 from ..core.ops import Node
-from .array_code import aligned
+from .array_runtime import aligned
 
 
 def batch(values: Sequence[Any], points: Sequence[int]) -> tuple[int, ...]:
