@@ -299,7 +299,8 @@ def latex(term: Term, max_lines: int | None = MAX_LINES, width: int = WIDTH) -> 
     block, so a large derivative is never expanded into one exponentially long expression."""
     import sympy
 
-    from .sympy_bridge import convert, to_latex
+    from .latex import to_latex
+    from .sympy_bridge import convert
 
     _check(max_lines, width)
     plan = layout(term, width)

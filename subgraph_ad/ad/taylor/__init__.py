@@ -38,7 +38,8 @@ from ...core.expand import scalar_roots
 from ...numeric.modes import values_of
 from .. import accuracy
 from ..closed_form import probe_values
-from .coefficients import EXACT_ABOVE, exact_inputs
+from .coefficients import EXACT_ABOVE
+from .exact import exact_inputs
 from .series import Component, Series
 
 

@@ -17,7 +17,8 @@ from ...core import Tape, Term
 from ...core.rationals import rational
 from ...numeric.modes import values_of
 from ..accuracy import PROBES, Noise, probe_values
-from .coefficients import Arithmetic, ExactArithmetic, FloatArithmetic, Key, Lazy, to_float
+from .coefficients import Arithmetic, FloatArithmetic, Key, Lazy, to_float
+from .exact import ExactArithmetic
 from .plan import LINEAR, Degrees, plan
 from .recurrences import COMPUTE, FORMS, PRODUCTS, SCALES, SIGNS, Form, Product
 
