@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 #: How long one batch of calls runs: long enough for the timer, short beside the drift.
 BATCH_SECONDS = 0.02
 #: The pause before a batch, for the other side's worker threads to stop spinning.
-PAUSE = float(os.environ.get("PAIRED_PAUSE", "0.02"))
+PAUSE = 0.02
 
 
 def serve(side: str) -> None:
@@ -57,23 +57,23 @@ def serve(side: str) -> None:
 class _Side:
     def __init__(self, side: str) -> None:
         code = f"import sys; sys.path.insert(0, {HERE!r}); import paired; paired.serve({side!r})"
+        self.side = side
         self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         text=True, bufsize=1, cwd=HERE)
-        self.info: dict[str, Any] = json.loads(self._line(side))
-        self.side = side
+        self.info: dict[str, Any] = json.loads(self._line())
 
-    def _line(self, side: str) -> str:
+    def _line(self) -> str:
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         if not line:
-            raise RuntimeError(f"{side}: its process ended (exit {self.process.wait()})")
+            raise RuntimeError(f"{self.side}: its process ended (exit {self.process.wait()})")
         return line
 
     def seconds(self, name: str, count: int) -> float:
         """Per-call seconds of ``count`` calls of ``name`` in a row."""
         assert self.process.stdin is not None
         self.process.stdin.write(f"{name} {count}\n")
-        return float(self._line(self.side)) / count
+        return float(self._line()) / count
 
     def close(self) -> None:
         if self.process.stdin is not None:
