@@ -229,3 +229,22 @@ def test_a_changed_closure_is_seen_on_the_kept_way(backend):
     scale[1] = -7.0
     np.testing.assert_allclose(g(x), 2 * np.array([1.0, -7.0, 3.0]) * x, rtol=1e-15)
     np.testing.assert_allclose(g(x), 2 * np.array([1.0, -7.0, 3.0]) * x, rtol=1e-15)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_hvp_whose_blocks_are_zero_is_zeros_of_each_leafs_shape(backend):
+    """H·v of a function linear in a leaf (or constant) is zero there: the tape's 0 for that
+    block, given back as zeros of the leaf's shape (it raised ValueError: a reshape of 1 number)."""
+    c = np.arange(4.0)
+    A, V = np.linspace(0.0, 1.0, 12).reshape(3, 4), np.ones((3, 4))
+    for f in (lambda A: np.sum(A), lambda A: np.sum(A * c), lambda A: 3.0 + 0.0 * np.sum(A)):
+        for _ in range(2):  # the first call and the kept way
+            found = sad.hvp(f, A, V, backend=backend)
+            np.testing.assert_array_equal(found, np.zeros((3, 4)))
+            assert found.flags.writeable
+    d, v = {"a": np.array([1.0, 2.0, 3.0]), "B": np.ones((2, 2))}, {"a": np.ones(3), "B": np.ones((2, 2))}
+    found = sad.hvp(lambda d: np.sum(d["a"] ** 3) + np.sum(d["B"] * 2.0), d, v, backend=backend)
+    np.testing.assert_array_equal(found["B"], np.zeros((2, 2)))
+    np.testing.assert_allclose(found["a"], 6 * d["a"], rtol=1e-15)  # d²/da² Σ a³ = 6a, along ones
+    batched = sad.vmap(lambda A: sad.hvp(lambda A: np.sum(A * c), A, V, backend=backend))(np.ones((2, 3, 4)))
+    np.testing.assert_array_equal(batched, np.zeros((2, 3, 4)))

@@ -174,8 +174,8 @@ _VIEWS = frozenset({"reshape", "transpose", "index", "broadcast"})
 
 
 def _owned(tape: Tape, outputs: Sequence[Term], results: list[str]) -> list[str]:
-    """The results' texts, each array a value of its own: an output that is an input or a
-    table (or a view of one), or an output given before it, copied — a caller may write into
+    """The results' texts, each array a value of its own: an output that is an input, a table
+    or a number broadcast (or a view of one), or an output given before it, copied — a caller may write into
     what it gets, as into any NumPy result, without changing its arguments, the program or
     another output."""
     nodes = tape.nodes
@@ -185,7 +185,7 @@ def _owned(tape: Tape, outputs: Sequence[Term], results: list[str]) -> list[str]
         i = term.index
         while nodes[i].op in _VIEWS:
             i = nodes[i].args[0]
-        copied = shape_of(tape, term.index) and (nodes[i].op in ("var", "table") or text in seen)
+        copied = shape_of(tape, term.index) and (nodes[i].op in ("var", "table", "const") or text in seen)
         seen.add(text)
         found.append(f"_np.array({text})" if copied else text)
     return found
