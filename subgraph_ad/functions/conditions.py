@@ -156,6 +156,9 @@ def where(condition: Any, a: Any, b: Any) -> Any:
     >>> f.eval(), f.gen_graph(x).eval()
     (1.0, -1.0)
     """
+    shaped = next((v for v in (condition, a, b) if isinstance(v, Term) and v.shape), None)
+    if shaped is not None:  # beside an array node, an array joins it as one node (not one per element)
+        condition, a, b = (shaped._lift(v) if isinstance(v, np.ndarray) else v for v in (condition, a, b))
     found = _elementwise(where, condition, a, b)
     if found is not None:
         return found
