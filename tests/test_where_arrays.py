@@ -1,8 +1,8 @@
 """``np.where`` on a traced array beside NumPy arrays (a condition, a branch) is one selection
 node of the array's shape, as NumPy's value is: it went elementwise over an object array whose
-every element was the whole traced array — wrong values and wrong shapes, silently. Checked
-against NumPy running f, and gradients against central differences, on both backends and
-under vmap."""
+every element was the whole traced array — wrong values and wrong shapes, silently. ``np.select``
+is nested selections, the first condition that holds winning. Checked against NumPy running f,
+and gradients against central differences, on both backends and under vmap."""
 
 import numpy as np
 import pytest
@@ -19,6 +19,8 @@ CASES = {
     "a condition of its own, a number": lambda X: np.where(C > 0.5, X, 0.0),
     "a fixed mask": lambda X: np.where(A > 0.5, X, B),
     "the same array twice": lambda X: np.where(X > B, X, X * 2.0),
+    "np.select of traced conditions": lambda X: np.select([X > B, X < C], [X, B * 2.0], default=0.5),
+    "np.select of NumPy conditions": lambda X: np.select([B > 0.5, C > 0.3], [np.sin(X), X * X], default=X),
 }
 
 
@@ -45,3 +47,13 @@ def test_where_beside_numpy_arrays_is_numpys_selection(name, backend):
     batch = rng.uniform(0.0, 1.0, (5, 3, 4))
     np.testing.assert_allclose(sad.vmap(sad.jit(f, backend=backend))(batch), np.stack([f(x) for x in batch]),
                                rtol=1e-15, atol=0)
+
+
+def test_select_on_scalar_terms_and_a_choice_per_condition():
+    tape = sad.Tape()
+    x = tape.var("x", 0.3)
+    chosen = np.select([x > 0.5, x > 0.1], [x * 2.0, x * 3.0], default=x)
+    assert chosen.eval() == np.select([0.3 > 0.5, 0.3 > 0.1], [0.3 * 2.0, 0.3 * 3.0], default=0.3)  # the first that holds
+    assert chosen.gen_graph(x).eval() == 3.0
+    with pytest.raises(ValueError, match="one choice per condition.*1 condition.*2 choice"):
+        sad.jit(lambda X: np.select([X > 0.5], [X, B]))(A)

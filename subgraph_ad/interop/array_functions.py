@@ -1,5 +1,5 @@
-"""NumPy's array functions on Terms (``__array_function__``): ``np.where``, ``np.clip`` and
-``np.round`` build selection and rounding nodes; functions with no derivative subgraph
+"""NumPy's array functions on Terms (``__array_function__``): ``np.where``, ``np.select``,
+``np.clip`` and ``np.round`` build selection and rounding nodes; functions with no derivative subgraph
 (``np.sort``, ``np.argmax``, ``np.linalg.solve``, ...) are a TypeError that says what to do
 instead; NumPy's own implementation runs on the object array for the rest."""
 
@@ -19,6 +19,19 @@ def _np_where(condition: Any, x: Any = None, y: Any = None) -> Any:
         raise _refuse_function("where", "np.where(condition) asks for the indices where a condition holds, which "
                                "are not known until the graph is evaluated; give both branches: np.where(c, a, b)")
     return kinks.where(*(unwrapped(v) for v in (condition, x, y)))
+
+
+def _np_select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
+    """``np.select``: the choice of the first condition that holds, else ``default`` — nested
+    selections, the last condition innermost."""
+    conditions, choices = list(condlist), list(choicelist)
+    if not conditions or len(conditions) != len(choices):
+        raise ValueError(f"np.select takes one choice per condition, at least one of each; got {len(conditions)} "
+                         f"condition(s) and {len(choices)} choice(s)")
+    found = unwrapped(default)
+    for condition, choice in zip(reversed(conditions), reversed(choices)):
+        found = kinks.where(unwrapped(condition), unwrapped(choice), found)
+    return found
 
 
 def _np_clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs: Any) -> Any:
@@ -48,7 +61,7 @@ def _np_fix(x: Any, out: Any = None) -> Any:
 
 #: Array functions that build nodes of their own.
 ARRAY_FUNCTIONS: dict[Any, Callable[..., Any]] = {
-    np.where: _np_where, np.clip: _np_clip, np.round: _np_round, np.around: _np_round, np.fix: _np_fix,
+    np.where: _np_where, np.select: _np_select, np.clip: _np_clip, np.round: _np_round, np.around: _np_round, np.fix: _np_fix,
 }
 
 _ORDER = ("the order of values is not known when the graph is traced (it is traced once, for every value); a "
@@ -65,7 +78,7 @@ REFUSED: dict[Any, str] = {
                            np.median, np.percentile, np.quantile, np.nanmedian, np.nanpercentile, np.nanquantile,
                            np.unique, np.searchsorted, np.histogram, np.nanargmax, np.nanargmin, np.digitize)},
     **{f: _TRUTH for f in (np.nonzero, np.flatnonzero, np.argwhere, np.count_nonzero, np.any, np.all, np.isclose,
-                           np.allclose, np.array_equal, np.array_equiv, np.extract, np.compress, np.select,
+                           np.allclose, np.array_equal, np.array_equiv, np.extract, np.compress,
                            np.piecewise)},
     **{f: _LINALG for f in (np.linalg.solve, np.linalg.inv, np.linalg.pinv, np.linalg.det, np.linalg.slogdet,
                             np.linalg.eig, np.linalg.eigh, np.linalg.eigvals, np.linalg.eigvalsh, np.linalg.svd,
