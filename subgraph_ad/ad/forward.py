@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from ..core import checks
-from ..core import Callback, Tape, Term, dependencies
+from ..core import Callback, Tape, Term, array_build, dependencies
 from ..core.graph import live_since
 from ..functions import chain, differentiate, power_partial
 from ..functions.dual import Dual
@@ -135,7 +135,7 @@ def directional(outputs: Sequence[Term], tangents: Mapping[Term, Any], callback:
             tape.check_var(var, "direction key")
             seeds[var.index] = outputs[0]._lift(value)
         found = tape.pruned(lambda: _sweep(tape, [t.index for t in outputs], seeds, unused), needed=lambda: bool(unused))
-        return [Term(tape, i) if i >= 0 else tape.zero for i in found]
+        return [Term(tape, i if i >= 0 else array_build.zeros(tape, t.shape)) for i, t in zip(found, outputs)]
 
 
 def _sweep(tape: Tape, roots: list[int], seeds: dict[int, Term], unused: list[bool]) -> list[int]:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
-import numpy as np
 
 from ..core import Callback, Tape, Term, array_build, dependencies
 from ..core.graph import below
@@ -96,13 +95,8 @@ def grad_graph(z: Term, wrt: Term | Sequence[Term], callback: Callback | None = 
         tape.check_var(w, "wrt")
     with tape.transaction(callback, order=derivative_order(z) + 1):
         found = tape.pruned(lambda: _backward(tape, z.index, [w.index for w in wrts]))
-        results = [Term(tape, i) if i >= 0 else _zero(tape, w) for i, w in zip(found, wrts)]
+        results = [Term(tape, i if i >= 0 else array_build.zeros(tape, w.shape)) for i, w in zip(found, wrts)]
     return results[0] if single else results
-
-
-def _zero(tape: Tape, w: Term) -> Term:
-    """The structural zero gradient in w: 0, or a table of zeros of an array var's shape."""
-    return Term(tape, array_build.table(tape, np.zeros(w.shape))) if w.shape else tape.zero
 
 
 def _reaches(tape: Tape, order: list[int], targets: set[int]) -> set[int]:

@@ -42,6 +42,12 @@ def table(tape: Tape, value: Any) -> int:
     return node(tape, "table", (), (found.array.shape, found))
 
 
+def zeros(tape: Tape, shape: Shape) -> int:
+    """A structural zero of ``shape``: the tape's 0 for a number, a table of zeros for an array
+    (what a derivative that is zero gives for an array output)."""
+    return table(tape, np.zeros(shape)) if shape else tape.zero.index
+
+
 def node(tape: Tape, op: str, args: tuple[int, ...], payload: tuple[Any, ...]) -> int:
     """Intern the array node; an op on constants only is folded to its value (a table)."""
     consts = [_constant(tape, a) for a in args]

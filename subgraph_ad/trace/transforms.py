@@ -17,7 +17,6 @@ from ..ad.forward import directional, gen_graph
 from ..ad.matrices import hvp as hvp_terms
 from ..ad.reverse import grad_graph
 from ..core import Tape, Term, checks
-from ..core.array_build import broadcast_to
 from ..numeric import modes
 from ..pytrees import Tree, flatten, real_leaf, shown, static_key
 from .compiled import call, collector_paused
@@ -301,9 +300,6 @@ def _hvp_transform(f: Callable[..., Any], backend: str | None = None) -> Transfo
             raise ValueError(f"hvp: v has the structure {trace.trees[1]}, not x's {trace.trees[0]}")
         gradient = list(grad_graph(z, xs))
         terms = directional(gradient, dict(zip(xs, trace.vars[1])))
-        # a block that is zero is the tape's 0: its leaf is an array of zeros all the same
-        terms = [t if t.shape == g.shape else Term(trace.tape, broadcast_to(trace.tape, t.index, g.shape))
-                 for t, g in zip(terms, gradient)]
         return terms, Filled(trace.trees[0])
 
     return Transformed(_first(f, 1), "hvp", build, backend)
