@@ -28,8 +28,9 @@ from ..core.arrays import ARRAY_OPS, Shape, as_index, batched_times, shape_of, t
 from ..functions.base import Function
 from ..functions.elementary import steps
 from ..tables import rule_table
-from . import array_kernels, blas
+from . import array_kernels, array_loops, blas
 from .array_fusion import fusions
+from .array_loops import Loop
 from .array_reuse import Reuse, into
 from .array_runtime import aligned, ones, placed, reshaped
 from .program import callee
@@ -60,11 +61,12 @@ def elements(tape: Tape) -> dict[int, tuple[int, tuple[int, ...]]]:
     return out
 
 
-def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour: str
+def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour: str, loops: bool = True
            ) -> tuple[str, dict[str, Any], int]:
     """``_f(i0, …)`` returning the outputs' tuple, its globals, and the multiply-adds per point
     of its largest matrix product that BLAS may share out over threads (``_product``: what
-    decides how many threads BLAS may use; 0 for none)."""
+    decides how many threads BLAS may use; 0 for none). Code for one point runs its chains of
+    elementwise arithmetic as native loops (``array_loops``) unless ``loops`` is false."""
     xp = "_jnp" if flavour == "jax" else "_np"
     names: dict[str, Any] = {"_np": np, "_al": aligned, "_rs": reshaped, "_bt": batched_times, "_tb": times_batched,
                              "_pl": placed, "_into": into}
@@ -90,11 +92,16 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
             names[f"_t{i}"], ref[i] = nodes[i].payload[1].array, f"_t{i}"
     fused = fusions(tape, order, [t.index for t in outputs], SMALL_SUM if flavour != "jax" else 0, SMALL_CONSTANT,
                     placed=flavour == "point")
-    kernels = _groups(tape, order, [t.index for t in outputs], fused, batched, flavour)
+    kernels: dict[int, array_kernels.Group | Loop] = dict(_groups(tape, order, [t.index for t in outputs], fused,
+                                                                  batched, flavour))
     fused = {**fused, **{i: g.fused() for i, g in kernels.items()}}
+    if flavour == "point" and loops:
+        chains = array_loops.loops(tape, order, [t.index for t in outputs], fused)
+        kernels.update(chains)
+        fused.update({i: g.fused() for i, g in chains.items()})
     reuse = Reuse(tape, order, [t.index for t in outputs], ufunc_chain, fused) if flavour != "jax" else None
     absorbed = {a for f in fused.values() for a in f.absorbed}
-    copied = _right_transposes(tape, order, fused) if flavour != "jax" else set()
+    copied = _right_transposes(tape, order, fused, absorbed) if flavour != "jax" else set()
     temps: set[int] = set()
     for i in order:
         node = nodes[i]
@@ -257,16 +264,23 @@ def _groups(tape: Tape, order: Sequence[int], outputs: Sequence[int], fused: dic
     return found if found and array_kernels.available() else {}
 
 
-def _group(group: array_kernels.Group, tape: Tape, ref: dict[int, str], batched: dict[int, bool],
+def _group(group: array_kernels.Group | Loop, tape: Tape, ref: dict[int, str], batched: dict[int, bool],
            names: dict[str, Any], xp: str, flavour: str, lines: list[str]) -> None:
-    """A group's code: its kernel where its inputs fit one (``Group.fits``), else each
+    """A group's code: its kernel where its inputs fit one (``Group.fits``), or a loop's: its
+    outputs made, then the loop run (``MISS`` where it does not take its operands); else each
     member's NumPy expression in turn (its values the members' own; those only the group reads
     dropped after it)."""
-    names[f"_g{group.anchor}"] = group
     inputs = ", ".join(ref[a] for a in group.inputs)
-    lines.append(f"    if _g{group.anchor}.fits({inputs}):")
-    lines.append(f"        {''.join(f't{o}, ' for o in group.outputs)}= _g{group.anchor}({inputs})")
-    lines.append("    else:")
+    if isinstance(group, Loop):
+        names["_miss"] = array_loops.MISS
+        group.bind(names, f"_L{group.anchor}")
+        lines.extend(f"    t{o} = _np.empty({group.shape!r})" for o in group.outputs)
+        lines.append(f"    if _L{group.anchor}({''.join(f't{o}, ' for o in group.outputs)}{inputs}, _miss) is _miss:")
+    else:
+        names[f"_g{group.anchor}"] = group
+        lines.append(f"    if _g{group.anchor}.fits({inputs}):")
+        lines.append(f"        {''.join(f't{o}, ' for o in group.outputs)}= _g{group.anchor}({inputs})")
+        lines.append("    else:")
     for j in group.members:
         node = tape.nodes[j]
         shapes = [shape_of(tape, a) for a in node.args]
@@ -279,18 +293,18 @@ def _group(group: array_kernels.Group, tape: Tape, ref: dict[int, str], batched:
         lines.append(f"        del {', '.join(f't{j}' for j in inner)}")
 
 
-def _right_transposes(tape: Tape, order: Sequence[int], fused: dict[int, Any]) -> set[int]:
-    """The transposed matrices that only matrix products read, each as its right operand with a
-    matrix on the left: written as a contiguous copy, since OpenBLAS multiplies by a transposed
-    right operand ~40 % slower (128 × 64 by 64 × 64: 21.5 µs, 15.2 µs by its copy, which costs
-    1.7 µs and serves every such reader)."""
+def _right_transposes(tape: Tape, order: Sequence[int], fused: dict[int, Any], absorbed: set[int]) -> set[int]:
+    """The transposed matrices that only matrix products read (as written: not fused into
+    another node), each as its right operand with a matrix on the left: written as a contiguous
+    copy, since OpenBLAS multiplies by a transposed right operand ~40 % slower (128 × 64 by
+    64 × 64: 21.5 µs, 15.2 µs by its copy, which costs 1.7 µs and serves every such reader)."""
     nodes = tape.nodes
     candidates = {i for i in order if nodes[i].op == "transpose" and len(shape_of(tape, i)) == 2}
     for i in order:
         node = nodes[i]
         for k, a in enumerate(node.args):
-            if a in candidates and (node.op != "matmul" or k != 1 or i in fused or len(shape_of(tape, node.args[0])) != 2
-                                    or shape_of(tape, node.args[0])[0] < 16):
+            if a in candidates and (node.op != "matmul" or k != 1 or i in fused or i in absorbed
+                                    or len(shape_of(tape, node.args[0])) != 2 or shape_of(tape, node.args[0])[0] < 16):
                 candidates.discard(a)
     return candidates
 

@@ -21,12 +21,12 @@ import math
 import threading
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..core import OPS, Tape
-from ..core.arrays import shape_of
+from ..core.arrays import Shape, shape_of
 from ..functions.base import Function
 from .array_fusion import Fused
 from .array_reuse import float_valued
@@ -147,49 +147,62 @@ def _member(tape: Tape, i: int, shape: tuple[int, ...], batched: dict[int, bool]
 
 def groups(tape: Tape, order: Sequence[int], outputs: Sequence[int], fused: dict[int, Fused],
            batched: dict[int, bool], native: Any, chain: Any, point: bool = False) -> dict[int, Group]:
-    """The groups of a program (``order``: its nodes as written), by their anchor (the member
-    where the group runs): grown from each free member forward, a node joining where its operands are
-    members, constants, or values made before the group runs — which may move later, past nodes
-    that read no member — at least ``FEWEST`` members; in code for one ``point``, none of fewer
-    than ``SMALLEST`` numbers (a batch's size is known when it runs: ``fits``)."""
+    """The groups of a program (``order``: its nodes as written), by their anchor (``grown``);
+    at least ``FEWEST`` members each; in code for one ``point``, none of fewer than ``SMALLEST``
+    numbers (a batch's size is known when it runs: ``fits``)."""
+
+    def member(i: int, shape: Shape) -> bool:
+        return not (point and math.prod(shape) < SMALLEST) and _member(tape, i, shape, batched, native, chain)
+
+    return {anchor: Group(members, anchor, inputs, outs, _program(tape, members, inputs, outs))
+            for members, anchor, inputs, outs in grown(tape, order, outputs, fused, member, lambda m, _: len(m) >= FEWEST)}
+
+
+def grown(tape: Tape, order: Sequence[int], outputs: Sequence[int], fused: dict[int, Fused],
+          member: Callable[[int, Shape], bool], enough: Callable[[list[int], tuple[int, ...]], bool]
+          ) -> list[tuple[tuple[int, ...], int, tuple[int, ...], tuple[int, ...]]]:
+    """Chains of elementwise nodes that may run as one loop: (members, anchor, inputs, outputs)
+    each, grown from each free node that is a ``member`` of its own shape forward, a node joining
+    where it is a member of that shape and its operands are members, constants, or values made
+    before the chain runs — which may move later (the anchor), past nodes that read no member;
+    kept where some member is read outside it or returned and ``enough`` (of the members and
+    those outputs). A node of ``fused`` (or absorbed by one) is no member, and runs, reading its
+    operands, where the node that absorbs it runs."""
     nodes = tape.nodes
     taken = {a for f in fused.values() for a in f.absorbed} | set(fused)
     position = {i: k for k, i in enumerate(order)}
+    position.update({a: position[anchor] for anchor, f in fused.items() for a in f.absorbed})  # made, and read, there
     readers: dict[int, list[int]] = {}
-    for k, i in enumerate(order):
+    for i in order:
         for a in dict.fromkeys(nodes[i].args):
-            readers.setdefault(a, []).append(k)
+            readers.setdefault(a, []).append(position[i])
     kept = set(outputs)
-    found: dict[int, Group] = {}
+    found = []
     used: set[int] = set()
     for start, first in enumerate(order):
         if first in used or first in taken:
             continue
         shape = shape_of(tape, first)
-        if point and math.prod(shape) < SMALLEST:  # code for one point: its size known, NumPy's code
-            continue
-        if not _member(tape, first, shape, batched, native, chain):
+        if not member(first, shape):
             continue
         members, inside, runs = [first], {first}, start
         for k in range(start + 1, min(len(order), start + WINDOW)):
             i = order[k]
-            if i in used or i in taken or not _member(tape, i, shape, batched, native, chain):
+            if i in used or i in taken or not member(i, shape):
                 continue
             ready = all(a in inside or nodes[a].op in FIXED or position[a] < runs for a in nodes[i].args)
             if not ready and all(a in inside or nodes[a].op in FIXED or position[a] < k for a in nodes[i].args) and not any(
                     runs < r < k and order[r] not in inside and order[r] != i for m in members for r in readers.get(m, ())):
-                ready, runs = True, k  # the group runs at i now: no other node reads a member before it
+                ready, runs = True, k  # the chain runs at i now: no other node reads a member before it
             if ready:
                 members.append(i)
                 inside.add(i)
-        if len(members) < FEWEST:
-            continue
         outs = tuple(m for m in members if m in kept or any(order[r] not in inside for r in readers.get(m, ())))
-        if not outs:
+        if not outs or not enough(members, outs):
             continue
         inputs = tuple(dict.fromkeys(a for i in members for a in nodes[i].args
                                      if a not in inside and nodes[a].op != "const"))
-        found[order[runs]] = Group(tuple(members), order[runs], inputs, outs, _program(tape, members, inputs, outs))
+        found.append((tuple(members), order[runs], inputs, outs))
         used.update(members)
     return found
 
@@ -214,4 +227,4 @@ def _program(tape: Tape, members: Sequence[int], inputs: Sequence[int], outputs:
     return Program(len(inputs), tuple(steps), tuple(refs[o] for o in outputs))
 
 
-__all__ = ["FEWEST", "SMALLEST", "Group", "available", "groups"]
+__all__ = ["FEWEST", "SMALLEST", "Group", "available", "groups", "grown"]

@@ -97,7 +97,7 @@ class ArrayCompiled:
                 ) -> tuple[Callable[..., tuple[Any, ...]], int, str]:
         """The program of one flavour: its function, its largest product's multiply-adds per
         point, and its source."""
-        text, namespace, work = source(tape, inputs, outputs, flavour)
+        text, namespace, work = source(tape, inputs, outputs, flavour, loops=not self.warn)  # a loop warns of nothing
         return define(text, namespace, f"arrays {flavour}"), work, text
 
     def __repr__(self) -> str:

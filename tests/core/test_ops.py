@@ -25,7 +25,7 @@ EXPECTED = {"forward RULES", "reverse VJPS", "numeric PARTIALS", "Taylor FORMS",
             "Taylor DEGREES", "closed-form EXPAND", "Laplacian LAPLACIAN", "operator PARTIALS",
             "operator ADJOINTS", "NumPy LOWERING", "Numba LOWERING", "C LOWERING", "JAX LOWERING",
             "ODE VALUE_OPS", "array forward", "array reverse", "array LAPLACIAN",
-            "array code ARITHMETIC"}
+            "array code ARITHMETIC", "array loops OPERATIONS"}
 #: The tables keyed by the array ops.
 ARRAY_TABLES = {"array forward", "array reverse", "array LAPLACIAN"}
 #: The module-level dicts keyed by ops that are no rule table, each with the reason.
