@@ -6,9 +6,9 @@ addition (128 × 64 plus 64) took 5–7 µs, twice a same-shape addition. A *loo
 (``array_kernels.grown``) of add, sub, mul, div and neg nodes of one shape (one or two axes)
 whose operands are arrays that broadcast to it (the shape itself, a row, a column, one number)
 or constants, and of matrix products of a column by a row (an outer product: a reverse sweep's
-ȳ·wᵀ through a layer of one output). Its LLVM IR is a loop nest over the shape that runs the members in their order,
-each rounded once (no contraction into fused multiply-adds), so its values are NumPy's to the
-bit; LLVM's own passes vectorise it.
+ȳ·wᵀ through a layer of one output). Its LLVM IR is a loop nest over the shape that runs the
+members in their order, each rounded once (no contraction into fused multiply-adds), so its
+values are NumPy's to the bit; LLVM's own passes vectorise it.
 
 The loop is called as a Python builtin (``METH_FASTCALL``: ~0.05 µs a call, where ctypes costs
 ~2.5) with its outputs (new arrays) and its operands, and checks them itself: each operand an
@@ -101,7 +101,8 @@ class Loop:
 
 def available() -> bool:
     """Whether loops can run here: llvmlite (Numba's), NumPy's and CPython's layout as
-    ``llvm_args`` reads it, and the GIL (the builtin reads its arguments unlocked)."""
+    ``llvm_args`` reads it, an object's reference count its first word (``_new_reference``),
+    and the GIL (the builtin reads its arguments unlocked)."""
     from .backends import llvm_args
     from .backends import numba as backend
 
@@ -111,7 +112,11 @@ def available() -> bool:
         backend._target()
     except ImportError:
         return False
-    return llvm_args.layout() is not None
+    at = llvm_args.layout()
+    probe = np.empty(1)
+    held = [probe] * 3  # four references in all, counted where a loop counts them
+    counted = ctypes.c_ssize_t.from_address(id(probe)).value
+    return at is not None and at.type_at == 8 and counted == sys.getrefcount(held[0]) - 1
 
 
 def loops(tape: Tape, order: Sequence[int], outputs: Sequence[int], fused: dict[int, Fused]) -> dict[int, Loop]:

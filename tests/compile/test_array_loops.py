@@ -72,6 +72,16 @@ def test_the_platform_runs_loops():
     assert array_loops.available()  # (CPython with the GIL, llvmlite: what make test installs)
 
 
+def test_where_loops_cannot_run_the_code_is_numpys(monkeypatch):
+    """No llvmlite, another object layout, or no GIL (``available`` false): no loop written."""
+    rng = np.random.default_rng(11)
+    x, w, b, c = _layer_inputs(rng)
+    monkeypatch.setattr(array_loops, "available", lambda: False)
+    f = sad.jit(bias_layer)
+    np.testing.assert_array_equal(f(x, w, b, c), bias_layer(x, w, b, c))
+    assert LOOP not in _source(f)
+
+
 def test_a_bias_layer_runs_as_one_loop_with_numpys_values_to_the_bit(monkeypatch):
     rng = np.random.default_rng(1)
     x, w, b, c = _layer_inputs(rng)
