@@ -342,10 +342,16 @@ def _builtin(ir: str) -> tuple[Callable[..., Any], _Code | None]:
     self[:4] = _known()
     self[4:8] = [self.ctypes.data + 64, code.address, _FASTCALL, 0]
     self[8] = int.from_bytes(b"loop\0\0\0\0", "little")
-    new = ctypes.pythonapi.PyCFunction_NewEx
-    new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
-    made: Callable[..., Any] = new(self.ctypes.data + 32, self, None)  # (a new reference, which ctypes owns)
+    made: Callable[..., Any] = _new()(self.ctypes.data + 32, self, None)  # (a new reference, which ctypes owns)
     return made, code
+
+
+@functools.cache
+def _new() -> Any:
+    """``PyCFunction_NewEx(def, self, module)``, a prototype of our own (``ctypes.pythonapi``'s
+    attributes are shared with every other user in the process)."""
+    return ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p)(
+        ("PyCFunction_NewEx", ctypes.pythonapi))
 
 
 def _known() -> list[int]:
