@@ -188,7 +188,8 @@ def _ir(tape: Tape, loop: Loop, at: Any) -> str:
     ``float`` and ``np.float64`` (``_known``). Checks each input (``_check``), then a loop nest
     over the shape (rows × columns; one flat loop where no operand is a row or a column of it)
     that reads each input where it broadcasts from, runs the members in order and stores the
-    outputs; returns the first output (a new reference), or ``MISS``."""
+    outputs; returns the first output (a new reference), or ``MISS`` (its ``self`` where the
+    count of arguments is not its own)."""
     nodes = tape.nodes
     n_out, n_in = len(loop.outputs), len(loop.inputs)
     rows, cols = (1, *loop.shape) if len(loop.shape) == 1 else loop.shape
@@ -200,9 +201,7 @@ def _ir(tape: Tape, loop: Loop, at: Any) -> str:
     for k, name in enumerate(("ndarray", "f64", "float", "scalar")):
         lines += [f"  %{name}.p = getelementptr inbounds ptr, ptr %known, i64 {k}",
                   f"  %{name} = load ptr, ptr %{name}.p, align 8"]
-    lines += [f"  %miss.p = getelementptr inbounds ptr, ptr %args, i64 {n_out + n_in}",
-              "  %miss = load ptr, ptr %miss.p, align 8",
-              f"  %count = icmp eq i64 %nargs, {n_out + n_in + 1}", "  br i1 %count, label %c0, label %fail"]
+    lines += [f"  %count = icmp eq i64 %nargs, {n_out + n_in + 1}", "  br i1 %count, label %c0, label %wrong"]
     for k, own in enumerate(loop.shapes):
         lines += _check(k, n_out + k, own, at)
     lines.append(f"c{n_in}:")
@@ -248,7 +247,10 @@ def _ir(tape: Tape, loop: Loop, at: Any) -> str:
                   "  %i.next = add nuw nsw i64 %i, 1", f"  %i.more = icmp slt i64 %i.next, {rows}",
                   "  br i1 %i.more, label %outer, label %done"]
     lines += ["done:", "  %first = load ptr, ptr %args, align 8", *_new_reference("%first", "first"), "  ret ptr %first",
-              "fail:", *_new_reference("%miss", "miss"), "  ret ptr %miss", "}",
+              "fail:", f"  %miss.p = getelementptr inbounds ptr, ptr %args, i64 {n_out + n_in}",
+              "  %miss = load ptr, ptr %miss.p, align 8", *_new_reference("%miss", "miss"), "  ret ptr %miss",
+              # called with another count of arguments (never by the code): no argument read, nothing run
+              "wrong:", *_new_reference("%self", "self"), "  ret ptr %self", "}",
               # every access of an iteration touches its own element (outputs are new arrays): no
               # iteration depends on another, and the vectoriser needs no checks of overlap
               '!0 = distinct !{!0, !2}', "!1 = distinct !{}", '!2 = !{!"llvm.loop.parallel_accesses", !1}', ""]

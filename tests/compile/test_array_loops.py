@@ -186,6 +186,9 @@ def test_a_loop_call_keeps_every_reference_count(monkeypatch):
         assert loop(out, wide, d, array_loops.MISS) is array_loops.MISS
     assert [sys.getrefcount(v) for v in (out, a, d, array_loops.MISS, wide)] == counts
     np.testing.assert_array_equal(out, (a + d) * a - d)
+    for given in ((), (out,), (out, a, d), (out, a, d, array_loops.MISS, wide)):  # another count: nothing read
+        assert loop(*given) is loop.__self__
+    np.testing.assert_array_equal(out, (a + d) * a - d)
 
 
 def _globals(jitted):
