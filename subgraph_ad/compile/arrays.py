@@ -87,6 +87,7 @@ class ArrayCompiled:
         self.shapes: list[Shape] = [v.shape for v in inputs]
         self.out_shapes: list[Shape] = [t.shape for t in outputs]
         self.single, self.warn, self.parallel, self.backend = single, warn, parallel, "numpy"
+        self._made = tape, list(inputs), list(outputs)  # what a pickle rebuilds it from
         self.widest = _widest(tape, outputs)
         heap.settle()
         self._point = self._define(tape, inputs, outputs, "point")
@@ -99,6 +100,11 @@ class ArrayCompiled:
         point, and its source."""
         text, namespace, work = source(tape, inputs, outputs, flavour, loops=not self.warn)  # a loop warns of nothing
         return define(text, namespace, f"arrays {flavour}"), work, text
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from its graph on unpickling (a Dask worker, another process): the generated
+        # code and its native loops do not travel, the tape does (``lambdify``: it pickles).
+        return ArrayCompiled, (*self._made, self.single, self.warn, self.parallel)
 
     def __repr__(self) -> str:
         return f"<compiled array program of ({', '.join(self.names)}), {len(self.out_shapes)} output(s), {self.backend}>"
@@ -247,9 +253,13 @@ class JaxArrayCompiled:
         self.shapes: list[Shape] = [v.shape for v in inputs]
         self.out_shapes: list[Shape] = [t.shape for t in outputs]
         self.single, self.backend, self.host = single, "jax", False
+        self._made = tape, list(inputs), list(outputs)  # what a pickle rebuilds it from
         text, namespace, _ = source(tape, inputs, outputs, "jax")
         self.block_source = text
         self._run = jax.jit(define(text, namespace, "arrays jax"))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return JaxArrayCompiled, (*self._made, self.single), {"host": self.host}  # (as ``ArrayCompiled``'s)
 
     def __repr__(self) -> str:
         return f"<compiled array program of ({', '.join(self.names)}), {len(self.out_shapes)} output(s), jax>"
