@@ -30,7 +30,6 @@ import sys
 import sysconfig
 import threading
 import warnings
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -40,8 +39,8 @@ from ..core import Tape
 from ..core.arrays import Shape, shape_of
 from ..tables import rule_table
 from .array_fusion import Fused
+from . import fastcall
 from .array_kernels import grown
-from .cache import cache_key, cache_load, cache_store
 
 #: The arithmetic a loop's members may be, as LLVM writes it: each one IEEE operation, as
 #: NumPy's. A power and a function stay NumPy calls (``np.power``, ``np.tanh``: no LLVM instruction).
@@ -55,10 +54,6 @@ CALL, OUTPUT, ARRAY = 0.2, 0.4, 0.00015
 
 #: What a loop returns for operands it does not take (the last argument it is given).
 MISS = type("Miss", (), {"__repr__": lambda self: "MISS", "__slots__": ()})()
-
-#: ``PyMethodDef.ml_flags``: the builtin takes (self, args, nargs).
-_FASTCALL = 0x80
-
 
 @dataclass(eq=False)
 class Loop:
@@ -101,7 +96,7 @@ class Loop:
 
 def available() -> bool:
     """Whether loops can run here: llvmlite (Numba's), NumPy's and CPython's layout as
-    ``llvm_args`` reads it, an object's reference count its first word (``_new_reference``),
+    ``llvm_args`` reads it, an object's reference count its first word (``fastcall.new_reference``),
     and the GIL (the builtin reads its arguments unlocked)."""
     from .backends import llvm_args
     from .backends import numba as backend
@@ -185,7 +180,7 @@ def _double(value: float) -> str:
 def _ir(tape: Tape, loop: Loop, at: Any) -> str:
     """``@loop(self, args, nargs)``, a ``METH_FASTCALL`` builtin: ``args`` the outputs, the
     inputs and ``MISS``; ``self`` an array of the addresses of ``ndarray``, float64's dtype,
-    ``float`` and ``np.float64`` (``_known``). Checks each input (``_check``), then a loop nest
+    ``float`` and ``np.float64`` (``fastcall.known``). Checks each input (``_check``), then a loop nest
     over the shape (rows × columns; one flat loop where no operand is a row or a column of it)
     that reads each input where it broadcasts from, runs the members in order and stores the
     outputs; returns the first output (a new reference), or ``MISS`` (its ``self`` where the
@@ -246,11 +241,11 @@ def _ir(tape: Tape, loop: Loop, at: Any) -> str:
                   "  br i1 %j.more, label %body, label %outer.end, !llvm.loop !0", "outer.end:",
                   "  %i.next = add nuw nsw i64 %i, 1", f"  %i.more = icmp slt i64 %i.next, {rows}",
                   "  br i1 %i.more, label %outer, label %done"]
-    lines += ["done:", "  %first = load ptr, ptr %args, align 8", *_new_reference("%first", "first"), "  ret ptr %first",
+    lines += ["done:", "  %first = load ptr, ptr %args, align 8", *fastcall.new_reference("%first", "first"), "  ret ptr %first",
               "fail:", f"  %miss.p = getelementptr inbounds ptr, ptr %args, i64 {n_out + n_in}",
-              "  %miss = load ptr, ptr %miss.p, align 8", *_new_reference("%miss", "miss"), "  ret ptr %miss",
+              "  %miss = load ptr, ptr %miss.p, align 8", *fastcall.new_reference("%miss", "miss"), "  ret ptr %miss",
               # called with another count of arguments (never by the code): no argument read, nothing run
-              "wrong:", *_new_reference("%self", "self"), "  ret ptr %self", "}",
+              "wrong:", *fastcall.new_reference("%self", "self"), "  ret ptr %self", "}",
               # every access of an iteration touches its own element (outputs are new arrays): no
               # iteration depends on another, and the vectoriser needs no checks of overlap
               '!0 = distinct !{!0, !2}', "!1 = distinct !{}", '!2 = !{!"llvm.loop.parallel_accesses", !1}', ""]
@@ -307,90 +302,17 @@ def _check(k: int, position: int, own: Shape, at: Any) -> list[str]:
     return lines
 
 
-def _new_reference(obj: str, name: str) -> list[str]:
-    """One more reference to ``obj`` (its count, the object's first word: a mortal object)."""
-    return [f"  %{name}.rc = load i64, ptr {obj}, align 8", f"  %{name}.rc1 = add i64 %{name}.rc, 1",
-            f"  store i64 %{name}.rc1, ptr {obj}, align 8"]
-
-
-# -- compiling, and the builtin ------------------------------------------------------------------
-class _Code:
-    """A loop's machine code, loaded into its own engine (which owns it), and its address."""
-
-    def __init__(self, engine: Any, address: int) -> None:
-        self.engine, self.address = engine, address
-
-
-#: Loops' machine code alive in this process, by the hash of their IR.
-_LIVE: weakref.WeakValueDictionary[str, _Code] = weakref.WeakValueDictionary()
-_LIVE_LOCK = threading.Lock()
-
-
-def _builtin(ir: str) -> tuple[Callable[..., Any], _Code | None]:
-    """The loop of ``ir`` as a builtin whose ``self`` holds ``_known()``, its method definition
-    and its name (the builtin keeps its ``self`` alive, and with it all three), and its machine
-    code, which must outlive it — or, where LLVM refuses the IR, a warning and a function that
-    always answers ``MISS``."""
+def _builtin(ir: str) -> tuple[Callable[..., Any], fastcall.Code | None]:
+    """The loop of ``ir`` as a builtin, and its machine code (which must outlive it) — or, where
+    LLVM refuses the IR, a warning and a function that always answers ``MISS``."""
     try:
-        code = _machine_code(ir)
+        return fastcall.builtin(ir, "loop")
     except Exception as error:  # LLVM refusing a loop must not lose the values
         from .lambdify import BackendWarning
 
         warnings.warn(f"an elementwise chain of an array program did not compile ({type(error).__name__}: {error}); "
                       "it runs as NumPy passes", BackendWarning, stacklevel=3)
         return (lambda *values: values[-1]), None
-    # self: the four addresses, then PyMethodDef {name, meth, flags, doc}, then the name's bytes
-    self = np.zeros(9, dtype=np.uint64)
-    self[:4] = _known()
-    self[4:8] = [self.ctypes.data + 64, code.address, _FASTCALL, 0]
-    self[8] = int.from_bytes(b"loop\0\0\0\0", "little")
-    made: Callable[..., Any] = _new()(self.ctypes.data + 32, self, None)  # (a new reference, which ctypes owns)
-    return made, code
-
-
-@functools.cache
-def _new() -> Any:
-    """``PyCFunction_NewEx(def, self, module)``, a prototype of our own (``ctypes.pythonapi``'s
-    attributes are shared with every other user in the process)."""
-    return ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p)(
-        ("PyCFunction_NewEx", ctypes.pythonapi))
-
-
-def _known() -> list[int]:
-    """The addresses of ``ndarray``, float64's dtype, ``float`` and ``np.float64``."""
-    return [id(np.ndarray), id(np.dtype(np.float64)), id(float), id(np.float64)]
-
-
-def _machine_code(ir: str) -> _Code:
-    """The loop's machine code: alive in this process, from the cache, or compiled (vectorised
-    by LLVM's passes at -O2) and stored there."""
-    from .backends import numba as backend
-
-    target = backend._target()
-    digest = cache_key("loop", target.identity, ir)
-    with _LIVE_LOCK:
-        code = _LIVE.get(digest)
-        if code is None:
-            data = cache_load("loop", digest)
-            if data is None:
-                data = _compile(target, ir)
-                cache_store("loop", digest, data)
-            code = _Code(*backend._load(target.llvm, target, data, "loop"))
-            _LIVE[digest] = code
-    return code
-
-
-def _compile(target: Any, ir: str) -> bytes:
-    llvm = target.llvm
-    module = llvm.parse_assembly(ir)
-    module.verify()
-    machine = target.machine()
-    options = llvm.create_pipeline_tuning_options(speed_level=2)
-    options.loop_vectorization = True
-    builder = llvm.create_pass_builder(machine, options)
-    builder.getModulePassManager().run(module, builder)
-    code: bytes = machine.emit_object(module)
-    return code
 
 
 __all__ = ["MISS", "Loop", "OPERATIONS", "available", "loops"]
