@@ -17,7 +17,7 @@ import pytest
 import subgraph_ad as sad
 from subgraph_ad.compile import array_loops
 from subgraph_ad.compile.lambdify import BackendWarning
-from test_array_reuse import SEEDS, inputs, random_function
+from test_array_reuse import SEEDS, inputs, random_function, same
 
 jax = pytest.importorskip("jax")  # in the dev extra: present in make test
 jax.config.update("jax_enable_x64", True)
@@ -243,11 +243,34 @@ def test_random_array_programs_their_gradients_and_hvps_equal_the_numpy_code_to_
         took = _counted(m)
         looped, source = run()
     assert source.count(LOOP) >= 2 and any(took)  # (a reversed view among its operands: NumPy's code)
+    same(tuple(looped[:-2]), f(A, B, c))  # the values against NumPy running f
     _without_loops(monkeypatch)
     plain, source = run()
     assert LOOP not in source
     for a, b in zip(looped, plain):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("beside", [0.0, 1e-9, -1e-9])
+def test_a_switch_and_a_pairwise_kernel_with_every_chain_a_loop_equal_jaxs(beside, monkeypatch):
+    """where(x > 0.3, sin x, x²) on and beside its switch and Σᵢⱼ exp(−(xᵢ − xⱼ)²) (x − x on the
+    diagonal, x[:, None] − x[None, :]) with every chain a loop: the value against NumPy, the
+    gradient and the HVP — along a v with zero components — against JAX's."""
+    _every_chain(monkeypatch)
+    took = _counted(monkeypatch)
+
+    def u(x, np_=np):
+        d = x[:, None] - x[None, :]
+        return np_.sum(np_.where(x > 0.3, np_.sin(x), x * x)) + np_.sum(np_.exp(-(d * d)) * (1.0 + d - d))
+
+    x = np.array([0.3 + beside, -0.4, 0.9, 0.1, 0.3 + beside, 0.05, -1.2, 0.6])
+    v = np.array([1.0, 0.0, -2.0, 0.0, 0.5, 0.0, 1.0, 0.0])
+    assert sad.jit(u)(x) == pytest.approx(float(u(x)), rel=1e-14)
+    np.testing.assert_allclose(sad.grad(u)(x), np.asarray(jax.grad(lambda y: u(y, jnp))(x)), rtol=1e-12, atol=1e-14)
+    want = jax.jvp(jax.grad(lambda y: u(y, jnp)), (x,), (v,))[1]
+    np.testing.assert_allclose(sad.hvp(u, x, v), np.asarray(want), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(sad.hvp(u, x, np.zeros_like(x)), 0.0, atol=0.0)  # a zero tangent: zeros
+    assert took and all(took)
 
 
 def test_a_networks_hvp_runs_its_chains_as_loops_and_equals_jaxs(monkeypatch):
