@@ -62,7 +62,7 @@ class Group:
     def fused(self) -> Fused:
         """The group as ``array_fusion`` writes a fused node: the anchor reads the inputs and
         writes every member (``array_reuse`` then knows when each input dies)."""
-        return Fused(absorbed=tuple(m for m in self.members if m != self.anchor), reads=self.inputs)
+        return fused_at(self.members, self.anchor, self.inputs)
 
     def fits(self, *values: Any) -> bool:
         """Whether the kernel takes these inputs: arrays of one shape (numbers aside), of at
@@ -103,6 +103,12 @@ class Group:
         outs = [np.empty(shape) for _ in self.outputs]
         backend.slices(self._kernel[0], flat, [o.reshape(-1) for o in outs])()(0, outs[0].size)
         return tuple(outs)
+
+
+def fused_at(members: Sequence[int], anchor: int, inputs: tuple[int, ...]) -> Fused:
+    """A chain as ``array_fusion`` writes a fused node: the anchor reads the inputs and writes
+    every member (``array_reuse`` then knows when each input dies)."""
+    return Fused(absorbed=tuple(m for m in members if m != anchor), reads=inputs)
 
 
 def available() -> bool:
@@ -227,4 +233,4 @@ def _program(tape: Tape, members: Sequence[int], inputs: Sequence[int], outputs:
     return Program(len(inputs), tuple(steps), tuple(refs[o] for o in outputs))
 
 
-__all__ = ["FEWEST", "SMALLEST", "Group", "available", "groups", "grown"]
+__all__ = ["FEWEST", "SMALLEST", "Group", "available", "fused_at", "groups", "grown"]

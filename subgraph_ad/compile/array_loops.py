@@ -25,7 +25,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
-import struct
 import sys
 import sysconfig
 import threading
@@ -40,7 +39,8 @@ from ..core.arrays import Shape, shape_of
 from ..tables import rule_table
 from .array_fusion import Fused
 from . import fastcall
-from .array_kernels import grown
+from .backends import llvm_args, llvm_ir
+from .array_kernels import fused_at, grown
 
 #: The arithmetic a loop's members may be, as LLVM writes it: each one IEEE operation, as
 #: NumPy's. A power and a function stay NumPy calls (``np.power``, ``np.tanh``: no LLVM instruction).
@@ -73,9 +73,8 @@ class Loop:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def fused(self) -> Fused:
-        """The loop as ``array_fusion`` writes a fused node (``array_reuse`` then knows when each
-        input dies)."""
-        return Fused(absorbed=tuple(m for m in self.members if m != self.anchor), reads=self.inputs)
+        """The loop as ``array_fusion`` writes a fused node (``array_kernels.fused_at``)."""
+        return fused_at(self.members, self.anchor, self.inputs)
 
     def bind(self, names: dict[str, Any], key: str) -> None:
         """Stand as ``key`` in the code's globals until the first call, which compiles the loop
@@ -98,14 +97,11 @@ def available() -> bool:
     """Whether loops can run here: llvmlite (Numba's), NumPy's and CPython's layout as
     ``llvm_args`` reads it, an object's reference count its first word (``fastcall.new_reference``),
     and the GIL (the builtin reads its arguments unlocked)."""
-    from .backends import llvm_args
-    from .backends import numba as backend
+    from . import array_kernels
 
     if sys.implementation.name != "cpython" or sysconfig.get_config_var("Py_GIL_DISABLED"):
         return False
-    try:
-        backend._target()
-    except ImportError:
+    if not array_kernels.available():
         return False
     at = llvm_args.layout()
     probe = np.empty(1)
@@ -136,8 +132,6 @@ def loops(tape: Tape, order: Sequence[int], outputs: Sequence[int], fused: dict[
         found[anchor] = Loop(members, anchor, inputs, outs, shape, shapes, "")
     if not found or not available():
         return {}
-    from .backends import llvm_args
-
     at = llvm_args.layout()
     assert at is not None  # (``available``)
     for loop in found.values():
@@ -170,11 +164,6 @@ def _pays(tape: Tape, members: Sequence[int], outputs: Sequence[int]) -> bool:
         passes += PASS + size * (BROADCAST if wide else SAME)
     whole = {a for i in members for a in tape.nodes[i].args if a not in inside and shape_of(tape, a) == shape}
     return passes > CALL + OUTPUT * len(outputs) + size * ARRAY * (len(whole) + len(outputs))
-
-
-def _double(value: float) -> str:
-    """A double as LLVM IR writes one exactly: its bits in hexadecimal."""
-    return f"0x{struct.unpack('<Q', struct.pack('<d', value))[0]:016X}"
 
 
 def _ir(tape: Tape, loop: Loop, at: Any) -> str:
@@ -226,7 +215,7 @@ def _ir(tape: Tape, loop: Loop, at: Any) -> str:
         value[a] = f"%v.in{k}"
     for i in loop.members:
         node = nodes[i]
-        operands = [value[a] if a in value else _double(float(nodes[a].payload)) for a in node.args]
+        operands = [value[a] if a in value else llvm_ir._hex(float(nodes[a].payload)) for a in node.args]
         operation = "fmul" if node.op == "matmul" else OPERATIONS[node.payload[1]]
         lines.append(f"  %v{i} = {operation} double {', '.join(operands)}")
         value[i] = f"%v{i}"
@@ -257,8 +246,7 @@ def _check(k: int, position: int, own: Shape, at: Any) -> list[str]:
     address — an exact ndarray of float64 of shape ``own``, C-contiguous (a number: a ``float``,
     an ``np.float64`` or a 0-d array) — or a branch to ``%fail``."""
     def field_(name: str, kind: str, offset: int) -> str:
-        return (f"  %a{k}.{name}.p = getelementptr inbounds i8, ptr %a{k}, i64 {offset}\n"
-                f"  %a{k}.{name} = load {kind}, ptr %a{k}.{name}.p, align {4 if kind == 'i32' else 8}")
+        return "\n".join(llvm_args.field(f"a{k}.{name}", kind, offset, f"%a{k}"))
 
     lines = [f"c{k}:", f"  %a{k}.p = getelementptr inbounds ptr, ptr %args, i64 {position}",
              f"  %a{k} = load ptr, ptr %a{k}.p, align 8", field_("type", "ptr", at.type_at),

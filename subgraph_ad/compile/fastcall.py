@@ -73,7 +73,7 @@ def _new() -> Any:
 
 def machine_code(ir: str, name: str) -> Code:
     """The machine code of ``ir``: alive in this process, from the cache (only entries it signed
-    itself), or compiled (vectorised by LLVM's passes at -O2) and stored there."""
+    itself), or compiled (vectorised by LLVM's passes at -O2: ``numba._compile``) and stored there."""
     from .backends import numba as backend
 
     target = backend._target()
@@ -83,23 +83,9 @@ def machine_code(ir: str, name: str) -> Code:
         if code is None:
             data = cache_load("fastcall", digest)
             if data is None:
-                data = _compile(target, ir)
+                data = backend._compile(target, ir, vectorise=True)
                 cache_store("fastcall", digest, data)
             code = _LIVE[digest] = Code(*backend._load(target.llvm, target, data, name))
-    return code
-
-
-def _compile(target: Any, ir: str) -> bytes:
-    """LLVM IR -> object code for this CPU, after LLVM's -O2 passes (the loop vectoriser)."""
-    llvm = target.llvm
-    module = llvm.parse_assembly(ir)
-    module.verify()
-    machine = target.machine()
-    options = llvm.create_pipeline_tuning_options(speed_level=2)
-    options.loop_vectorization = True
-    builder = llvm.create_pass_builder(machine, options)
-    builder.getModulePassManager().run(module, builder)
-    code: bytes = machine.emit_object(module)
     return code
 
 

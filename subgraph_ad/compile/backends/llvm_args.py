@@ -109,15 +109,15 @@ def source(at: Layout) -> str:
         "loop:", "  %k = phi i64 [0, %entry], [%k.next, %next]", "  %len = phi i64 [-2, %entry], [%len.next, %next]",
         "  %more = icmp slt i64 %k, %n", "  br i1 %more, label %body, label %done",
         "body:", "  %objp = getelementptr inbounds ptr, ptr %objs, i64 %k", "  %obj = load ptr, ptr %objp, align 8",
-        *_field("type", "ptr", at.type_at), "  %strp = getelementptr inbounds i64, ptr %table, i64 %k",
+        *field("type", "ptr", at.type_at), "  %strp = getelementptr inbounds i64, ptr %table, i64 %k",
         "  %stride.at = add nuw nsw i64 %k, %n", "  %stridep = getelementptr inbounds i64, ptr %table, i64 %stride.at",
         "  %flagp = getelementptr inbounds i8, ptr %numbers, i64 %k",
         "  %is.array = icmp eq ptr %type, %ndarray", "  br i1 %is.array, label %array, label %number",
         # the dtype and the axes first: a 0-d array's dimensions and strides may not be there
-        "array:", *_field("descr", "ptr", at.array("descr")), *_field("nd", "i32", at.array("nd")),
+        "array:", *field("descr", "ptr", at.array("descr")), *field("nd", "i32", at.array("nd")),
         "  %is.f64 = icmp eq ptr %descr, %f64", "  %one.axis = icmp eq i32 %nd, 1", "  %vector = and i1 %is.f64, %one.axis",
         "  br i1 %vector, label %axis, label %fail",
-        "axis:", *_field("dims", "ptr", at.array("dims")), *_field("strides", "ptr", at.array("strides")), *_field("data", "ptr", at.data_at),
+        "axis:", *field("dims", "ptr", at.array("dims")), *field("strides", "ptr", at.array("strides")), *field("data", "ptr", at.data_at),
         "  %size = load i64, ptr %dims, align 8", "  %bytes = load i64, ptr %strides, align 8",
         "  %ahead = icmp sgt i64 %bytes, 0", "  %whole = and i64 %bytes, 7", "  %doubles = icmp eq i64 %whole, 0",
         "  %address = ptrtoint ptr %data to i64", "  %misaligned = and i64 %address, 7", "  %aligned = icmp eq i64 %misaligned, 0",
@@ -140,9 +140,9 @@ def source(at: Layout) -> str:
         "done:", "  ret i64 %len", "}", ""])
 
 
-def _field(name: str, kind: str, offset: int) -> list[str]:
-    """``%name``: the ``kind`` at ``offset`` bytes into ``%obj``."""
-    return [f"  %{name}.p = getelementptr inbounds i8, ptr %obj, i64 {offset}",
+def field(name: str, kind: str, offset: int, obj: str = "%obj") -> list[str]:
+    """``%name``: the ``kind`` at ``offset`` bytes into the object ``obj``."""
+    return [f"  %{name}.p = getelementptr inbounds i8, ptr {obj}, i64 {offset}",
             f"  %{name} = load {kind}, ptr %{name}.p, align {4 if kind == 'i32' else 8}"]
 
 
@@ -194,4 +194,4 @@ class Reader:
         return Read(table, values, numbers, size, args) if size >= 0 else None
 
 
-__all__ = ["AFTER_DATA", "Layout", "Read", "Reader", "address", "layout", "source"]
+__all__ = ["AFTER_DATA", "Layout", "Read", "Reader", "address", "field", "layout", "source"]

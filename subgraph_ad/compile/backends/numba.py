@@ -246,11 +246,19 @@ def _entry(loaded: tuple[Any, int]) -> tuple[Any, Any]:
     return loaded[0], _RUN(loaded[1])
 
 
-def _compile(target: _Target, source: str) -> bytes:
-    """LLVM IR text -> object code for this CPU."""
-    module = target.llvm.parse_assembly(source)
+def _compile(target: _Target, source: str, vectorise: bool = False) -> bytes:
+    """LLVM IR text -> object code for this CPU; with ``vectorise``, after LLVM's -O2 passes
+    (the loop vectoriser: IR written as scalar loops, ``fastcall``'s)."""
+    llvm = target.llvm
+    module = llvm.parse_assembly(source)
     module.verify()
-    code: bytes = target.machine().emit_object(module)  # llvmlite gives the object file as bytes
+    machine = target.machine()
+    if vectorise:
+        options = llvm.create_pipeline_tuning_options(speed_level=2)
+        options.loop_vectorization = True
+        builder = llvm.create_pass_builder(machine, options)
+        builder.getModulePassManager().run(module, builder)
+    code: bytes = machine.emit_object(module)  # llvmlite gives the object file as bytes
     return code
 
 
