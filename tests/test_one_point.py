@@ -248,3 +248,32 @@ def test_an_hvp_whose_blocks_are_zero_is_zeros_of_each_leafs_shape(backend):
     np.testing.assert_allclose(found["a"], 6 * d["a"], rtol=1e-15)  # d²/da² Σ a³ = 6a, along ones
     batched = sad.vmap(lambda A: sad.hvp(lambda A: np.sum(A * c), A, V, backend=backend))(np.ones((2, 3, 4)))
     np.testing.assert_array_equal(batched, np.zeros((2, 3, 4)))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_last_calls_way_serves_only_arguments_laid_out_as_its(backend):
+    """The last call's way (checked leaf by leaf, no key built) against calls that differ from
+    it in one thing each — other keys of as many, a sequence's type, a shape, float32, a
+    byte-swapped float64, an array of numbers where a dict was — each twice in a row, then in
+    turns with it: each
+    gradient is 2·x of its own leaves (Σ x² over every leaf), in its own structure."""
+    g = sad.grad(lambda t: sum(np.sum(leaf ** 2) for leaf in (t.values() if isinstance(t, dict) else t))
+                 if not isinstance(t, np.ndarray) else np.sum(t ** 2), backend=backend)
+    rng = np.random.default_rng(5)
+    base = {"a": rng.normal(size=3), "b": rng.normal(size=(2, 2))}
+    others = [{"a": base["a"], "c": base["b"]}, [base["a"], base["b"]], (base["a"], base["b"]),
+              {"a": base["a"], "b": rng.normal(size=(2, 3))}, {"a": base["a"], "b": base["b"].astype(np.float32)},
+              {"a": base["a"], "b": base["b"].astype(">f8")}, rng.normal(size=4)]
+    for other in others:
+        for arg in (base, base, other, other, base, other, base):
+            found = g(arg)
+            if isinstance(arg, np.ndarray):
+                np.testing.assert_array_equal(found, 2 * arg)
+                continue
+            assert type(found) is type(arg)
+            if isinstance(arg, dict):
+                assert sorted(found) == sorted(arg)
+            pairs = [(found[k], arg[k]) for k in arg] if isinstance(arg, dict) else list(zip(found, arg))
+            for got, leaf in pairs:  # float64 beside a float64 leaf, as JAX keeps it
+                assert got.shape == leaf.shape and got.dtype == np.float64
+                np.testing.assert_array_equal(got, 2 * np.asarray(leaf, dtype=np.float64))

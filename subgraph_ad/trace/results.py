@@ -145,18 +145,20 @@ class Filled:
     def at_point(self, given: Sequence[np.ndarray]) -> Any:
         """The result from ``given``, new arrays of the outputs' numbers end to end: one a leaf
         (an array program's outputs), or any other split (one vector: an expanded program's)."""
-        return self.way(tuple(g.size for g in given))(given)
+        return self.way(tuple(g.shape for g in given))(given)
 
-    def way(self, sizes: tuple[int, ...]) -> Callable[[Sequence[np.ndarray]], Any]:
-        """``at_point`` for outputs of these sizes, the split decided once (a transform keeps it
-        with its program, whose outputs' sizes are fixed)."""
+    def way(self, given: tuple[tuple[int, ...], ...]) -> Callable[[Sequence[np.ndarray]], Any]:
+        """``at_point`` for outputs of these shapes, the split decided once (a transform keeps it
+        with its program, whose outputs' shapes are fixed)."""
         tree, parts = self.tree, self._parts
         shapes = [shape for _, _, shape in parts]
 
         def leaf(g: np.ndarray, shape: tuple[int, ...]) -> Any:
             return g.reshape(shape) if shape else float(g.reshape(-1)[0])
 
-        if sizes == tuple(to - at for at, to, _ in parts):  # an output a leaf
+        if given == tuple(shapes) and all(shapes):  # each output a leaf as it is: nothing to reshape
+            return (lambda found: found[0]) if tree.kind == "leaf" else lambda found: unflatten(tree, found)
+        if tuple(math.prod(shape) for shape in given) == tuple(to - at for at, to, _ in parts):  # an output a leaf
             if tree.kind == "leaf":
                 return lambda given: leaf(given[0], shapes[0])
             return lambda given: unflatten(tree, [leaf(g, shape) for g, shape in zip(given, shapes)])

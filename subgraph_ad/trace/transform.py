@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -117,29 +117,38 @@ def strip(tree: Tree, nb: int) -> Tree:
 
 
 
+#: The dtype of the arguments of the one-point fast path: NumPy's own float64 (the one object
+#: every float64 array made by NumPy carries; any other takes the general path).
+_FLOAT64 = np.dtype(np.float64)
+
+#: Per argument of the fast path: None and its shape for an array; for a dict, tuple or list
+#: of arrays its type, its sorted keys (None for a sequence) and their shapes.
+Layout = tuple[tuple[Any, Any, Any], ...]
+
+
 def _plain(args: Sequence[Any], kwargs: dict[str, Any], levels: Sequence[tuple[bool, ...]] | None
            ) -> tuple[Any, list[list[Any]]] | None:
     """For arguments that are float64 arrays, or dicts, tuples or lists of them (the common
     batch, a network's parameters), outside any trace: what the signature key depends on (their
-    kinds, keys, shapes and the levels) and each one's leaves in JAX's order; else None."""
+    ``Layout`` and the levels) and each one's leaves in JAX's order; else None."""
     if kwargs or not args or running() is not None:
         return None
-    shape: list[Any] = []
+    layout: list[tuple[Any, Any, Any]] = []
     leaves: list[list[Any]] = []
     for a in args:
         kind = type(a)
         if kind is np.ndarray:
             if a.dtype != np.float64:
                 return None
-            shape.append(a.shape)
+            layout.append((None, None, a.shape))
             leaves.append([a])
             continue
-        label: Any
+        keys: Any = None
         if kind is dict:
-            keys = sorted(a)
-            items, label = [a[k] for k in keys], tuple(keys)
+            keys = tuple(sorted(a))
+            items = [a[k] for k in keys]
         elif kind is tuple or kind is list:
-            items, label = list(a), kind
+            items = list(a)
         else:
             return None
         if not items:
@@ -147,9 +156,46 @@ def _plain(args: Sequence[Any], kwargs: dict[str, Any], levels: Sequence[tuple[b
         for v in items:
             if type(v) is not np.ndarray or v.dtype != np.float64:
                 return None
-        shape.append((label, tuple([v.shape for v in items])))
+        layout.append((kind, keys, tuple([v.shape for v in items])))
         leaves.append(items)
-    return (tuple(shape), None if levels is None else tuple(levels)), leaves
+    return (tuple(layout), None if levels is None else tuple(levels)), leaves
+
+
+def _matched(args: Sequence[Any], layout: Layout) -> list[Any] | None:
+    """The leaves, in order, of arguments laid out as ``layout`` (float64 arrays of its shapes
+    in containers of its types and keys); None for any others. The check ``_plain`` makes,
+    without building a key: the one-point call of a transform, each time."""
+    if len(args) != len(layout):
+        return None
+    leaves: list[Any] = []
+    items: Any
+    try:
+        for a, (kind, keys, shapes) in zip(args, layout):
+            if kind is None:
+                items, shapes = (a,), (shapes,)
+            elif type(a) is not kind or len(a) != len(shapes):
+                return None
+            else:
+                items = a if keys is None else [a[k] for k in keys]
+            for v, shape in zip(items, shapes):
+                if type(v) is not np.ndarray or v.dtype is not _FLOAT64 or v.shape != shape:
+                    return None
+                leaves.append(v)
+    except KeyError:  # a dict of as many other keys
+        return None
+    return leaves
+
+
+class _Lane(NamedTuple):
+    """A transform's one-point call filled straight from its program's outputs, kept per layout
+    of arguments: the program's key and entry (the lane holds while that entry does), its
+    unchecked one-point call and the fill of the result."""
+
+    layout: Layout
+    key: Any
+    entry: tuple[Any, Assemble]
+    at_point: Callable[[list[Any]], Any]
+    fill: Callable[[Any], Any]
 
 
 def _fed_whole(compiled: Any) -> bool:
@@ -172,8 +218,8 @@ class Transformed:
         self.f, self.what, self.build = f, what, build
         self._numbers: dict[int, Any] = {}  # the signature key of k Python numbers
         self._plain: dict[Any, Any] = {}  # the signature key of float64 arrays (``_plain``)
-        #: per ``_plain`` key of one point: (its signature key, the program, its ``at_point``, the fill)
-        self._lanes: dict[Any, tuple[Any, Any, Callable[[list[Any]], Any], Callable[[Any], Any]]] = {}
+        self._lanes: dict[Any, _Lane] = {}  # per ``_plain`` key of one point
+        self._last: _Lane | None = None  # the lane of the last call that took one
         # array arguments are one array var each: NumPy code on them builds array nodes
         self.cache: Programs[Assemble] = Programs(f, what, self._program, backend, arrays=self.ARRAYS)
         functools.update_wrapper(self, f, updated=())
@@ -213,16 +259,22 @@ class Transformed:
             entry = self.cache.get(self._numbers_key(len(args)))  # Python numbers: no pytrees to walk
             if entry is not None:
                 return self._run(entry, [float(a) for a in args], ())
+        last = self._last
+        if last is not None and levels is None and not kwargs and running() is None:
+            flat = _matched(args, last.layout)  # the arguments of the call before: its lane again
+            if flat is not None and self.cache.get(last.key) is last.entry:
+                found = last.at_point(flat)
+                if found is not None:
+                    return last.fill(found)
         plain = _plain(args, kwargs, levels)
         if plain is not None:  # float64 arrays
             shapes, plain_leaves = plain
             lane = self._lanes.get(shapes)
-            if lane is not None:  # at one point, filled straight from the outputs before: so again
-                key, entry, at_point, fill = lane
-                if self.cache.get(key) is entry:
-                    found = at_point([leaf for leaves in plain_leaves for leaf in leaves])
-                    if found is not None:
-                        return fill(found)
+            if lane is not None and self.cache.get(lane.key) is lane.entry:  # filled straight before: so again
+                found = lane.at_point([leaf for leaves in plain_leaves for leaf in leaves])
+                if found is not None:
+                    self._last = lane
+                    return lane.fill(found)
             known = self._plain.get(shapes)
             if known is not None:  # seen before: no pytrees to walk
                 key, sized = known
@@ -310,8 +362,9 @@ class Transformed:
         if at_point is not None and type(assemble) is Filled:
             found = at_point(inputs)
             if found is not None:
-                fill = assemble.way(tuple(g.size for g in found))
-                self._lanes[plain] = key, entry, getattr(compiled, "at_known_point", at_point), fill
+                fill = assemble.way(tuple(g.shape for g in found))
+                lane = _Lane(plain[0], key, entry, getattr(compiled, "at_known_point", at_point), fill)
+                self._lanes[plain] = self._last = lane
                 return fill(found)
         return Transformed._run(entry, inputs, ())
 
