@@ -118,7 +118,10 @@ def source(tape: Tape, inputs: Sequence[Term], outputs: Sequence[Term], flavour:
                                  f"{[v.name for v in inputs]}")
             continue
         if i in kernels:  # a group of elementwise nodes: one kernel, or the members' own code
-            _group(kernels[i], tape, ref, batched, names, xp, flavour, lines)
+            kernel = kernels[i]
+            buffers = (reuse.buffers(i, kernel.shape, len(kernel.outputs), temps)
+                       if isinstance(kernel, Loop) and reuse is not None else [])
+            _group(kernel, tape, ref, batched, names, xp, flavour, lines, [ref[a] for a in buffers])
             temps.update(kernels[i].outputs)
             if reuse is not None and (dead := reuse.dead(i, temps)):
                 lines.append(f"    del {', '.join(f't{a}' for a in dead)}")
@@ -265,16 +268,17 @@ def _groups(tape: Tape, order: Sequence[int], outputs: Sequence[int], fused: dic
 
 
 def _group(group: array_kernels.Group | Loop, tape: Tape, ref: dict[int, str], batched: dict[int, bool],
-           names: dict[str, Any], xp: str, flavour: str, lines: list[str]) -> None:
+           names: dict[str, Any], xp: str, flavour: str, lines: list[str], buffers: Sequence[str] = ()) -> None:
     """A group's code: its kernel where its inputs fit one (``Group.fits``), or a loop's: its
-    outputs made, then the loop run (``MISS`` where it does not take its operands); else each
-    member's NumPy expression in turn (its values the members' own; those only the group reads
-    dropped after it)."""
+    outputs made (the first in the operands ``buffers``, which die at it), then the loop run
+    (``MISS`` where it does not take its operands); else each member's NumPy expression in turn
+    (its values the members' own; those only the group reads dropped after it)."""
     inputs = ", ".join(ref[a] for a in group.inputs)
     if isinstance(group, Loop):
         names["_miss"] = array_loops.MISS
         group.bind(names, f"_L{group.anchor}")
-        lines.extend(f"    t{o} = _np.empty({group.shape!r})" for o in group.outputs)
+        made = [*buffers, *[f"_np.empty({group.shape!r})"] * (len(group.outputs) - len(buffers))]
+        lines.extend(f"    t{o} = {buffer}" for o, buffer in zip(group.outputs, made))
         lines.append(f"    if _L{group.anchor}({''.join(f't{o}, ' for o in group.outputs)}{inputs}, _miss) is _miss:")
     else:
         names[f"_g{group.anchor}"] = group

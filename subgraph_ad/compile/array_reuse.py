@@ -16,7 +16,8 @@ What may be overwritten is decided on the graph, never guessed at run time:
   known fresh) keeps them alive for as long as it lives, so they are neither deleted nor
   overwritten under it;
 - an output is never overwritten; an operand is overwritten only where the result has exactly
-  its shape. On a batch, two operands with batch axes may still broadcast to more than either
+  its shape. A native loop at one point (``array_loops``) writes its outputs into operands that
+  die at it, on the same terms (``buffers``). On a batch, two operands with batch axes may still broadcast to more than either
   (batches of (n, 1) and (1, m)): there the code checks the shapes when it runs (``into``).
 """
 
@@ -102,6 +103,15 @@ class Reuse:
         """The temporaries whose last reader is node i."""
         k = self.position[i]
         return [a for a in dict.fromkeys(self.reads[i]) if a in temps and self.last.get(a) == k]
+
+    def buffers(self, i: int, shape: tuple[int, ...], count: int, temps: set[int]) -> list[int]:
+        """Up to ``count`` of the values that node i (a native loop, ``array_loops``) reads for
+        the last time, of ``shape``, fresh and float: arrays its outputs may be written into,
+        since it reads each element before it writes that element (and, checking its operands
+        before it writes any, writes none where it does not take them)."""
+        k = self.position[i]
+        return [a for a in dict.fromkeys(self.reads[i]) if a in temps and a in self.fresh and self.float[a]
+                and self.last.get(a) == k and shape_of(self.tape, a) == shape][:count]
 
     def target(self, i: int, temps: set[int], batched: dict[int, bool], flavour: str) -> tuple[int, bool] | None:
         """The operand that node i (elementwise) may overwrite, and whether that needs the

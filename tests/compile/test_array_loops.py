@@ -171,6 +171,38 @@ def test_an_operand_that_is_not_contiguous_runs_the_numpy_code(monkeypatch):
     assert took[-1]
 
 
+def test_a_loop_writes_into_an_operand_that_dies_at_it(monkeypatch):
+    """The bias layer's product dies at its loop: the loop writes its output there (no new
+    array), NumPy's values to the bit, the arguments untouched. A dying operand that is not
+    C-contiguous (tanh of a Fortran-ordered argument keeps its order) is refused before anything
+    is written: NumPy's code, NumPy's values."""
+    rng = np.random.default_rng(4)
+    x, w, b, c = _layer_inputs(rng)
+    kept = [a.copy() for a in (x, w, b, c)]
+    took = _counted(monkeypatch)
+    f = sad.jit(bias_layer)
+    found = f(x, w, b, c)
+    source = _source(f)
+    assert source.count(LOOP) == 1 and "_np.empty" not in source and took == [True]
+    np.testing.assert_array_equal(found, bias_layer(x, w, b, c))
+    for a, want in zip((x, w, b, c), kept):
+        np.testing.assert_array_equal(a, want)
+
+    _every_chain(monkeypatch)
+
+    def g(a, d):
+        return np.tanh(a) * 2.0 + d
+
+    a, d = rng.normal(size=(6, 5)), rng.normal(size=5)
+    jitted = sad.jit(g)
+    np.testing.assert_array_equal(jitted(a, d), g(a, d))
+    assert "_np.empty" not in _source(jitted) and took[-1]
+    flipped, before = np.asfortranarray(a), np.asfortranarray(a).copy()
+    np.testing.assert_array_equal(jitted(flipped, d), g(flipped, d))
+    assert not took[-1]
+    np.testing.assert_array_equal(flipped, before)
+
+
 def test_a_loop_call_keeps_every_reference_count(monkeypatch):
     _every_chain(monkeypatch)
     rng = np.random.default_rng(9)
