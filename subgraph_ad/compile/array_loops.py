@@ -11,7 +11,8 @@ members in their order, each rounded once (no contraction into fused multiply-ad
 values are NumPy's to the bit; LLVM's own passes vectorise it.
 
 The loop is called as a Python builtin (``METH_FASTCALL``: ~0.05 µs a call, where ctypes costs
-~2.5) with its outputs (new arrays) and its operands, and checks them itself: each operand an
+~2.5) with its outputs (new arrays, or operands of its shape that die at it: ``array_reuse``)
+and its operands, and checks them itself, before it writes anything: each operand an
 exact ``ndarray`` of native float64, of its own shape, C-contiguous, or a number (``float``,
 ``np.float64`` or a 0-d array). Where one is not, it returns the sentinel ``MISS`` it is given
 last and the code runs the members' NumPy code. It reads the objects' fields where NumPy's and
@@ -59,7 +60,8 @@ MISS = type("Miss", (), {"__repr__": lambda self: "MISS", "__slots__": ()})()
 class Loop:
     """A chain run as one loop: ``members`` in order, of ``shape``; the values they read from
     outside (``inputs``, of ``shapes``: arrays, or numbers of shape ()) and the members read
-    outside it or returned (``outputs``), each a new array the code makes."""
+    outside it or returned (``outputs``), each a new array the code makes or an input that dies
+    at the loop."""
 
     members: tuple[int, ...]
     anchor: int  #: the member where the loop runs: every input is made before it
@@ -235,8 +237,9 @@ def _ir(tape: Tape, loop: Loop, at: Any) -> str:
               "  %miss = load ptr, ptr %miss.p, align 8", *fastcall.new_reference("%miss", "miss"), "  ret ptr %miss",
               # called with another count of arguments (never by the code): no argument read, nothing run
               "wrong:", *fastcall.new_reference("%self", "self"), "  ret ptr %self", "}",
-              # every access of an iteration touches its own element (outputs are new arrays): no
-              # iteration depends on another, and the vectoriser needs no checks of overlap
+              # every access of an iteration touches its own element (an output is a new array, or an
+              # input read at the same element first): no iteration depends on another, and the
+              # vectoriser needs no checks of overlap
               '!0 = distinct !{!0, !2}', "!1 = distinct !{}", '!2 = !{!"llvm.loop.parallel_accesses", !1}', ""]
     return "\n".join(lines)
 
