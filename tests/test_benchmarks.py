@@ -133,7 +133,8 @@ def test_the_networks_benchmark_agrees_with_jax_and_folx_and_times_each(tmp_path
 
 def test_the_arrays_benchmark_times_ours_and_jax_in_turns_and_agrees_with_jax():
     """``arrays.py --rounds 2``: each side set up in its own process (``paired``) and timed in
-    turns; the gradient's and the HVP's norms printed beside JAX's agree to 1e-10."""
+    turns; the gradient's and the HVP's norms printed beside JAX's agree to 1e-10, the d = 300
+    Hessian with JAX's to 1e-12 of its largest entry."""
     run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "arrays.py"), "--rounds", "2"],
                          capture_output=True, text=True, timeout=900, env=CHECKOUT)
     assert run.returncode == 0, run.stderr
@@ -147,6 +148,9 @@ def test_the_arrays_benchmark_times_ours_and_jax_in_turns_and_agrees_with_jax():
         assert abs(ours - jax) <= 1e-10 * abs(jax)
     nodes = next(line for line in lines if "nodes on the tape" in line)
     assert int(nodes.split("nodes on the tape")[1].split()[0]) <= 200
+    hessian = next(line for line in lines if "max error against jax.hessian" in line).split()
+    error, scale = float(hessian[hessian.index("jax.hessian") + 1]), float(hessian[-1].rstrip(")"))
+    assert error <= 1e-12 * scale  # the d = 300 Hessian, 90,000 entries, against JAX's
 
 
 # -- the peers are given the code their own documentation writes (no timings here) ---------------
