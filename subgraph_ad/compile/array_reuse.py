@@ -16,9 +16,11 @@ What may be overwritten is decided on the graph, never guessed at run time:
   known fresh) keeps them alive for as long as it lives, so they are neither deleted nor
   overwritten under it;
 - an output is never overwritten; an operand is overwritten only where the result has exactly
-  its shape. A native loop at one point (``array_loops``) writes its outputs into operands that
-  die at it, on the same terms (``buffers``). On a batch, two operands with batch axes may still broadcast to more than either
+  its shape. On a batch, two operands with batch axes may still broadcast to more than either
   (batches of (n, 1) and (1, m)): there the code checks the shapes when it runs (``into``).
+
+A native loop at one point (``array_loops``) writes its outputs into operands that die at it,
+on the same terms (``buffers``).
 """
 
 from __future__ import annotations
