@@ -35,6 +35,7 @@ from ..core.arrays import ARRAY_OPS, Shape, has_arrays, shape_of
 from ..numeric.modes import floating
 from . import blas, heap, threads
 from .array_code import source
+from .feed import FLOAT64
 from .program import define
 
 
@@ -70,10 +71,6 @@ def mostly_scalar(tape: Tape, outputs: Sequence[Term]) -> bool:
 #: Laplacian on 10⁴ points (d = 16, blocks of 16 × 32 per point): 21 ms whole, 15 ms in chunks
 #: of 1,700 points, 8 ms with the chunks on two cores.
 CHUNK_BYTES = heap.BLOCK * 3 // 4
-
-#: NumPy's own float64 dtype, which the arrays NumPy makes carry (an output with another takes
-#: the general path).
-_FLOAT64 = np.dtype(np.float64)
 
 
 class ArrayCompiled:
@@ -162,7 +159,7 @@ class ArrayCompiled:
         """``at_point`` of arguments known to be such a point (a transform's kept way: its
         pattern of shapes is the program's signature), unchecked."""
         found = self._computed(self._point, args, 1)
-        return [v if type(v) is np.ndarray and v.dtype is _FLOAT64 and v.shape == shape else np.asarray(_full(v, shape))
+        return [v if type(v) is np.ndarray and v.dtype is FLOAT64 and v.shape == shape else np.asarray(_full(v, shape))
                 for v, shape in zip(found, self.out_shapes)]
 
     def _run(self, arrays: list[np.ndarray], batch: Shape) -> tuple[Any, ...]:

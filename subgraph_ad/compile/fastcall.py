@@ -21,6 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .cache import cache_key, cache_load, cache_store
+from .feed import FLOAT64
 
 #: ``PyMethodDef.ml_flags``: the builtin takes (self, args, nargs).
 FASTCALL = 0x80
@@ -53,7 +54,7 @@ def builtin(ir: str, name: str) -> tuple[Callable[..., Any], Code]:
 
 def known() -> list[int]:
     """The addresses of ``ndarray``, float64's dtype, ``float`` and ``np.float64``."""
-    return [id(np.ndarray), id(np.dtype(np.float64)), id(float), id(np.float64)]
+    return [id(np.ndarray), id(FLOAT64), id(float), id(np.float64)]
 
 
 def new_reference(obj: str, name: str) -> list[str]:

@@ -32,7 +32,10 @@ def numbers(value: Any, name: str) -> np.ndarray | np.float64:
     return array.astype(float, copy=False)
 
 
-_F64, _STEP = np.dtype(np.float64), (8,)
+#: NumPy's own float64 dtype, the one object every float64 array NumPy makes carries: the fast
+#: paths compare a dtype with it by identity (any other float64 takes the general path).
+FLOAT64 = np.dtype(np.float64)
+_STEP = (8,)
 
 
 def fed(args: Sequence[Any]) -> tuple[list[Any], tuple[int], tuple[bool, ...]] | None:
@@ -45,7 +48,7 @@ def fed(args: Sequence[Any]) -> tuple[list[Any], tuple[int], tuple[bool, ...]] |
     shape = None
     for a in args:
         if type(a) is np.ndarray:
-            if a.dtype is not _F64:
+            if a.dtype is not FLOAT64:
                 return None
             apart = a.strides
             if apart != _STEP and (len(apart) != 1 or apart[0] <= 0 or apart[0] % 8):
@@ -110,4 +113,4 @@ def sliced(run: Callable[[Sequence[Any], Sequence[np.ndarray]], None], flat: Seq
     return lambda a, b: run([part(v, a, b) for v in flat], [o[a:b] for o in outs])
 
 
-__all__ = ["FLOAT", "NUMBERS", "columns", "fed", "numbers", "outputs", "part", "sliced"]
+__all__ = ["FLOAT", "FLOAT64", "NUMBERS", "columns", "fed", "numbers", "outputs", "part", "sliced"]

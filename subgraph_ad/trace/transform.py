@@ -18,6 +18,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from ..compile.feed import FLOAT64
 from ..core import Tape, Term
 from ..interop import dask_arrays  # Dask: the hooks marked "Dask" below
 from ..pytrees import Tree, flatten, leaf_shapes, real_leaf, static_key
@@ -117,10 +118,6 @@ def strip(tree: Tree, nb: int) -> Tree:
 
 
 
-#: The dtype of the arguments of the one-point fast path: NumPy's own float64 (the one object
-#: every float64 array made by NumPy carries; any other takes the general path).
-_FLOAT64 = np.dtype(np.float64)
-
 #: Per argument of the fast path: None and its shape for an array; for a dict, tuple or list
 #: of arrays its type, its sorted keys (None for a sequence) and their shapes.
 Layout = tuple[tuple[Any, Any, Any], ...]
@@ -178,7 +175,7 @@ def _matched(args: Sequence[Any], layout: Layout) -> list[Any] | None:
             else:
                 items = a if keys is None else [a[k] for k in keys]
             for v, shape in zip(items, shapes):
-                if type(v) is not np.ndarray or v.dtype is not _FLOAT64 or v.shape != shape:
+                if type(v) is not np.ndarray or v.dtype is not FLOAT64 or v.shape != shape:
                     return None
                 leaves.append(v)
     except KeyError:  # a dict of as many other keys

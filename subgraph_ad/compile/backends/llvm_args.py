@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-_F64 = np.dtype(np.float64)
+from .. import fastcall
 
 
 #: Where ``PyArrayObject_fields`` puts what is read, in bytes after its data pointer: nd (an
@@ -181,7 +181,7 @@ class Reader:
     def __init__(self, compile_ir: Callable[[str, str], tuple[Any, int]], at: Layout) -> None:
         self.engine, entry = compile_ir(source(at), "read")  # (the engine owns the machine code)
         self.read = _READ(entry)
-        self.known = np.array([id(np.ndarray), id(_F64), id(float), id(np.float64)], dtype=np.uintp)
+        self.known = np.array(fastcall.known(), dtype=np.uintp)
         self.types = address(self.known)
 
     def __call__(self, args: Sequence[Any]) -> Read | None:
